@@ -1,0 +1,121 @@
+/* The policy contract: prefetchers, caches and schedulers.
+ *
+ * A policy is one file defining one `const ms_policy_desc` plus one line in
+ * policies/registry.c.  The engine never names a policy: it calls the hooks
+ * below and policies act on the engine only through the ms_view functions.
+ * State is opaque (`void *`), created from validated `k=v` parameters. */
+#ifndef MS_POLICY_H
+#define MS_POLICY_H
+
+#include <stdint.h>
+
+#include "../sim/err.h"
+#include "../sim/params.h"
+#include "../sim/profile.h"
+#include "../traces/trace.h"
+
+typedef enum { MS_KIND_PREFETCH = 0, MS_KIND_CACHE = 1, MS_KIND_SCHED = 2 } ms_policy_kind;
+
+/* One activated expert of a layer in the running iteration: the union over
+ * the batch's token rows, in order of first appearance (row, then slot). */
+typedef struct {
+    uint32_t expert;
+    uint32_t tokens;   /* token rows that routed to it */
+    float weight_sum;  /* summed router weight over those rows */
+} ms_act;
+
+typedef struct ms_view ms_view; /* the engine as policies see it */
+
+/* What a policy may know when it is created. */
+typedef struct {
+    const ms_trace_meta *meta;
+    const char *trace_path;
+    const ms_platform *platform;
+    const ms_model *model;        /* NULL when the run names no model */
+    uint32_t distance;            /* --distance */
+    uint64_t seed;
+} ms_policy_env;
+
+/* ---- engine queries (valid inside hooks) ---- */
+const ms_trace_meta *ms_view_meta(const ms_view *v);
+double ms_view_now(const ms_view *v);
+uint64_t ms_view_iteration(const ms_view *v);   /* 0-based, engine order */
+uint32_t ms_view_layer(const ms_view *v);       /* running layer */
+uint64_t ms_view_step(const ms_view *v);        /* iteration * L + layer */
+ms_phase ms_view_phase(const ms_view *v);
+uint32_t ms_view_batch_rows(const ms_view *v);  /* token rows in this iteration */
+/* Activated experts of layer l in the running iteration (any l: the trace
+ * knows the future; only `oracle`-style policies may look ahead). */
+const ms_act *ms_view_activated(const ms_view *v, uint32_t l, uint32_t *n);
+int ms_view_resident(const ms_view *v, uint32_t l, uint32_t e);   /* weights on GPU, ready now */
+int ms_view_cached(const ms_view *v, uint32_t l, uint32_t e);     /* holds a GPU slot (ready or in flight) */
+int ms_view_evictable(const ms_view *v, uint32_t l, uint32_t e);  /* cached, not protected, not in flight */
+int ms_view_fits(const ms_view *v, uint32_t l, uint32_t e);       /* (l, e) fits in the cache without evicting */
+/* Next step (iteration * L + layer) after the running one at which (l, e) is
+ * activated, UINT64_MAX if never.  Only for policies with needs_future. */
+uint64_t ms_view_next_use(const ms_view *v, uint32_t l, uint32_t e);
+
+/* ---- policy actions ---- */
+/* Queue a prefetch of (l, e); higher priority is served first; resubmitting
+ * a queued expert replaces its priority.  Ignored when (l, e) is cached.
+ * The request expires once layer l next runs. */
+void ms_view_prefetch(ms_view *v, uint32_t l, uint32_t e, double priority);
+void ms_view_clear_prefetches(ms_view *v);
+/* Modelled decision cost: a synchronous cost delays GPU compute, an
+ * asynchronous one delays only the prefetches issued after it in this hook. */
+void ms_view_charge_sync(ms_view *v, double seconds);
+void ms_view_charge_async(ms_view *v, double seconds);
+
+/* ---- hooks ---- */
+typedef struct {
+    void *(*create)(const ms_params *p, const ms_policy_env *env, ms_err *err);
+    void (*destroy)(void *st);
+    void (*on_iteration)(void *st, ms_view *v);            /* batch formed, before layer 0 */
+    void (*on_layer_start)(void *st, ms_view *v, uint32_t l);
+    void (*on_gate)(void *st, ms_view *v, uint32_t l);     /* layer l's activated set revealed */
+    void (*on_iteration_end)(void *st, ms_view *v);
+} ms_prefetch_ops;
+
+typedef struct {
+    void *(*create)(const ms_params *p, const ms_policy_env *env, ms_err *err);
+    void (*destroy)(void *st);
+    /* Experts resident before the first iteration (free, like model load);
+     * returns how many were written to ls/es (capacity cap). Optional. */
+    uint32_t (*preload)(void *st, const ms_view *v, uint32_t cap, uint32_t *ls, uint32_t *es);
+    /* 0: load the expert through a transient buffer without caching it.
+     * Optional (NULL = always admit). */
+    int (*admit)(void *st, const ms_view *v, uint32_t l, uint32_t e);
+    void (*on_insert)(void *st, const ms_view *v, uint32_t l, uint32_t e); /* slot taken */
+    void (*on_access)(void *st, const ms_view *v, uint32_t l, uint32_t e); /* activated while cached */
+    void (*on_evict)(void *st, const ms_view *v, uint32_t l, uint32_t e);
+    /* Choose a victim among experts for which ms_view_evictable() holds;
+     * returns 0 when there is none. */
+    int (*victim)(void *st, const ms_view *v, uint32_t *l, uint32_t *e);
+} ms_cache_ops;
+
+typedef struct {
+    void *(*create)(const ms_params *p, const ms_policy_env *env, ms_err *err);
+    void (*destroy)(void *st);
+    /* Sets on_cpu[i] = 1 to run acts[i] on the CPU instead of the GPU;
+     * cached[i] says whether its weights hold a GPU slot. */
+    void (*place)(void *st, ms_view *v, uint32_t l, uint32_t n, const ms_act *acts,
+                  const uint8_t *cached, uint8_t *on_cpu);
+} ms_sched_ops;
+
+typedef struct {
+    const char *name;
+    ms_policy_kind kind;
+    const char *summary;           /* one line for `moesim list` */
+    const ms_param_spec *params;   /* terminated by {NULL}; may be a lone {NULL} */
+    int needs_future;              /* asks the engine for the next-use pre-pass */
+    const ms_prefetch_ops *prefetch;
+    const ms_cache_ops *cache;
+    const ms_sched_ops *sched;
+} ms_policy_desc;
+
+/* The one registry (policies/registry.c), NULL-terminated. */
+extern const ms_policy_desc *const ms_policy_registry[];
+const ms_policy_desc *ms_policy_find(ms_policy_kind kind, const char *name);
+const char *ms_policy_kind_name(ms_policy_kind kind);
+
+#endif

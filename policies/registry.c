@@ -1,0 +1,43 @@
+/* The one policy registry: the CLI, `moesim list`, the docs and the tests
+ * all iterate this table.  Adding a policy = its file + one line here. */
+#include <string.h>
+
+#include "policy.h"
+
+extern const ms_policy_desc ms_policy_prefetch_none, ms_policy_prefetch_oracle, ms_policy_prefetch_topk_id,
+    ms_policy_prefetch_traced_topk;
+extern const ms_policy_desc ms_policy_cache_lru, ms_policy_cache_lfu, ms_policy_cache_fifo, ms_policy_cache_belady,
+    ms_policy_cache_static;
+extern const ms_policy_desc ms_policy_sched_gpu;
+
+const ms_policy_desc *const ms_policy_registry[] = {
+    &ms_policy_prefetch_none,
+    &ms_policy_prefetch_oracle,
+    &ms_policy_prefetch_topk_id,
+    &ms_policy_prefetch_traced_topk,
+    &ms_policy_cache_lru,
+    &ms_policy_cache_lfu,
+    &ms_policy_cache_fifo,
+    &ms_policy_cache_belady,
+    &ms_policy_cache_static,
+    &ms_policy_sched_gpu,
+    NULL,
+};
+
+const ms_policy_desc *ms_policy_find(ms_policy_kind kind, const char *name)
+{
+    for (int i = 0; ms_policy_registry[i]; i++)
+        if (ms_policy_registry[i]->kind == kind && !strcmp(ms_policy_registry[i]->name, name))
+            return ms_policy_registry[i];
+    return NULL;
+}
+
+const char *ms_policy_kind_name(ms_policy_kind kind)
+{
+    switch (kind) {
+    case MS_KIND_PREFETCH: return "prefetch";
+    case MS_KIND_CACHE: return "cache";
+    case MS_KIND_SCHED: return "sched";
+    }
+    return "?";
+}

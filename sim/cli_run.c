@@ -1,0 +1,224 @@
+/* `moesim run` and `moesim list`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../policies/policy.h"
+#include "cli.h"
+#include "engine.h"
+#include "report.h"
+
+static const char run_usage[] =
+    "usage: moesim run --trace FILE (--cache-experts N | --cache-bytes B | --cache-gb G) [options]\n"
+    "\n"
+    "  --trace FILE        trace (format v1, see traces/FORMAT.md)\n"
+    "  --model NAME|INI    model profile (checks L and J; FLOPs of expert compute); default: none,\n"
+    "                      sizes come from the trace and FLOPs assume 2 bytes per parameter\n"
+    "  --platform NAME|INI platform profile (default rtx3090-pcie4)\n"
+    "  --prefetch X[:k=v]  prefetch policy (default none)\n"
+    "  --cache Y[:k=v]     cache policy (default lru)\n"
+    "  --sched Z[:k=v]     scheduler (default gpu)\n"
+    "  --cache-experts N   GPU expert cache holds N experts\n"
+    "  --cache-bytes B     ... or B bytes (suffixes KB MB GB, KiB MiB GiB) charged per layer's expert size\n"
+    "  --cache-gb G        ... or G * 1e9 bytes\n"
+    "  --distance D        prefetch distance in layers (default 1)\n"
+    "  --batch B           continuous-batching limit in requests (default 1)\n"
+    "  --host-bytes B      host-memory expert tier; experts beyond it are read from SSD (default: all in host)\n"
+    "  --offline           ignore arrival times (every request arrives at t = 0)\n"
+    "  --events FILE       CSV of every copy, hit, miss and compute interval\n"
+    "  --seed N            seed handed to policies (default 1)\n"
+    "  --json              print {\"config\": ..., \"metrics\": ...} instead of the table\n";
+
+typedef struct {
+    const char *model, *platform;
+    int json;
+    int cap_flags;
+} run_flags;
+
+static int need_value(int i, int argc, char **argv)
+{
+    if (i + 1 >= argc)
+        return ms_cli_usage("run: %s needs a value", argv[i]);
+    return 0;
+}
+
+static int parse_count(const char *flag, const char *s, double min, double max, double *out)
+{
+    unsigned long long u;
+    if (ms_parse_u64(s, &u) || (double)u < min || (double)u > max)
+        return ms_cli_usage("run: %s %s: expected a whole number in [%g, %g]", flag, s, min, max);
+    *out = (double)u;
+    return 0;
+}
+
+static int parse_run_flags(int argc, char **argv, ms_run_config *cfg, run_flags *f)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        double x;
+        if (!strcmp(a, "--json")) {
+            f->json = 1;
+            continue;
+        }
+        if (!strcmp(a, "--offline")) {
+            cfg->offline = 1;
+            continue;
+        }
+        if (strncmp(a, "--", 2))
+            return ms_cli_usage("run: unexpected argument '%s' (see moesim run --help)", a);
+        if (need_value(i, argc, argv))
+            return 2;
+        const char *val = argv[++i];
+        if (!strcmp(a, "--trace"))
+            cfg->trace_path = val;
+        else if (!strcmp(a, "--model"))
+            f->model = val;
+        else if (!strcmp(a, "--platform"))
+            f->platform = val;
+        else if (!strcmp(a, "--prefetch"))
+            cfg->prefetch_spec = val;
+        else if (!strcmp(a, "--cache"))
+            cfg->cache_spec = val;
+        else if (!strcmp(a, "--sched"))
+            cfg->sched_spec = val;
+        else if (!strcmp(a, "--events"))
+            cfg->events_path = val;
+        else if (!strcmp(a, "--cache-experts") || !strcmp(a, "--cache-bytes") || !strcmp(a, "--cache-gb")) {
+            f->cap_flags++;
+            if (!strcmp(a, "--cache-experts")) {
+                if (parse_count(a, val, 1, 1e9, &x))
+                    return 2;
+                cfg->cap_kind = MS_CAP_EXPERTS;
+            } else if (!strcmp(a, "--cache-bytes")) {
+                if (ms_parse_bytes(val, &x) || !(x > 0))
+                    return ms_cli_usage("run: --cache-bytes %s: expected a positive size such as 4000MiB", val);
+                cfg->cap_kind = MS_CAP_BYTES;
+            } else {
+                if (ms_parse_double(val, &x) || !(x > 0))
+                    return ms_cli_usage("run: --cache-gb %s: expected a positive number", val);
+                x *= 1e9;
+                cfg->cap_kind = MS_CAP_BYTES;
+            }
+            cfg->cap_value = x;
+        } else if (!strcmp(a, "--distance")) {
+            if (parse_count(a, val, 0, 1024, &x))
+                return 2;
+            cfg->distance = (uint32_t)x;
+        } else if (!strcmp(a, "--batch")) {
+            if (parse_count(a, val, 1, 65536, &x))
+                return 2;
+            cfg->max_batch = (uint32_t)x;
+        } else if (!strcmp(a, "--host-bytes")) {
+            if (ms_parse_bytes(val, &x) || !(x > 0))
+                return ms_cli_usage("run: --host-bytes %s: expected a positive size", val);
+            cfg->host_bytes = x;
+        } else if (!strcmp(a, "--seed")) {
+            unsigned long long u;
+            if (ms_parse_u64(val, &u))
+                return ms_cli_usage("run: --seed %s: expected a whole number", val);
+            cfg->seed = u;
+        } else
+            return ms_cli_usage("run: unknown option '%s' (see moesim run --help)", a);
+    }
+    if (!cfg->trace_path)
+        return ms_cli_usage("run: --trace FILE is required");
+    if (f->cap_flags != 1)
+        return ms_cli_usage("run: give exactly one of --cache-experts, --cache-bytes, --cache-gb");
+    return 0;
+}
+
+int ms_cli_run(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(run_usage, stdout);
+            return 0;
+        }
+    ms_run_config cfg = {.prefetch_spec = "none", .cache_spec = "lru", .sched_spec = "gpu",
+                         .distance = 1, .max_batch = 1, .seed = 1};
+    run_flags f = {.platform = "rtx3090-pcie4"};
+    int rc = parse_run_flags(argc, argv, &cfg, &f);
+    if (rc)
+        return rc;
+    ms_err err;
+    ms_model model;
+    ms_platform platform;
+    if (f.model && ms_model_load(f.model, &model, &err))
+        return ms_cli_error(err.msg);
+    if (ms_platform_load(f.platform, &platform, &err))
+        return ms_cli_error(err.msg);
+    cfg.model = f.model ? &model : NULL;
+    cfg.platform = &platform;
+    ms_metrics m;
+    if (ms_run(&cfg, &m, &err))
+        return ms_cli_error(err.msg);
+    if (f.json) {
+        cJSON *j = ms_report_json(&cfg, &m);
+        char *s = cJSON_Print(j);
+        puts(s);
+        free(s);
+        cJSON_Delete(j);
+    } else {
+        ms_report_table(stdout, &cfg, &m);
+    }
+    ms_metrics_free(&m);
+    if (fflush(stdout))
+        return ms_cli_error("run: cannot write the results to standard output");
+    return 0;
+}
+
+static void print_params(const ms_param_spec *p)
+{
+    for (int i = 0; p && p[i].name; i++) {
+        if (p[i].type == MS_PARAM_ENUM)
+            printf("      %-12s = %-8s %s (%s)\n", p[i].name, p[i].def, p[i].help, p[i].choices);
+        else
+            printf("      %-12s = %-8s %s [%g, %g]\n", p[i].name, p[i].def, p[i].help, p[i].min, p[i].max);
+    }
+}
+
+static int list_profiles(const char *kind)
+{
+    char **names;
+    int n;
+    ms_err err;
+    if (ms_profile_list(kind, &names, &n, &err))
+        return ms_cli_error(err.msg);
+    printf("%s (%s/%s):\n", kind, ms_profile_dir(), kind);
+    for (int i = 0; i < n; i++) {
+        ms_model mo;
+        ms_platform pl;
+        if (!strcmp(kind, "models") && !ms_model_load(names[i], &mo, &err))
+            printf("  %-20s L=%-3u J=%-4u K=%-2u %-6s %8.2f MB/expert  %s\n", names[i], mo.moe_layers, mo.experts,
+                   mo.top_k, mo.dtype, mo.expert_bytes / 1e6, mo.description);
+        else if (!strcmp(kind, "platforms") && !ms_platform_load(names[i], &pl, &err))
+            printf("  %-20s H2D %6.1f GB/s  GPU %6.1f GB  %s\n", names[i], pl.h2d_bw / 1e9, pl.gpu_mem_bytes / 1e9,
+                   pl.description);
+        else
+            printf("  %-20s (invalid: %s)\n", names[i], err.msg);
+    }
+    ms_profile_list_free(names, n);
+    return 0;
+}
+
+int ms_cli_list(int argc, char **argv)
+{
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        puts("usage: moesim list\n\nPrints every registered policy with its parameters and defaults,\n"
+             "then every model and platform profile.");
+        return 0;
+    }
+    if (argc > 1)
+        return ms_cli_usage("list: unexpected argument '%s'", argv[1]);
+    for (int kind = MS_KIND_PREFETCH; kind <= MS_KIND_SCHED; kind++) {
+        printf("%s policies (--%s NAME[:k=v,...]):\n", ms_policy_kind_name(kind), ms_policy_kind_name(kind));
+        for (int i = 0; ms_policy_registry[i]; i++) {
+            const ms_policy_desc *d = ms_policy_registry[i];
+            if ((int)d->kind != kind)
+                continue;
+            printf("  %-14s %s\n", d->name, d->summary);
+            print_params(d->params);
+        }
+    }
+    return list_profiles("models") || list_profiles("platforms");
+}

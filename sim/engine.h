@@ -1,0 +1,72 @@
+/* The discrete-event replay engine (DESIGN.md "Engine semantics").
+ *
+ * ms_run() streams a trace request by request, forms batches (continuous
+ * batching up to max_batch, prefill before decode), and for every iteration
+ * and MoE layer runs: non-expert work on the GPU stream; gate reveal (the
+ * activated set is the union of top-k over the batch's rows); hit / late /
+ * miss classification; on-demand loads ahead of every queued prefetch on a
+ * single H2D copy engine (in-flight copies finish); expert compute in order of
+ * weight readiness; prefetches served by priority concurrently with compute.
+ * The only time is the simulated clock. */
+#ifndef MS_ENGINE_H
+#define MS_ENGINE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "err.h"
+#include "profile.h"
+
+typedef enum { MS_CAP_EXPERTS = 0, MS_CAP_BYTES = 1 } ms_cap_kind;
+
+typedef struct {
+    const char *trace_path;
+    const ms_model *model;        /* NULL: dimensions from the trace alone */
+    const ms_platform *platform;
+    const char *prefetch_spec;    /* "name[:k=v,...]" */
+    const char *cache_spec;
+    const char *sched_spec;
+    ms_cap_kind cap_kind;
+    double cap_value;             /* experts, or bytes */
+    uint32_t distance;            /* prefetch distance d (layers ahead) */
+    uint32_t max_batch;           /* continuous batching limit (requests) */
+    double host_bytes;            /* host-memory expert tier; 0 = every expert in host memory */
+    int offline;                  /* ignore arrival times: every request arrives at 0 */
+    const char *events_path;      /* CSV of every interval, or NULL */
+    uint64_t seed;
+} ms_run_config;
+
+typedef struct {
+    uint64_t hits, late, misses, on_cpu;  /* activated experts by outcome */
+    uint64_t layer_steps;                 /* (iteration, layer) pairs */
+    uint64_t iterations;
+    double stall_s;                       /* GPU waiting for expert weights */
+    double busy_s;                        /* wall time of these layers */
+} ms_counts;
+
+typedef struct {
+    ms_counts total, phase[2];            /* phase: MS_PHASE_PREFILL / MS_PHASE_DECODE */
+    ms_counts *layer;                     /* [L] */
+    uint32_t L;
+    uint64_t prefetch_issued, prefetch_copied, prefetch_useful, prefetch_late;
+    uint64_t prefetch_wasted, prefetch_cancelled, prefetch_dropped;
+    uint64_t demand_copies, pcie_copies;
+    double pcie_bytes, pcie_bytes_useful, pcie_bytes_wasted, ssd_bytes;
+    double makespan_s;
+    uint64_t requests;
+    double ttft_mean_s, ttft_p50_s, ttft_p99_s;
+    double tpot_mean_s, tpot_p50_s, tpot_p99_s;
+    double latency_mean_s, latency_p50_s, latency_p90_s, latency_p99_s;
+    double gpu_cache_capacity_bytes, gpu_cache_peak_bytes, host_bytes;
+    double policy_sync_s, policy_async_s;
+    uint64_t recorded_rows, recorded_agree; /* decode (row, layer, slot) cells with recorded residency */
+    int future_exact;                     /* next-use pre-pass matched the replay order */
+} ms_metrics;
+
+/* Runs one simulation. Returns 0 and fills *out (free with ms_metrics_free),
+ * or -1 with a one-line error (bad trace, unknown policy or parameter, cache
+ * smaller than a layer's activated experts, ...). */
+int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err);
+void ms_metrics_free(ms_metrics *m);
+
+#endif

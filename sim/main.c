@@ -1,0 +1,69 @@
+/* moesim: command-line entry; dispatches to the subcommands of sim/cli.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+int ms_cli_error(const char *msg)
+{
+    fprintf(stderr, "moesim: %s\n", msg);
+    return 1;
+}
+
+int ms_cli_usage(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("moesim: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 2;
+}
+
+static const char usage[] =
+    "usage: moesim <command> [options]\n"
+    "\n"
+    "  run            replay a trace through prefetch x cache x scheduler policies\n"
+    "  list           policies with their parameters, models and platforms\n"
+    "  demo           generate a Mixtral-shaped trace and compare every policy combination\n"
+    "  trace info     metadata of a trace file\n"
+    "  trace validate check every value of a trace file\n"
+    "  trace import   convert a routing dump (--format route-csv) to trace format v1\n"
+    "  trace stats    entropy, reuse, co-activation and skew of a trace\n"
+    "  trace gen      write a seeded synthetic trace\n"
+    "\n"
+    "`moesim <command> --help` describes each command.\n";
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        fputs(usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "run"))
+        return ms_cli_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "list"))
+        return ms_cli_list(argc - 1, argv + 1);
+    if (!strcmp(cmd, "demo"))
+        return ms_cli_demo(argc - 1, argv + 1);
+    if (!strcmp(cmd, "trace")) {
+        if (argc < 3)
+            return ms_cli_usage("trace: missing subcommand (info, validate, import, stats, gen)");
+        const char *sub = argv[2];
+        if (!strcmp(sub, "info"))
+            return ms_cli_trace_info(argc - 2, argv + 2);
+        if (!strcmp(sub, "validate"))
+            return ms_cli_trace_validate(argc - 2, argv + 2);
+        if (!strcmp(sub, "import"))
+            return ms_cli_trace_import(argc - 2, argv + 2);
+        if (!strcmp(sub, "stats"))
+            return ms_cli_trace_stats(argc - 2, argv + 2);
+        if (!strcmp(sub, "gen"))
+            return ms_cli_trace_gen(argc - 2, argv + 2);
+        return ms_cli_usage("trace: unknown subcommand '%s' (info, validate, import, stats, gen)", sub);
+    }
+    return ms_cli_usage("unknown command '%s' (run `moesim --help`)", cmd);
+}

@@ -1,0 +1,170 @@
+#include <math.h>
+#include <string.h>
+
+#include "../policies/policy.h"
+#include "report.h"
+
+uint64_t ms_metrics_activations(const ms_counts *c)
+{
+    return c->hits + c->late + c->misses;
+}
+
+double ms_metrics_hit_rate(const ms_counts *c)
+{
+    uint64_t n = ms_metrics_activations(c);
+    return n ? (double)c->hits / (double)n : 0.0;
+}
+
+static double ratio(double a, double b)
+{
+    return b > 0 ? a / b : 0.0;
+}
+
+cJSON *ms_report_policy(int kind, const char *spec)
+{
+    char name[64];
+    const char *kv;
+    ms_err err;
+    ms_params p;
+    if (ms_spec_split(spec, name, sizeof name, &kv, &err))
+        return NULL;
+    const ms_policy_desc *d = ms_policy_find((ms_policy_kind)kind, name);
+    if (!d || ms_params_parse(d->params, kv, name, &p, &err))
+        return NULL;
+    cJSON *o = cJSON_CreateObject(), *params = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", name);
+    for (int i = 0; i < p.n; i++)
+        cJSON_AddStringToObject(params, p.spec[i]->name, p.str[i]);
+    cJSON_AddItemToObject(o, "params", params);
+    return o;
+}
+
+cJSON *ms_report_config(const ms_run_config *cfg)
+{
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "trace", cfg->trace_path);
+    if (cfg->model)
+        cJSON_AddStringToObject(c, "model", cfg->model->name);
+    else
+        cJSON_AddNullToObject(c, "model");
+    cJSON_AddStringToObject(c, "platform", cfg->platform->name);
+    cJSON_AddItemToObject(c, "prefetch", ms_report_policy(MS_KIND_PREFETCH, cfg->prefetch_spec));
+    cJSON_AddItemToObject(c, "cache", ms_report_policy(MS_KIND_CACHE, cfg->cache_spec));
+    cJSON_AddItemToObject(c, "sched", ms_report_policy(MS_KIND_SCHED, cfg->sched_spec));
+    if (cfg->cap_kind == MS_CAP_EXPERTS)
+        cJSON_AddNumberToObject(c, "cache_experts", cfg->cap_value);
+    else
+        cJSON_AddNumberToObject(c, "cache_bytes", cfg->cap_value);
+    cJSON_AddNumberToObject(c, "distance", cfg->distance);
+    cJSON_AddNumberToObject(c, "batch", cfg->max_batch);
+    cJSON_AddNumberToObject(c, "host_bytes", cfg->host_bytes);
+    cJSON_AddBoolToObject(c, "offline", cfg->offline);
+    cJSON_AddNumberToObject(c, "seed", (double)cfg->seed);
+    return c;
+}
+
+static cJSON *counts_json(const ms_counts *k)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "hit_rate", ms_metrics_hit_rate(k));
+    cJSON_AddNumberToObject(o, "hits", (double)k->hits);
+    cJSON_AddNumberToObject(o, "late", (double)k->late);
+    cJSON_AddNumberToObject(o, "misses", (double)k->misses);
+    cJSON_AddNumberToObject(o, "on_cpu", (double)k->on_cpu);
+    cJSON_AddNumberToObject(o, "activations", (double)ms_metrics_activations(k));
+    cJSON_AddNumberToObject(o, "layer_steps", (double)k->layer_steps);
+    cJSON_AddNumberToObject(o, "iterations", (double)k->iterations);
+    cJSON_AddNumberToObject(o, "stall_s", k->stall_s);
+    cJSON_AddNumberToObject(o, "busy_s", k->busy_s);
+    return o;
+}
+
+cJSON *ms_report_metrics(const ms_metrics *m)
+{
+    cJSON *o = counts_json(&m->total);
+    double copied = (double)m->prefetch_copied;
+    uint64_t act = ms_metrics_activations(&m->total);
+    cJSON_AddNumberToObject(o, "pcie_bytes", m->pcie_bytes);
+    cJSON_AddNumberToObject(o, "pcie_bytes_useful", m->pcie_bytes_useful);
+    cJSON_AddNumberToObject(o, "pcie_bytes_wasted", m->pcie_bytes_wasted);
+    cJSON_AddNumberToObject(o, "pcie_copies", (double)m->pcie_copies);
+    cJSON_AddNumberToObject(o, "demand_copies", (double)m->demand_copies);
+    cJSON_AddNumberToObject(o, "ssd_bytes", m->ssd_bytes);
+    cJSON_AddNumberToObject(o, "makespan_s", m->makespan_s);
+    cJSON_AddNumberToObject(o, "requests", (double)m->requests);
+    cJSON_AddNumberToObject(o, "ttft_ms_mean", m->ttft_mean_s * 1e3);
+    cJSON_AddNumberToObject(o, "ttft_ms_p50", m->ttft_p50_s * 1e3);
+    cJSON_AddNumberToObject(o, "ttft_ms_p99", m->ttft_p99_s * 1e3);
+    cJSON_AddNumberToObject(o, "tpot_ms_mean", m->tpot_mean_s * 1e3);
+    cJSON_AddNumberToObject(o, "tpot_ms_p50", m->tpot_p50_s * 1e3);
+    cJSON_AddNumberToObject(o, "tpot_ms_p99", m->tpot_p99_s * 1e3);
+    cJSON_AddNumberToObject(o, "latency_ms_mean", m->latency_mean_s * 1e3);
+    cJSON_AddNumberToObject(o, "latency_ms_p50", m->latency_p50_s * 1e3);
+    cJSON_AddNumberToObject(o, "latency_ms_p90", m->latency_p90_s * 1e3);
+    cJSON_AddNumberToObject(o, "latency_ms_p99", m->latency_p99_s * 1e3);
+    cJSON_AddNumberToObject(o, "gpu_cache_capacity_bytes", m->gpu_cache_capacity_bytes);
+    cJSON_AddNumberToObject(o, "gpu_cache_peak_bytes", m->gpu_cache_peak_bytes);
+    cJSON_AddNumberToObject(o, "host_bytes", m->host_bytes);
+    cJSON_AddNumberToObject(o, "policy_sync_s", m->policy_sync_s);
+    cJSON_AddNumberToObject(o, "policy_async_s", m->policy_async_s);
+    cJSON *pf = cJSON_AddObjectToObject(o, "prefetch");
+    cJSON_AddNumberToObject(pf, "issued", (double)m->prefetch_issued);
+    cJSON_AddNumberToObject(pf, "copied", copied);
+    cJSON_AddNumberToObject(pf, "useful", (double)m->prefetch_useful);
+    cJSON_AddNumberToObject(pf, "late", (double)m->prefetch_late);
+    cJSON_AddNumberToObject(pf, "wasted", (double)m->prefetch_wasted);
+    cJSON_AddNumberToObject(pf, "cancelled", (double)m->prefetch_cancelled);
+    cJSON_AddNumberToObject(pf, "dropped", (double)m->prefetch_dropped);
+    cJSON_AddNumberToObject(pf, "precision", ratio((double)m->prefetch_useful, copied));
+    cJSON_AddNumberToObject(pf, "recall", ratio((double)m->prefetch_useful, (double)act));
+    cJSON *ph = cJSON_AddObjectToObject(o, "phases");
+    cJSON_AddItemToObject(ph, "prefill", counts_json(&m->phase[MS_PHASE_PREFILL]));
+    cJSON_AddItemToObject(ph, "decode", counts_json(&m->phase[MS_PHASE_DECODE]));
+    cJSON *layers = cJSON_AddArrayToObject(o, "layers");
+    for (uint32_t l = 0; l < m->L; l++)
+        cJSON_AddItemToArray(layers, counts_json(&m->layer[l]));
+    if (m->recorded_rows) {
+        cJSON *r = cJSON_AddObjectToObject(o, "recorded_residency");
+        cJSON_AddNumberToObject(r, "decode_cells", (double)m->recorded_rows);
+        cJSON_AddNumberToObject(r, "agree", (double)m->recorded_agree);
+        cJSON_AddNumberToObject(r, "agreement", ratio((double)m->recorded_agree, (double)m->recorded_rows));
+    }
+    cJSON_AddBoolToObject(o, "next_use_exact", m->future_exact);
+    return o;
+}
+
+cJSON *ms_report_json(const ms_run_config *cfg, const ms_metrics *m)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddItemToObject(root, "config", ms_report_config(cfg));
+    cJSON_AddItemToObject(root, "metrics", ms_report_metrics(m));
+    return root;
+}
+
+static void table_counts(FILE *out, const char *name, const ms_counts *c)
+{
+    fprintf(out, "  %-8s %10llu %10llu %10llu %10llu %8.2f%% %12.3f\n", name,
+            (unsigned long long)ms_metrics_activations(c), (unsigned long long)c->hits,
+            (unsigned long long)c->late, (unsigned long long)c->misses, 100.0 * ms_metrics_hit_rate(c), c->stall_s);
+}
+
+void ms_report_table(FILE *out, const ms_run_config *cfg, const ms_metrics *m)
+{
+    fprintf(out, "trace %s  platform %s  prefetch %s  cache %s  sched %s  distance %u  batch %u\n", cfg->trace_path,
+            cfg->platform->name, cfg->prefetch_spec, cfg->cache_spec, cfg->sched_spec, cfg->distance, cfg->max_batch);
+    fprintf(out, "  %-8s %10s %10s %10s %10s %9s %12s\n", "phase", "experts", "hits", "late", "misses", "hit rate",
+            "stall (s)");
+    table_counts(out, "prefill", &m->phase[MS_PHASE_PREFILL]);
+    table_counts(out, "decode", &m->phase[MS_PHASE_DECODE]);
+    table_counts(out, "total", &m->total);
+    fprintf(out, "  PCIe %.3f GB (useful prefetch %.3f GB, wasted %.3f GB)  prefetch precision %.3f\n",
+            m->pcie_bytes / 1e9, m->pcie_bytes_useful / 1e9, m->pcie_bytes_wasted / 1e9,
+            ratio((double)m->prefetch_useful, (double)m->prefetch_copied));
+    fprintf(out, "  requests %llu  TTFT mean %.2f ms  TPOT mean %.2f ms (p99 %.2f)  makespan %.3f s\n",
+            (unsigned long long)m->requests, m->ttft_mean_s * 1e3, m->tpot_mean_s * 1e3, m->tpot_p99_s * 1e3,
+            m->makespan_s);
+    if (m->recorded_rows)
+        fprintf(out, "  recorded residency: %llu of %llu decode cells agree (%.3f %%)\n",
+                (unsigned long long)m->recorded_agree, (unsigned long long)m->recorded_rows,
+                100.0 * ratio((double)m->recorded_agree, (double)m->recorded_rows));
+}

@@ -1,0 +1,45 @@
+# CLI tests of `moesim run`, `moesim list` and `moesim demo`.
+set(FAIL ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_fail.sh)
+
+add_test(NAME run.list COMMAND moesim list)
+set_tests_properties(run.list PROPERTIES PASS_REGULAR_EXPRESSION "belady.*bypass.*mixtral-8x7b.*rtx3090-pcie4")
+
+add_test(NAME run.gen_fixture COMMAND moesim trace gen --model mixtral-8x7b -o ${CMAKE_CURRENT_BINARY_DIR}/run_mix.h5 --seed 3 --requests 4)
+set_tests_properties(run.gen_fixture PROPERTIES FIXTURES_SETUP run_trace)
+set(T ${CMAKE_CURRENT_BINARY_DIR}/run_mix.h5)
+
+function(run_test name)
+  add_test(NAME run.${name} COMMAND ${ARGN})
+  set_tests_properties(run.${name} PROPERTIES FIXTURES_REQUIRED run_trace)
+endfunction()
+
+run_test(json moesim run --trace ${T} --model mixtral-8x7b --prefetch oracle --cache belady --cache-experts 16 --json)
+set_tests_properties(run.json PROPERTIES PASS_REGULAR_EXPRESSION "\"config\".*\"bypass\":[ \t]*\"1\".*\"metrics\".*\"hit_rate\".*\"tpot_ms_mean\"")
+run_test(table moesim run --trace ${T} --cache lfu:reset=0 --cache-gb 8 --batch 2 --events ${CMAKE_CURRENT_BINARY_DIR}/run_events.csv)
+set_tests_properties(run.table PROPERTIES PASS_REGULAR_EXPRESSION "decode.*total.*TPOT")
+
+run_test(bad_missing_trace ${FAIL} 1 "no-such.h5" $<TARGET_FILE:moesim> run --trace no-such.h5 --cache-experts 4)
+run_test(bad_unknown_prefetch ${FAIL} 1 "unknown prefetch policy 'orcale' \\(known: none, oracle" $<TARGET_FILE:moesim> run --trace ${T} --prefetch orcale --cache-experts 4)
+run_test(bad_unknown_param ${FAIL} 1 "cache policy 'lfu': unknown parameter 'rest'" $<TARGET_FILE:moesim> run --trace ${T} --cache lfu:rest=1 --cache-experts 4)
+run_test(bad_param_range ${FAIL} 1 "reset=2 is out of range" $<TARGET_FILE:moesim> run --trace ${T} --cache lfu:reset=2 --cache-experts 4)
+run_test(bad_cache_too_small ${FAIL} 1 "smaller than one layer's 2 activated experts" $<TARGET_FILE:moesim> run --trace ${T} --cache-experts 1)
+run_test(bad_cache_over_gpu ${FAIL} 1 "exceeds rtx3090-pcie4's GPU memory" $<TARGET_FILE:moesim> run --trace ${T} --cache-experts 200)
+run_test(bad_unknown_model ${FAIL} 1 "unknown model 'mixtral' \\(known:" $<TARGET_FILE:moesim> run --trace ${T} --model mixtral --cache-experts 4)
+run_test(bad_model_mismatch ${FAIL} 1 "model 'qwen3-30b-a3b' has L=48" $<TARGET_FILE:moesim> run --trace ${T} --model qwen3-30b-a3b --cache-experts 4)
+run_test(bad_unknown_platform ${FAIL} 1 "unknown platform" $<TARGET_FILE:moesim> run --trace ${T} --platform tpu --cache-experts 4)
+run_test(bad_no_cache_size ${FAIL} 2 "exactly one of --cache-experts" $<TARGET_FILE:moesim> run --trace ${T})
+run_test(bad_two_cache_sizes ${FAIL} 2 "exactly one of --cache-experts" $<TARGET_FILE:moesim> run --trace ${T} --cache-experts 4 --cache-gb 3)
+run_test(bad_cache_number ${FAIL} 2 "--cache-experts 4x" $<TARGET_FILE:moesim> run --trace ${T} --cache-experts 4x)
+run_test(bad_cache_bytes ${FAIL} 2 "--cache-bytes 4 GB" $<TARGET_FILE:moesim> run --trace ${T} --cache-bytes "4 GB")
+run_test(bad_unknown_flag ${FAIL} 2 "unknown option '--cahce'" $<TARGET_FILE:moesim> run --trace ${T} --cahce lru --cache-experts 4)
+run_test(bad_flag_no_value ${FAIL} 2 "--distance needs a value" $<TARGET_FILE:moesim> run --trace ${T} --cache-experts 4 --distance)
+run_test(bad_events_path ${FAIL} 1 "--events /no/such/dir/e.csv: cannot open" $<TARGET_FILE:moesim> run --trace ${T} --cache-experts 4 --events /no/such/dir/e.csv)
+run_test(bad_oracle_distance ${FAIL} 1 "oracle needs --distance >= 1" $<TARGET_FILE:moesim> run --trace ${T} --prefetch oracle --distance 0 --cache-experts 4)
+
+# identical inputs give identical JSON (also across batch and policy state)
+add_test(NAME run.same_json COMMAND sh -c "a=$($<TARGET_FILE:moesim> run --trace ${T} --prefetch traced-topk --cache lfu --cache-experts 24 --batch 3 --json) && b=$($<TARGET_FILE:moesim> run --trace ${T} --prefetch traced-topk --cache lfu --cache-experts 24 --batch 3 --json) && [ \"$a\" = \"$b\" ] && [ -n \"$a\" ]")
+set_tests_properties(run.same_json PROPERTIES FIXTURES_REQUIRED run_trace)
+
+# the main job end to end, small: table, CSV and figure
+add_test(NAME run.demo COMMAND sh -c "rm -rf demo-test && $<TARGET_FILE:moesim> demo --out demo-test --requests 4 && test -s demo-test/demo.csv && test -s demo-test/demo.png && [ $(wc -l < demo-test/demo.csv) -eq 37 ]")
+set_tests_properties(run.demo PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})

@@ -1,0 +1,240 @@
+/* Exact timings on hand-built traces: every hit, miss, copy start and finish
+ * below was computed by hand from the timing model.
+ *
+ * Platform: one copy = 0.5 ms latency + bytes / 1 GB/s, so a 1 MB expert
+ * takes 1.5 ms; expert compute = max(1e6 B / 10 GB/s, tiny) = 0.1 ms; dense
+ * work = 2e6 B / 10 GB/s = 0.2 ms; no launch overheads. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "sim/engine.h"
+#include "traces/trace.h"
+
+#define MS 1e-3
+#define TOL 1e-12
+
+static ms_platform test_platform(void)
+{
+    ms_platform p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.name, sizeof p.name, "test");
+    p.gpu_mem_bytes = 1e12;
+    p.hbm_bw = 1e10;
+    p.gpu_flops = 1e15;
+    p.h2d_bw = 1e9;
+    p.h2d_latency_s = 0.5e-3;
+    p.d2h_bw = 1e9;
+    p.pageable_bw = 1e9;
+    p.copy_engines = 1;
+    p.cpu_cores = 1;
+    p.dram_bw = 1e10;
+    p.cpu_flops_per_core = 1e12;
+    p.ssd_bw = 1e9;
+    return p;
+}
+
+/* One request: prompt of 1 token, then decodes; routing[iter][layer] is the
+ * one expert (K = 1) of that iteration and layer. */
+static void write_trace(const char *path, uint32_t L, uint32_t n_iters, const int routing[][3])
+{
+    ms_trace_meta m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.model_name, sizeof m.model_name, "hand");
+    snprintf(m.source, sizeof m.source, "test_engine_exact");
+    m.L = L;
+    m.J = 4;
+    m.K = 1;
+    m.probs_kind = MS_PROBS_TOPK_RENORM;
+    ms_trace_meta_alloc_layers(&m);
+    for (uint32_t l = 0; l < L; l++) {
+        m.expert_bytes[l] = 1000000;
+        m.dense_bytes[l] = 2000000;
+    }
+    ms_err err;
+    ms_trace_writer *w = ms_writer_open(path, &m, &err);
+    if (!w) {
+        fprintf(stderr, "%s\n", err.msg);
+        exit(1);
+    }
+    ms_request r;
+    memset(&r, 0, sizeof r);
+    r.prompt_len = 1;
+    r.output_len = n_iters - 1; /* decode iterations (traces/FORMAT.md) */
+    r.n_iters = n_iters;
+    r.n_rows = n_iters;
+    ms_request_alloc(&r, &m);
+    for (uint32_t i = 0; i < n_iters; i++) {
+        r.iters[i] = (ms_iteration){i ? MS_PHASE_DECODE : MS_PHASE_PREFILL, i, 1};
+        for (uint32_t l = 0; l < L; l++) {
+            r.topk_ids[ms_topk_index(&m, i, l)] = routing[i][l];
+            r.topk_w[ms_topk_index(&m, i, l)] = 1.0f;
+        }
+    }
+    if (ms_writer_add(w, &r, &err) || ms_writer_close(w, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        exit(1);
+    }
+    ms_request_free(&r);
+    ms_trace_meta_free(&m);
+}
+
+static ms_metrics run(const char *trace, const ms_platform *p, const char *prefetch, const char *cache,
+                      uint32_t cap, uint32_t distance, const char *events)
+{
+    ms_run_config cfg = {.trace_path = trace, .platform = p, .prefetch_spec = prefetch, .cache_spec = cache,
+                         .sched_spec = "gpu", .cap_kind = MS_CAP_EXPERTS, .cap_value = cap,
+                         .distance = distance, .max_batch = 1, .events_path = events};
+    ms_metrics m;
+    ms_err err;
+    if (ms_run(&cfg, &m, &err)) {
+        fprintf(stderr, "ms_run: %s\n", err.msg);
+        exit(1);
+    }
+    return m;
+}
+
+/* Returns the start and end of the n-th event of `kind` (0-based) for expert
+ * (l, e), or -1 when absent. */
+static int find_event(const char *events, const char *kind, int l, int e, int nth, double *t0, double *t1)
+{
+    FILE *f = fopen(events, "r");
+    char line[512], k[64];
+    int it, el, ee;
+    double a, b;
+    fgets(line, sizeof line, f);
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%63[^,],%lf,%lf,%d,%d,%d", k, &a, &b, &it, &el, &ee) == 6 && !strcmp(k, kind) &&
+            el == l && ee == e && nth-- == 0) {
+            *t0 = a;
+            *t1 = b;
+            fclose(f);
+            return 0;
+        }
+    }
+    fclose(f);
+    return -1;
+}
+
+#define CHECK_EVENT(ev, kind, l, e, nth, start, end)                                                            \
+    do {                                                                                                        \
+        double _s = -1, _e = -1;                                                                                \
+        CHECK(find_event(ev, kind, l, e, nth, &_s, &_e) == 0);                                                  \
+        CHECK_NEAR(_s, (start)*MS, TOL);                                                                        \
+        CHECK_NEAR(_e, (end)*MS, TOL);                                                                          \
+    } while (0)
+
+/* No prefetch, LRU over 2 experts: hand timeline in the comments. */
+static void test_lru_on_demand(const ms_platform *p)
+{
+    static const int routing[3][3] = {{0, 1}, {0, 2}, {3, 1}};
+    write_trace("exact_a.h5", 2, 3, routing);
+    ms_metrics m = run("exact_a.h5", p, "none", "lru", 2, 1, "exact_a.csv");
+    CHECK_EQ_INT(m.total.hits, 1);
+    CHECK_EQ_INT(m.total.misses, 5);
+    CHECK_EQ_INT(m.total.late, 0);
+    CHECK_EQ_INT(m.phase[MS_PHASE_PREFILL].misses, 2);
+    CHECK_EQ_INT(m.phase[MS_PHASE_DECODE].hits, 1);
+    CHECK_EQ_INT(m.phase[MS_PHASE_DECODE].misses, 3);
+    /* iter 0: dense 0-0.2, (0,0) copied 0.2-1.7, computed 1.7-1.8; layer 1 dense 1.8-2.0, (1,1) 2.0-3.5 */
+    CHECK_EVENT("exact_a.csv", "copy_demand", 0, 0, 0, 0.2, 1.7);
+    CHECK_EVENT("exact_a.csv", "compute_gpu", 0, 0, 0, 1.7, 1.8);
+    CHECK_EVENT("exact_a.csv", "copy_demand", 1, 1, 0, 2.0, 3.5);
+    /* iter 1: (0,0) hit at 3.8, computed 3.8-3.9; (1,2) evicts (1,1) (LRU), copied 4.1-5.6 */
+    CHECK_EVENT("exact_a.csv", "compute_gpu", 0, 0, 1, 3.8, 3.9);
+    CHECK_EVENT("exact_a.csv", "evict", 1, 1, 0, 4.1, 4.1);
+    CHECK_EVENT("exact_a.csv", "copy_demand", 1, 2, 0, 4.1, 5.6);
+    /* iter 2: (0,3) evicts (0,0), copied 5.9-7.4; (1,1) evicts (1,2), copied 7.7-9.2, computed 9.2-9.3 */
+    CHECK_EVENT("exact_a.csv", "evict", 0, 0, 0, 5.9, 5.9);
+    CHECK_EVENT("exact_a.csv", "copy_demand", 0, 3, 0, 5.9, 7.4);
+    CHECK_EVENT("exact_a.csv", "copy_demand", 1, 1, 1, 7.7, 9.2);
+    CHECK_NEAR(m.makespan_s, 9.3 * MS, TOL);
+    CHECK_NEAR(m.ttft_mean_s, 3.6 * MS, TOL);
+    CHECK_NEAR(m.tpot_mean_s, (9.3 - 3.6) / 2 * MS, TOL);
+    CHECK_NEAR(m.total.stall_s, 5 * 1.5 * MS, TOL);
+    CHECK_NEAR(m.pcie_bytes, 5e6, 0);
+    ms_metrics_free(&m);
+}
+
+/* Oracle prefetch at distance 1 with room for everything: late experts wait
+ * only for the rest of their in-flight copy; queued copies serialise. */
+static void test_oracle_late(const ms_platform *p)
+{
+    static const int routing[3][3] = {{0, 1}, {0, 2}, {3, 1}};
+    ms_metrics m = run("exact_a.h5", p, "oracle", "lru", 4, 1, "exact_b.csv");
+    CHECK_EQ_INT(m.total.hits, 2);
+    CHECK_EQ_INT(m.total.late, 4);
+    CHECK_EQ_INT(m.total.misses, 0);
+    CHECK_EQ_INT(m.prefetch_issued, 4);
+    CHECK_EQ_INT(m.prefetch_useful, 4);
+    CHECK_EQ_INT(m.prefetch_late, 4);
+    CHECK_EQ_INT(m.demand_copies, 0);
+    /* (0,0) issued at 0, copied 0-1.5: gate at 0.2 finds it in flight, compute 1.5-1.6 */
+    CHECK_EVENT("exact_b.csv", "copy_prefetch", 0, 0, 0, 0.0, 1.5);
+    CHECK_EVENT("exact_b.csv", "compute_gpu", 0, 0, 0, 1.5, 1.6);
+    /* (1,1) issued at 0 too, queued behind (0,0): 1.5-3.0, compute 3.0-3.1 */
+    CHECK_EVENT("exact_b.csv", "copy_prefetch", 1, 1, 0, 1.5, 3.0);
+    CHECK_EVENT("exact_b.csv", "compute_gpu", 1, 1, 0, 3.0, 3.1);
+    /* iter 1: (1,2) issued when layer 0 starts at 3.1: 3.1-4.6; (0,0) hit 3.3-3.4; (1,2) compute 4.6-4.7 */
+    CHECK_EVENT("exact_b.csv", "copy_prefetch", 1, 2, 0, 3.1, 4.6);
+    CHECK_EVENT("exact_b.csv", "compute_gpu", 0, 0, 1, 3.3, 3.4);
+    CHECK_EVENT("exact_b.csv", "compute_gpu", 1, 2, 0, 4.6, 4.7);
+    /* iter 2: (0,3) issued at 4.7: 4.7-6.2; (1,1) hit, computed 6.5-6.6 */
+    CHECK_EVENT("exact_b.csv", "copy_prefetch", 0, 3, 0, 4.7, 6.2);
+    CHECK_EVENT("exact_b.csv", "compute_gpu", 1, 1, 1, 6.5, 6.6);
+    CHECK_NEAR(m.makespan_s, 6.6 * MS, TOL);
+    CHECK_NEAR(m.total.stall_s, (1.3 + 1.2 + 1.0 + 1.3) * MS, TOL);
+    (void)routing;
+    ms_metrics_free(&m);
+}
+
+/* topk-id (k=2, d=1): a demand load waits behind the prefetch copy in
+ * flight (in-flight copies finish), and the queued prefetch for the layer
+ * that has run is cancelled. */
+static void test_demand_behind_inflight(const ms_platform *p)
+{
+    static const int routing[1][3] = {{3, 2}};
+    write_trace("exact_c.h5", 2, 1, routing);
+    ms_metrics m = run("exact_c.h5", p, "topk-id:k=2", "lru", 4, 1, "exact_c.csv");
+    CHECK_EQ_INT(m.total.misses, 2);
+    CHECK_EQ_INT(m.prefetch_issued, 2);
+    CHECK_EQ_INT(m.prefetch_copied, 1);
+    CHECK_EQ_INT(m.prefetch_cancelled, 1);
+    /* (0,3) miss at 0.2: 0.2-1.7; prefetch (1,0) 1.7-3.2; (1,2) miss at 2.0 waits: 3.2-4.7 */
+    CHECK_EVENT("exact_c.csv", "copy_demand", 0, 3, 0, 0.2, 1.7);
+    CHECK_EVENT("exact_c.csv", "copy_prefetch", 1, 0, 0, 1.7, 3.2);
+    CHECK_EVENT("exact_c.csv", "copy_demand", 1, 2, 0, 3.2, 4.7);
+    CHECK_NEAR(m.makespan_s, 4.8 * MS, TOL);
+    CHECK_NEAR(m.total.stall_s, (1.5 + 2.7) * MS, TOL);
+    ms_metrics_free(&m);
+}
+
+/* A cache that cannot hold one layer's experts is refused up front. */
+static void test_cache_too_small(const ms_platform *p)
+{
+    ms_run_config cfg = {.trace_path = "exact_a.h5", .platform = p, .prefetch_spec = "none", .cache_spec = "lru",
+                         .sched_spec = "gpu", .cap_kind = MS_CAP_BYTES, .cap_value = 999999,
+                         .distance = 1, .max_batch = 1};
+    ms_metrics m;
+    ms_err err;
+    CHECK(ms_run(&cfg, &m, &err) == -1);
+    CHECK_STR_CONTAINS(err.msg, "smaller than one layer's 1 activated experts");
+    cfg.cap_kind = MS_CAP_EXPERTS;
+    cfg.cap_value = 2;
+    cfg.cache_spec = "lru:x=1";
+    CHECK(ms_run(&cfg, &m, &err) == -1);
+    CHECK_STR_CONTAINS(err.msg, "unknown parameter 'x'");
+    cfg.cache_spec = "lruu";
+    CHECK(ms_run(&cfg, &m, &err) == -1);
+    CHECK_STR_CONTAINS(err.msg, "unknown cache policy 'lruu' (known: lru");
+}
+
+int main(void)
+{
+    ms_platform p = test_platform();
+    test_lru_on_demand(&p);
+    test_oracle_late(&p);
+    test_demand_behind_inflight(&p);
+    test_cache_too_small(&p);
+    CHECK_DONE();
+}

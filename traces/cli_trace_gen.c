@@ -1,0 +1,163 @@
+/* moesim trace gen --model NAME -o OUT.h5 [...]: writes a seeded synthetic
+ * trace (traces/gen.h; every knob in traces/GENERATOR.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../sim/cli.h"
+#include "../sim/profile.h"
+#include "gen.h"
+
+#define MAX_SETTINGS 128
+
+static const char gen_usage[] =
+    "usage: moesim trace gen --model NAME -o OUT.h5 [--seed N] [--requests N]\n"
+    "                        [--layer-steps N] [--set KNOB=VALUE ...] [--help]\n";
+
+static const char gen_help[] =
+    "\n"
+    "Writes a seeded synthetic routing trace shaped like model NAME (a model\n"
+    "profile name, or a path to a .ini).  Requests come from semantic clusters,\n"
+    "each with skewed per-layer expert preferences that balance out over the\n"
+    "whole trace; gates are Dirichlet draws around the preference, coupled to\n"
+    "the previous layer's experts and to the previous decode step.  The same\n"
+    "flags and seed always give the same file, byte for byte.\n"
+    "\n"
+    "  --model NAME        model profile (required)\n"
+    "  -o, --output OUT    trace file to write (required)\n"
+    "  --seed N            same as --set seed=N\n"
+    "  --requests N        same as --set requests=N\n"
+    "  --layer-steps N     generate until iterations x L reaches about N (the\n"
+    "                      request that crosses N is the last); without\n"
+    "                      --requests, the request count is not capped\n"
+    "  --set KNOB=VALUE    set one generator knob (repeatable; a knob once)\n"
+    "\n"
+    "knobs (traces/GENERATOR.md explains each and the statistic it controls):\n";
+
+typedef struct {
+    const char *model, *out;
+    const char *keys[MAX_SETTINGS], *values[MAX_SETTINGS];
+    int n;
+    int requests_given, layer_steps_given;
+} gen_args;
+
+static int remember(gen_args *a, const char *key, const char *value, const char *flag)
+{
+    for (int i = 0; i < a->n; i++)
+        if (!strcmp(a->keys[i], key))
+            return ms_cli_usage("trace gen: knob %s given twice (second time by %s)", key, flag);
+    if (a->n == MAX_SETTINGS)
+        return ms_cli_usage("trace gen: more than %d settings", MAX_SETTINGS);
+    a->keys[a->n] = key;
+    a->values[a->n++] = value;
+    return 0;
+}
+
+/* "--set k=v": splits in place into key and value. */
+static int remember_setting(gen_args *a, char *kv)
+{
+    char *eq = strchr(kv, '=');
+    if (!eq || eq == kv)
+        return ms_cli_usage("trace gen: --set '%s' is not KNOB=VALUE", kv);
+    *eq = '\0';
+    return remember(a, kv, eq + 1, "--set");
+}
+
+/* Returns 0 when parsed, 1 for --help, or a usage exit code (error printed). */
+static int parse_args(int argc, char **argv, gen_args *a)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+        if (!strcmp(f, "--help") || !strcmp(f, "-h"))
+            return 1;
+        int known = !strcmp(f, "--model") || !strcmp(f, "-o") || !strcmp(f, "--output") ||
+                    !strcmp(f, "--seed") || !strcmp(f, "--requests") || !strcmp(f, "--layer-steps") ||
+                    !strcmp(f, "--set");
+        if (!known)
+            return ms_cli_usage("trace gen: unknown %s '%s' (see moesim trace gen --help)",
+                                f[0] == '-' ? "option" : "argument", f);
+        if (i + 1 >= argc)
+            return ms_cli_usage("trace gen: %s needs a value", f);
+        char *v = argv[++i];
+        int rc = 0;
+        if (!strcmp(f, "--model")) {
+            if (a->model)
+                return ms_cli_usage("trace gen: --model given twice");
+            a->model = v;
+        } else if (!strcmp(f, "-o") || !strcmp(f, "--output")) {
+            if (a->out)
+                return ms_cli_usage("trace gen: -o given twice");
+            a->out = v;
+        } else if (!strcmp(f, "--seed")) {
+            rc = remember(a, "seed", v, f);
+        } else if (!strcmp(f, "--requests")) {
+            rc = remember(a, "requests", v, f);
+        } else if (!strcmp(f, "--layer-steps")) {
+            rc = remember(a, "layer_steps", v, f);
+        } else {
+            rc = remember_setting(a, v);
+        }
+        if (rc)
+            return rc;
+    }
+    for (int i = 0; i < a->n; i++) {
+        a->requests_given |= !strcmp(a->keys[i], "requests");
+        a->layer_steps_given |= !strcmp(a->keys[i], "layer_steps");
+    }
+    if (!a->model)
+        return ms_cli_usage("trace gen: missing --model NAME");
+    if (!a->out || !*a->out)
+        return ms_cli_usage("trace gen: missing -o OUT.h5");
+    return 0;
+}
+
+static int apply_settings(const gen_args *a, ms_gen_params *p)
+{
+    ms_err err;
+    /* a layer-step budget alone means "as many requests as it takes" */
+    if (a->layer_steps_given && !a->requests_given)
+        p->requests = 0;
+    for (int i = 0; i < a->n; i++)
+        if (ms_gen_set(p, a->keys[i], a->values[i], &err))
+            return ms_cli_usage("%s", err.msg);
+    return 0;
+}
+
+static void print_summary(const char *out, const ms_model *m, const ms_gen_params *p, const ms_gen_summary *s)
+{
+    struct stat st;
+    double mib = stat(out, &st) == 0 ? (double)st.st_size / 1048576.0 : -1;
+    printf("wrote %s: %llu requests, %llu iterations, %llu rows, %llu layer-steps, %.2f MiB (%s, seed %llu)\n",
+           out, (unsigned long long)s->requests, (unsigned long long)s->iterations,
+           (unsigned long long)s->rows, (unsigned long long)s->layer_steps, mib, m->name,
+           (unsigned long long)p->seed);
+}
+
+int ms_cli_trace_gen(int argc, char **argv)
+{
+    gen_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc == 1) {
+        fputs(gen_usage, stdout);
+        fputs(gen_help, stdout);
+        ms_gen_print_knobs(stdout);
+        return 0;
+    }
+    if (rc)
+        return rc;
+    ms_gen_params p;
+    ms_gen_defaults(&p);
+    if ((rc = apply_settings(&a, &p)))
+        return rc;
+    ms_err err;
+    ms_model model;
+    if (ms_model_load(a.model, &model, &err))
+        return ms_cli_error(err.msg);
+    ms_gen_summary sum;
+    if (ms_gen_write(&p, &model, a.out, &sum, &err))
+        return ms_cli_error(err.msg);
+    print_summary(a.out, &model, &p, &sum);
+    return 0;
+}
