@@ -6,7 +6,8 @@
  * Without --trace it generates a seeded mixtral-8x7b trace of about N
  * layer-steps (default 1,000,000) in /tmp.  For each of none+lru and
  * oracle+belady it reports the whole replay, the streaming read alone, and
- * policy + engine work = replay - read; ratio = read time / policy time
+ * policy + engine work = replay - reads x read (belady's next-use pre-pass
+ * reads the trace once more); ratio = reading time / policy time
  * (target >= 1.0: policies cost no more than reading the trace).  Best of R
  * repetitions (default 3).  Host wall-clock timing: a benchmark, not a test. */
 #include <stdio.h>
@@ -105,7 +106,10 @@ int main(int argc, char **argv)
         printf("generated %s in %.2f s\n", gen_path, wall() - t0);
         trace = gen_path;
     }
+    /* belady's next-use pre-pass reads the trace a second time: that read is
+     * trace-reading cost too, so it counts twice on the read side. */
     static const char *combos[][2] = {{"none", "lru"}, {"oracle", "belady"}};
+    static const int reads[] = {1, 2};
     uint64_t steps = 0;
     double read_s = 1e300;
     for (unsigned r = 0; r < repeat; r++) {
@@ -122,11 +126,11 @@ int main(int argc, char **argv)
             double t = time_run(trace, &model, &plat, combos[c][0], combos[c][1], (double)cap);
             run_s = t < run_s ? t : run_s;
         }
-        double policy_s = run_s - read_s;
+        double policy_s = run_s - reads[c] * read_s;
         char name[64];
         snprintf(name, sizeof name, "%s+%s", combos[c][0], combos[c][1]);
         printf("%-16s %10.3f %14.0f %14.0f %14.0f %8.2f\n", name, run_s, steps / run_s, steps / read_s,
-               policy_s > 0 ? steps / policy_s : 0.0, policy_s > 0 ? read_s / policy_s : 0.0);
+               policy_s > 0 ? steps / policy_s : 0.0, policy_s > 0 ? reads[c] * read_s / policy_s : 0.0);
     }
     return 0;
 }

@@ -15,7 +15,7 @@
 
 #define GEN_VERSION 1
 #define GEN_MAX_LEN 65536u      /* prompt / output tokens of one request */
-#define GEN_MAX_EXPERTS 65536u
+#define GEN_MAX_EXPERTS 512u     /* transition maps are dense: L x J x J doubles */
 #define GEN_MAX_LAYERS 4096u
 #define PREF_FLOOR 1e-9         /* keeps every Dirichlet parameter > 0 */
 #define SINKHORN_MAX_ITERS 2000
@@ -41,7 +41,7 @@ static const knob knobs[] = {
      "mt19937 seed (the RNG gets seed+1: GSL maps seed 0 to 4357)"},
     {"requests", KNOB_U64, AT(requests), "64", 0, 1e9,
      "requests to generate; 0 = until layer_steps is reached"},
-    {"layer_steps", KNOB_U64, AT(layer_steps), "0", 0, 1e15,
+    {"layer_steps", KNOB_U64, AT(layer_steps), "0", 0, 1e12,
      "stop after the request that brings iterations x L to this; 0 = no cap"},
     {"clusters", KNOB_U32, AT(clusters), "8", 1, 4096,
      "semantic clusters (prompt topics), each with its own expert preferences"},
@@ -85,8 +85,8 @@ static const knob knobs[] = {
      "norm of a token's offset from its request's embedding"},
     {"spec_depth", KNOB_U32, AT(spec_depth), "3", 0, 64,
      "speculative gate outputs gate_{l+i}(h_l), i = 1..spec_depth; 0 = none (must be < L)"},
-    {"spec_noise", KNOB_DOUBLE, AT(spec_noise), "0.3", 0, 1,
-     "noise of the speculative view of layer l+1; at distance i it is 1-(1-spec_noise)^i"},
+    {"spec_noise", KNOB_DOUBLE, AT(spec_noise), "0.2", 0, 1,
+     "weight of random experts in the speculative view of layer l+1; 1-(1-spec_noise)^i at distance i"},
     {"probs", KNOB_PROBS, AT(probs), "auto", 0, 0,
      "stored gate: full | topk_renorm | topk_raw | auto (full when J <= 128, else topk_renorm)"},
     {"token_ids", KNOB_U32, AT(token_ids), "1", 0, 1,
@@ -169,7 +169,7 @@ void ms_gen_print_knobs(FILE *out)
         const knob *k = &knobs[i];
         char range[64];
         if (k->type == KNOB_PROBS)
-            snprintf(range, sizeof range, "auto|full|topk_renorm|topk_raw");
+            snprintf(range, sizeof range, "(see meaning)");
         else if (k->type == KNOB_DOUBLE)
             snprintf(range, sizeof range, "[%g, %g]", k->min, k->max);
         else
@@ -298,10 +298,9 @@ typedef struct {
     /* per-request / per-row scratch */
     double *req_pref;    /* [L][J] */
     double *cur, *prev;  /* [L][J] gate of the current / previous token row */
-    double *alpha, *base, *noise; /* [J] */
+    double *alpha, *base;  /* [J] Dirichlet parameters, row preference */
+    double *trans_mix;     /* [J] transition rows of the experts chosen at l-1 */
     float *pf;           /* [J] float view of one gate */
-    int32_t *ids;        /* [K] */
-    float *w;            /* [K] */
     double *req_emb;     /* [D] */
     double *emb_tmp;     /* [D] */
     double *spec_eta;    /* [S+1] noise weight at distance i */
@@ -422,7 +421,7 @@ static void gen_state_free(gen_state *g)
         gsl_ran_discrete_free(g->cluster_table);
     free(g->cluster_w); free(g->pref); free(g->trans); free(g->centroid);
     free(g->req_pref); free(g->cur); free(g->prev); free(g->alpha); free(g->base);
-    free(g->noise); free(g->pf); free(g->ids); free(g->w); free(g->req_emb); free(g->emb_tmp);
+    free(g->trans_mix); free(g->pf); free(g->req_emb); free(g->emb_tmp);
     free(g->spec_eta); free(g->cand); free(g->cand_val);
 }
 
@@ -443,10 +442,8 @@ static void gen_state_init(gen_state *g, const ms_gen_params *p, const ms_trace_
     g->prev = ms_xcalloc(LJ, sizeof(double));
     g->alpha = ms_xcalloc(g->J, sizeof(double));
     g->base = ms_xcalloc(g->J, sizeof(double));
-    g->noise = ms_xcalloc(g->J, sizeof(double));
+    g->trans_mix = ms_xcalloc(g->J, sizeof(double));
     g->pf = ms_xcalloc(g->J, sizeof(float));
-    g->ids = ms_xcalloc(g->K, sizeof(int32_t));
-    g->w = ms_xcalloc(g->K, sizeof(float));
     g->req_emb = ms_xcalloc(g->D, sizeof(double));
     g->emb_tmp = ms_xcalloc(g->D, sizeof(double));
     g->spec_eta = ms_xcalloc(g->S + 1, sizeof(double));
@@ -521,17 +518,21 @@ static void row_preference(gen_state *g, uint32_t l, const int32_t *prev_layer_i
     for (uint32_t i = 0; i < K; i++)
         wsum += prev_layer_w[i];
     for (uint32_t j = 0; j < J; j++)
-        g->noise[j] = 0;
+        g->trans_mix[j] = 0;
     const double *t = g->trans + (size_t)l * J * J;
     for (uint32_t i = 0; i < K; i++) {
         double f = wsum > 0 ? prev_layer_w[i] / wsum : 1.0 / K;
         const double *row = t + (size_t)prev_layer_ids[i] * J;
         for (uint32_t j = 0; j < J; j++)
-            g->noise[j] += f * row[j];
+            g->trans_mix[j] += f * row[j];
     }
     double s = 0;
     for (uint32_t j = 0; j < J; j++)
-        s += g->base[j] = rp[j] * ((1 - lc) + lc * J * g->noise[j]);
+        s += g->base[j] = rp[j] * ((1 - lc) + lc * J * g->trans_mix[j]);
+    if (!(s > 0)) { /* layer_corr = 1 and no overlap (unbalanced maps): keep the request's */
+        memcpy(g->base, rp, J * sizeof *g->base);
+        return;
+    }
     for (uint32_t j = 0; j < J; j++)
         g->base[j] /= s;
 }

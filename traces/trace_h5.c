@@ -945,8 +945,6 @@ struct ms_trace_writer {
     int failed; /* an HDF5 write failed: the file is incomplete */
 };
 
-static int check_unique_ids(const uint64_t *ids, uint64_t n, const char *path, ms_err *err);
-
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

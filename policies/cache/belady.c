@@ -14,6 +14,7 @@ typedef struct {
     ms_xset members;
     uint32_t J;
     int bypass;
+    uint32_t chosen; /* victim found by admit(), handed to the victim() call that follows */
 } belady_state;
 
 static void *belady_create(const ms_params *p, const ms_policy_env *env, ms_err *err)
@@ -22,6 +23,7 @@ static void *belady_create(const ms_params *p, const ms_policy_env *env, ms_err 
     belady_state *s = ms_xcalloc(1, sizeof *s);
     s->J = env->meta->J;
     s->bypass = (int)ms_param_num(p, "bypass");
+    s->chosen = MS_NIL;
     ms_xset_init(&s->members, env->meta->L * env->meta->J);
     return s;
 }
@@ -68,12 +70,16 @@ static uint32_t furthest_member(const belady_state *s, const ms_view *v, uint64_
 
 static int belady_victim(void *st, const ms_view *v, uint32_t *l, uint32_t *e)
 {
+    belady_state *s = st;
     uint64_t next;
-    uint32_t best = furthest_member(st, v, &next);
+    uint32_t best = s->chosen;
+    s->chosen = MS_NIL;
+    if (best == MS_NIL || !ms_view_evictable(v, best / s->J, best % s->J))
+        best = furthest_member(s, v, &next);
     if (best == MS_NIL)
         return 0;
-    *l = best / ((belady_state *)st)->J;
-    *e = best % ((belady_state *)st)->J;
+    *l = best / s->J;
+    *e = best % s->J;
     return 1;
 }
 
@@ -83,9 +89,13 @@ static int belady_admit(void *st, const ms_view *v, uint32_t l, uint32_t e)
     if (!s->bypass || ms_view_fits(v, l, e))
         return 1;
     uint64_t victim_next;
-    if (furthest_member(s, v, &victim_next) == MS_NIL)
+    s->chosen = furthest_member(s, v, &victim_next);
+    if (s->chosen == MS_NIL)
         return 1; /* nothing evictable: the engine reports the cache too small */
-    return victim_next > ms_view_next_use(v, l, e);
+    if (victim_next > ms_view_next_use(v, l, e))
+        return 1;
+    s->chosen = MS_NIL;
+    return 0;
 }
 
 static const ms_param_spec belady_params[] = {
