@@ -1,9 +1,9 @@
 /* Trace statistics: entropy, reuse, inter-layer co-activation and popularity
  * skew of expert routing, accumulated in one streaming pass over requests.
  *
- * Usage: s = ms_stats_new(meta); ms_stats_add(s, req) per request (in trace
- * order); ms_stats_finish(s); then read ms_stats_report(s), print it or turn it
- * into JSON; ms_stats_free(s).  The core only needs requests in memory, so it
+ * Usage: s = ms_stats_new(meta, &err); ms_stats_add(s, req, &err) per request
+ * (in trace order); ms_stats_finish(s); then read ms_stats_report_get(s),
+ * print it or turn it into JSON; ms_stats_free(s).  The core only needs requests in memory, so it
  * works on hand-built requests as well as on a trace reader's output.
  *
  * Definitions (an "activation" is one valid top-k cell: row r, layer l,
