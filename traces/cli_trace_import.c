@@ -83,6 +83,6 @@ int ms_cli_trace_import(int argc, char **argv)
         return ms_cli_error(err.msg);
     char line[2048];
     ms_import_report_format(&rep, line, sizeof line);
-    printf("%s -> %s\n", line, pos[1]);
+    printf("%s\nwrote %s\n", line, pos[1]);
     return 0;
 }

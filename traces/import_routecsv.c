@@ -18,10 +18,10 @@
 #define RC_MAGIC "# route_trace v1"
 #define RC_COLUMNS "turn,phase,step,layer,slot,expert,weight,residency,expert_bytes"
 #define RC_NFIELDS 9
-/* Sanity limits: far above any real model, low enough that a corrupt header
- * cannot ask for absurd allocations. */
+/* Limits of trace format v1 (traces/FORMAT.md); they also keep a corrupt
+ * header from asking for absurd allocations. */
 #define RC_MAX_LAYERS 4096u
-#define RC_MAX_EXPERTS 1048576u
+#define RC_MAX_EXPERTS 65536u
 #define RC_MAX_TOPK 1024u
 #define RC_WEIGHT_SUM_TOL 1e-3 /* renormalised top-k weights printed with ~6 digits */
 
@@ -455,8 +455,9 @@ static int check_turn_steps(rc_parser *p, uint32_t *P, uint32_t *D, ms_err *err)
     return 0;
 }
 
-/* Checks one (step, layer) group r[0..n): distinct experts, and weights
- * summing to 1 when all k slots are present. */
+/* Checks one (step, layer) group r[0..n): distinct experts, weights summing
+ * to 1 when all k slots are present and to at most 1 when some are missing
+ * (the rules of traces/FORMAT.md, reported here with a line number). */
 static int check_group(rc_parser *p, const rc_row *r, size_t n, ms_err *err)
 {
     double sum = 0;
@@ -470,6 +471,9 @@ static int check_group(rc_parser *p, const rc_row *r, size_t n, ms_err *err)
     }
     if (n == p->meta.K && fabs(sum - 1.0) > RC_WEIGHT_SUM_TOL)
         return ms_fail(err, "%s:%llu: field weight: weights of step %u layer %u sum to %.6g, expected 1 (topk_renorm)",
+                       p->path, (unsigned long long)r[n - 1].line, r[0].step, r[0].layer, sum);
+    if (sum > 1.0 + RC_WEIGHT_SUM_TOL)
+        return ms_fail(err, "%s:%llu: field weight: weights of step %u layer %u sum to %.6g, more than 1",
                        p->path, (unsigned long long)r[n - 1].line, r[0].step, r[0].layer, sum);
     return 0;
 }
@@ -678,6 +682,9 @@ static int check_distinct_files(const char *in_path, const char *out_path, ms_er
     return 0;
 }
 
+/* The writer commits its file on close, even when the input turned out bad
+ * half-way; it writes to "<out>.import" so that a failed import leaves an
+ * existing <out> untouched, and the result is renamed over <out> at the end. */
 int ms_import_routecsv(const char *in_path, const char *out_path, ms_import_report *rep, ms_err *err)
 {
     if (check_distinct_files(in_path, out_path, err))
@@ -688,7 +695,10 @@ int ms_import_routecsv(const char *in_path, const char *out_path, ms_import_repo
         rc_close(&p, 0);
         return -1;
     }
-    ms_trace_writer *w = ms_writer_open(out_path, &p.meta, err);
+    size_t n = strlen(out_path) + sizeof ".import";
+    char *tmp = ms_xcalloc(n, 1);
+    snprintf(tmp, n, "%s.import", out_path);
+    ms_trace_writer *w = ms_writer_open(tmp, &p.meta, err);
     int rc = w ? 0 : -1;
     while (rc == 0) {
         ms_request req;
@@ -706,9 +716,12 @@ int ms_import_routecsv(const char *in_path, const char *out_path, ms_import_repo
             *err = close_err;
             rc = -1;
         }
+        if (rc == 0 && rename(tmp, out_path) != 0)
+            rc = ms_fail(err, "%s: cannot rename %s to it: %s", out_path, tmp, strerror(errno));
         if (rc != 0)
-            remove(out_path);
+            remove(tmp);
     }
+    free(tmp);
     copy_report(&p, rep);
     rc_close(&p, 0);
     return rc;

@@ -2,6 +2,7 @@
  * kind of bad input (line number and field in the message), and the two
  * real BigMoeOnEdge traces (counts cross-checked with awk). */
 #include <stdio.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "traces/import.h"
@@ -180,6 +181,10 @@ static const bad_case bad_cases[] = {
     {HDR COLS "0,0,1,0,0,3,0.6,0,0\n", ":6: field step: prefill steps of turn 0 start at 1, expected 0"},
     {HDR COLS ROW6 "0,0,2,0,0,3,0.6,0,0\n", ":7: field step: step 2 follows step 0 in turn 0 (step 1 has no rows)"},
     {HDR COLS ROW6 "0,1,2,0,0,3,0.6,0,0\n", ":7: field step: first decode step of turn 0 is 2, expected 1"},
+    {HDR COLS ROW6 "0,0,0,1,0,3,0.7,0,0\n0,0,0,1,1,2,0.4,0,0\n", ":8: field weight: weights of step 0 layer 1 sum to 1.1, expected 1"},
+    {"# route_trace v1\n# model=/m arch=a n_layer=2 n_expert=8 n_expert_used=3\n# layer=0 expert_bytes=1 dense_bytes=1\n"
+     "# layer=1 expert_bytes=1 dense_bytes=1\n" COLS "0,0,0,0,0,3,0.7,0,0\n0,0,0,0,2,2,0.4,0,0\n",
+     ":7: field weight: weights of step 0 layer 0 sum to 1.1, more than 1"},
     {HDR COLS "1,0,0,0,0,3,0.6,0,0\n0,0,0,0,0,3,0.6,0,0\n", ":7: field turn: value 0 after turn 1"},
     {HDR COLS ROW6 "0,0,1,0,0,1,0.", ":7: expected 9 fields (turn,phase,step,layer,slot,expert,weight,residency,expert_bytes), got 7 (truncated last line?)"},
     {HDR COLS ROW6 "0,0,1,0,0,1,0.7,0,0", ":7: last line has no newline (truncated file?)"},
@@ -340,6 +345,88 @@ static void test_real_values(void)
     ms_routecsv_free(&t);
 }
 
+/* Every array of two requests is equal (same meta). */
+static void check_same_request(const ms_trace_meta *m, const ms_request *a, const ms_request *b)
+{
+    CHECK_EQ_INT(a->id, b->id);
+    CHECK_EQ_INT(a->prompt_len, b->prompt_len);
+    CHECK_EQ_INT(a->output_len, b->output_len);
+    CHECK_EQ_INT(a->n_iters, b->n_iters);
+    CHECK_EQ_INT(a->n_rows, b->n_rows);
+    if (a->n_iters != b->n_iters || a->n_rows != b->n_rows || !b->recorded_hit)
+        return;
+    CHECK(!memcmp(a->iters, b->iters, a->n_iters * sizeof *a->iters));
+    size_t cells = (size_t)a->n_rows * m->L * m->K;
+    CHECK(!memcmp(a->topk_ids, b->topk_ids, cells * sizeof *a->topk_ids));
+    CHECK(!memcmp(a->topk_w, b->topk_w, cells * sizeof *a->topk_w));
+    CHECK(!memcmp(a->recorded_hit, b->recorded_hit, cells));
+}
+
+/* Import to HDF5, read back with the trace reader: same meta, same requests. */
+static void test_round_trip(const char *csv, const char *h5)
+{
+    ms_routecsv_trace t;
+    ms_import_report rep;
+    ms_err err = {{0}};
+    CHECK_EQ_INT(ms_routecsv_parse(csv, &t, NULL, &err), 0);
+    remove(h5);
+    int rc = ms_import_routecsv(csv, h5, &rep, &err);
+    CHECK_EQ_INT(rc, 0);
+    if (rc)
+        fprintf(stderr, "%s\n", err.msg);
+    ms_trace_reader *rd = rc ? NULL : ms_reader_open(h5, &err);
+    CHECK(rc || rd != NULL);
+    if (rd) {
+        const ms_trace_meta *m = ms_reader_meta(rd);
+        CHECK(!strcmp(m->model_name, t.meta.model_name));
+        CHECK(!strcmp(m->source, t.meta.source));
+        CHECK_EQ_INT(m->L, t.meta.L);
+        CHECK_EQ_INT(m->J, t.meta.J);
+        CHECK_EQ_INT(m->K, t.meta.K);
+        CHECK_EQ_INT(m->probs_kind, MS_PROBS_TOPK_RENORM);
+        CHECK_EQ_INT(m->has_recorded_hits, 1);
+        CHECK_EQ_INT(m->n_requests, t.n_requests);
+        CHECK_EQ_INT(m->n_requests, rep.requests);
+        CHECK(!memcmp(m->expert_bytes, t.meta.expert_bytes, m->L * sizeof *m->expert_bytes));
+        CHECK(!memcmp(m->dense_bytes, t.meta.dense_bytes, m->L * sizeof *m->dense_bytes));
+        ms_request q;
+        memset(&q, 0, sizeof q);
+        uint64_t i = 0;
+        while ((rc = ms_reader_next(rd, &q, &err)) == 1 && i < t.n_requests)
+            check_same_request(m, &t.requests[i++], &q);
+        CHECK_EQ_INT(rc, 0);
+        CHECK_EQ_INT(i, t.n_requests);
+        ms_request_free(&q);
+        ms_reader_close(rd);
+    }
+    ms_routecsv_free(&t);
+    remove(h5);
+}
+
+/* A CSV error found after the output was opened leaves an existing OUT as
+ * it was, and no temporary file behind. */
+static void test_failed_import_keeps_output(void)
+{
+    const char *out = "test_import_routecsv_keep.h5";
+    write_file(out, "keep");
+    ms_err err = {{0}};
+    CHECK_EQ_INT(ms_import_routecsv(FIXTURES "/dup_cell.csv", out, NULL, &err), -1);
+    CHECK_STR_CONTAINS(err.msg, "dup_cell.csv:7: field slot: duplicate cell");
+    char buf[16] = {0};
+    FILE *f = fopen(out, "r");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK(fgets(buf, sizeof buf, f) != NULL);
+        fclose(f);
+    }
+    CHECK(!strcmp(buf, "keep"));
+    CHECK(access("test_import_routecsv_keep.h5.import", F_OK) != 0);
+    CHECK(access("test_import_routecsv_keep.h5.import.tmp", F_OK) != 0);
+    CHECK_EQ_INT(ms_import_routecsv(FIXTURES "/small.csv", FIXTURES "/small.csv", NULL, &err), -1);
+    CHECK_STR_CONTAINS(err.msg, "output is the input file");
+    remove(out);
+}
+
 int main(void)
 {
     test_small_fixture();
@@ -348,5 +435,8 @@ int main(void)
     for (size_t i = 0; i < sizeof real_cases / sizeof real_cases[0]; i++)
         test_real_trace(&real_cases[i]);
     test_real_values();
+    test_round_trip(FIXTURES "/small.csv", "test_import_routecsv_small.h5");
+    test_round_trip(REAL_DIR "/qwen.route.csv", "test_import_routecsv_qwen.h5");
+    test_failed_import_keeps_output();
     CHECK_DONE();
 }
