@@ -471,9 +471,18 @@ static void build_activated_sets(ms_view *v)
     }
 }
 
+/* The three counter sets every layer-step updates: run, phase, layer. */
+static void counts_of(ms_view *v, uint32_t l, ms_counts *c[3])
+{
+    c[0] = &v->m->total;
+    c[1] = &v->m->phase[v->phase];
+    c[2] = &v->m->layer[l];
+}
+
 static void count_outcome(ms_view *v, int outcome, int on_cpu)
 {
-    ms_counts *c[3] = {&v->m->total, &v->m->phase[v->phase], &v->m->layer[v->layer]};
+    ms_counts *c[3];
+    counts_of(v, v->layer, c);
     for (int i = 0; i < 3; i++) {
         if (outcome == OUT_HIT)
             c[i]->hits++;
@@ -615,7 +624,8 @@ static double compute_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, 
     }
     free(order);
     free(ready);
-    ms_counts *c[3] = {&v->m->total, &v->m->phase[v->phase], &v->m->layer[l]};
+    ms_counts *c[3];
+    counts_of(v, l, c);
     for (int i = 0; i < 3; i++)
         c[i]->stall_s += stall;
     return fmax(gpu, cpu);
@@ -666,7 +676,8 @@ static int run_layer(ms_view *v, uint32_t l)
     double end = compute_layer_experts(v, acts, n, on_cpu, t_gate + v->sync_delay);
     free(on_cpu);
     event_layer(v, "layer", t0, end);
-    ms_counts *c[3] = {&v->m->total, &v->m->phase[v->phase], &v->m->layer[l]};
+    ms_counts *c[3];
+    counts_of(v, l, c);
     for (int i = 0; i < 3; i++) {
         c[i]->layer_steps++;
         c[i]->busy_s += end - t0;
