@@ -26,6 +26,22 @@ typedef struct {
 
 typedef struct ms_view ms_view; /* the engine as policies see it */
 
+/* How top-k-only traces (probs_kind topk_*) are widened to a distribution
+ * over all J experts (--topk-fill): the experts outside the top-k get 0, or
+ * share the mass the top-k leaves (1 - sum of its weights) evenly.  Full-prob
+ * traces are never changed. */
+typedef enum { MS_FILL_ZERO = 0, MS_FILL_EVEN = 1 } ms_topk_fill;
+
+/* The training split (--train): the part of the trace that policies may learn
+ * from offline and that the engine does not replay.  By request when the trace
+ * has two or more requests; inside request 0, by iteration, when it has one. */
+typedef struct {
+    double frac;             /* 0: no split, everything is replayed */
+    int by_iteration;
+    uint64_t train_requests; /* requests [0, train_requests) are training */
+    uint32_t train_iters;    /* by_iteration: iterations [0, train_iters) of request 0 */
+} ms_split;
+
 /* What a policy may know when it is created. */
 typedef struct {
     const ms_trace_meta *meta;
@@ -34,6 +50,8 @@ typedef struct {
     const ms_model *model;        /* NULL when the run names no model */
     uint32_t distance;            /* --distance */
     uint64_t seed;
+    ms_topk_fill topk_fill;
+    ms_split split;
 } ms_policy_env;
 
 /* ---- engine queries (valid inside hooks) ---- */
@@ -54,6 +72,35 @@ int ms_view_fits(const ms_view *v, uint32_t l, uint32_t e);       /* (l, e) fits
 /* Next step (iteration * L + layer) after the running one at which (l, e) is
  * activated, UINT64_MAX if never.  Only for policies with needs_future. */
 uint64_t ms_view_next_use(const ms_view *v, uint32_t l, uint32_t e);
+int ms_view_queued(const ms_view *v, uint32_t l, uint32_t e);     /* a prefetch request waits in the queue */
+
+/* The running iteration's batch: item i is one request's iteration. */
+uint32_t ms_view_items(const ms_view *v);
+const ms_request *ms_view_item_request(const ms_view *v, uint32_t i);
+uint64_t ms_view_item_index(const ms_view *v, uint32_t i); /* request index in the trace */
+uint32_t ms_view_item_iter(const ms_view *v, uint32_t i);  /* iteration index within its request */
+/* Layer l's gate distribution averaged over the running iteration's token
+ * rows, into out[J] (policies/gate.h says how top-k traces are widened). */
+void ms_view_gate_mean(const ms_view *v, uint32_t l, float *out);
+/* The iteration's semantic embedding (mean over the batch's items) into
+ * out[embed_dim]; returns 0 when the trace has none. */
+int ms_view_embedding(const ms_view *v, float *out);
+/* Speculative gate of layer l + i computed from layer l's hidden state
+ * (1 <= i <= spec_depth), averaged over the rows, into out[J]: each row's
+ * speculative top-k weights, 0 elsewhere.  Returns 0 when the trace has none
+ * or l + i >= L. */
+int ms_view_spec_gate(const ms_view *v, uint32_t l, uint32_t i, float *out);
+
+/* Sizes and the clock of the copy engine, for policies that model time. */
+const ms_platform *ms_view_platform(const ms_view *v);
+double ms_view_expert_bytes(const ms_view *v, uint32_t l);
+double ms_view_expert_params(const ms_view *v, uint32_t l);
+double ms_view_link_free(const ms_view *v); /* when the H2D engine finishes what it has started (>= now) */
+
+/* A score board the prefetcher writes and the cache reads (fMoE evicts by
+ * the probability its prefetcher last searched).  NAN when never set. */
+void ms_view_set_score(ms_view *v, uint32_t l, uint32_t e, double score);
+double ms_view_score(const ms_view *v, uint32_t l, uint32_t e);
 
 /* ---- policy actions ---- */
 /* Queue a prefetch of (l, e); higher priority is served first; resubmitting
@@ -88,6 +135,8 @@ typedef struct {
     void (*on_insert)(void *st, const ms_view *v, uint32_t l, uint32_t e); /* slot taken */
     void (*on_access)(void *st, const ms_view *v, uint32_t l, uint32_t e); /* activated while cached */
     void (*on_evict)(void *st, const ms_view *v, uint32_t l, uint32_t e);
+    /* Layer l's gate revealed, before its experts are classified. Optional. */
+    void (*on_gate)(void *st, const ms_view *v, uint32_t l);
     /* Choose a victim among experts for which ms_view_evictable() holds;
      * returns 0 when there is none. */
     int (*victim)(void *st, const ms_view *v, uint32_t *l, uint32_t *e);
@@ -108,6 +157,7 @@ typedef struct {
     const char *summary;           /* one line for `moesim list` */
     const ms_param_spec *params;   /* terminated by {NULL}; may be a lone {NULL} */
     int needs_future;              /* asks the engine for the next-use pre-pass */
+    int uses_training;             /* learns from the training split: --train auto becomes 0.7 */
     const ms_prefetch_ops *prefetch;
     const ms_cache_ops *cache;
     const ms_sched_ops *sched;

@@ -23,6 +23,12 @@ void ms_batcher_free(ms_batcher *b)
     memset(b, 0, sizeof *b);
 }
 
+void ms_batcher_skip(ms_batcher *b, uint64_t first_req, uint32_t first_iter)
+{
+    b->next_req = first_req;
+    b->skip_iters = first_iter;
+}
+
 static int has_arrived(const ms_batcher *b, uint64_t i, double now)
 {
     return b->timeless || b->meta->req_arrival_s[i] <= now;
@@ -40,10 +46,11 @@ static int admit_arrived(ms_batcher *b, double now, ms_err *err)
         if (ms_reader_read(b->rd, b->next_req, &slot->req, err) != 1)
             return -1;
         slot->index = b->next_req;
-        slot->next_iter = 0;
+        slot->first_iter = b->next_req == 0 ? b->skip_iters : 0;
+        slot->next_iter = slot->first_iter;
         slot->active = 1;
         slot->arrival_s = b->timeless ? 0.0 : b->meta->req_arrival_s[b->next_req];
-        slot->first_token_s = 0;
+        slot->first_token_s = slot->first_iter ? slot->arrival_s : 0;
         b->n_active++;
         b->next_req++;
     }

@@ -18,6 +18,7 @@ typedef struct {
     ms_request req;
     uint64_t index;        /* request index in the trace */
     uint32_t next_iter;    /* next iteration of req to run */
+    uint32_t first_iter;   /* iterations before it are training (ms_batcher_skip) */
     int active;
     double arrival_s;
     double first_token_s;  /* end of its prefill iteration */
@@ -31,6 +32,7 @@ typedef struct {
     ms_rslot *slots;       /* [max_batch] */
     uint32_t n_active;
     uint64_t next_req;
+    uint32_t skip_iters;   /* request 0 starts at this iteration */
     /* the iteration formed by ms_batcher_next */
     uint32_t *items;       /* slot indices, ascending */
     uint32_t n_items;
@@ -40,6 +42,10 @@ typedef struct {
 
 void ms_batcher_init(ms_batcher *b, ms_trace_reader *rd, uint32_t max_batch, int timeless);
 void ms_batcher_free(ms_batcher *b);
+/* Skips the training split: requests before first_req, and, when first_iter
+ * > 0, the first first_iter iterations of request 0 (a request that starts
+ * past its prefill has no TTFT). */
+void ms_batcher_skip(ms_batcher *b, uint64_t first_req, uint32_t first_iter);
 /* Forms the next iteration at time *now (advanced to the next arrival when
  * nothing is running).  Returns 1 with items/phase/rows set, 0 when the
  * trace is done, -1 on a read error. */

@@ -27,6 +27,11 @@ static const char run_usage[] =
     "  --offline           ignore arrival times (every request arrives at t = 0)\n"
     "  --events FILE       CSV of every copy, hit, miss and compute interval\n"
     "  --seed N            seed handed to policies (default 1)\n"
+    "  --train F|auto      training split: the first F of the requests (of the iterations, for a\n"
+    "                      one-request trace) are learnt from offline and not replayed; auto = 0.7\n"
+    "                      when a chosen policy learns offline (fmoe, eam, transition, static), else 0\n"
+    "  --topk-fill zero|even  top-k-only traces: probability outside the top-k is 0 (default) or\n"
+    "                      the mass the top-k leaves, spread evenly\n"
     "  --json              print {\"config\": ..., \"metrics\": ...} instead of the table\n";
 
 typedef struct {
@@ -112,6 +117,22 @@ static int parse_run_flags(int argc, char **argv, ms_run_config *cfg, run_flags 
             if (ms_parse_bytes(val, &x) || !(x > 0))
                 return ms_cli_usage("run: --host-bytes %s: expected a positive size", val);
             cfg->host_bytes = x;
+        } else if (!strcmp(a, "--train")) {
+            if (!strcmp(val, "auto")) {
+                cfg->train_set = 0;
+                continue;
+            }
+            if (ms_parse_double(val, &x) || !(x >= 0 && x < 1))
+                return ms_cli_usage("run: --train %s: expected auto or a fraction in [0, 1)", val);
+            cfg->train_set = 1;
+            cfg->train_frac = x;
+        } else if (!strcmp(a, "--topk-fill")) {
+            if (!strcmp(val, "zero"))
+                cfg->topk_fill = MS_FILL_ZERO;
+            else if (!strcmp(val, "even"))
+                cfg->topk_fill = MS_FILL_EVEN;
+            else
+                return ms_cli_usage("run: --topk-fill %s: expected zero or even", val);
         } else if (!strcmp(a, "--seed")) {
             unsigned long long u;
             if (ms_parse_u64(val, &u))

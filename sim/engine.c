@@ -13,7 +13,7 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
-#include "../policies/policy.h"
+#include "../policies/gate.h"
 #include "batcher.h"
 #include "engine.h"
 #include "timing.h"
@@ -52,6 +52,7 @@ struct ms_view {
     uint64_t *protect;      /* == stamp: activated by the running layer */
     uint64_t *mark;         /* == iteration + 1: activated in the running iteration */
     uint32_t *act_pos;      /* index of x in its layer's activated list */
+    double *score;          /* the prefetcher -> cache score board (NAN: unset) */
     double *layer_bytes, *layer_params, *dense_bytes, *dense_params;
     double cap_units, used_units, used_bytes;
     /* host tier */
@@ -171,6 +172,91 @@ uint64_t ms_view_next_use(const ms_view *v, uint32_t l, uint32_t e)
     if (v->use_cur[x] == v->use_n[x])
         return UINT64_MAX;
     return (uint64_t)v->use_it[x][v->use_cur[x]] * v->L + l;
+}
+
+int ms_view_queued(const ms_view *v, uint32_t l, uint32_t e)
+{
+    return l < v->L && e < v->J && v->queued[l * v->J + e];
+}
+
+uint32_t ms_view_items(const ms_view *v) { return v->batch ? v->batch->n_items : 0; }
+
+const ms_request *ms_view_item_request(const ms_view *v, uint32_t i)
+{
+    return i < ms_view_items(v) ? &v->batch->slots[v->batch->items[i]].req : NULL;
+}
+
+uint64_t ms_view_item_index(const ms_view *v, uint32_t i)
+{
+    return i < ms_view_items(v) ? v->batch->slots[v->batch->items[i]].index : UINT64_MAX;
+}
+
+uint32_t ms_view_item_iter(const ms_view *v, uint32_t i)
+{
+    return i < ms_view_items(v) ? v->batch->slots[v->batch->items[i]].next_iter : UINT32_MAX;
+}
+
+void ms_view_gate_mean(const ms_view *v, uint32_t l, float *out)
+{
+    memset(out, 0, v->J * sizeof *out);
+    uint32_t rows = 0;
+    for (uint32_t i = 0; i < ms_view_items(v) && l < v->L; i++)
+        rows += ms_gate_add_iteration(v->meta, ms_view_item_request(v, i), ms_view_item_iter(v, i), l,
+                                      v->env.topk_fill, out);
+    for (uint32_t e = 0; rows > 0 && e < v->J; e++)
+        out[e] /= (float)rows;
+}
+
+int ms_view_embedding(const ms_view *v, float *out)
+{
+    uint32_t D = v->meta->embed_dim, n = ms_view_items(v);
+    if (D == 0 || n == 0)
+        return 0;
+    memset(out, 0, D * sizeof *out);
+    for (uint32_t i = 0; i < n; i++) {
+        const float *e = ms_view_item_request(v, i)->embedding + (size_t)ms_view_item_iter(v, i) * D;
+        for (uint32_t d = 0; d < D; d++)
+            out[d] += e[d] / (float)n;
+    }
+    return 1;
+}
+
+int ms_view_spec_gate(const ms_view *v, uint32_t l, uint32_t i, float *out)
+{
+    const ms_trace_meta *m = v->meta;
+    if (i < 1 || i > m->spec_depth || l + i >= v->L || ms_view_items(v) == 0)
+        return 0;
+    memset(out, 0, v->J * sizeof *out);
+    uint32_t rows = 0;
+    for (uint32_t b = 0; b < ms_view_items(v); b++) {
+        const ms_request *r = ms_view_item_request(v, b);
+        const ms_iteration *it = &r->iters[ms_view_item_iter(v, b)];
+        for (uint32_t row = it->row0; row < it->row0 + it->n_rows; row++, rows++) {
+            size_t base = ms_spec_index(m, row, l, i - 1);
+            for (uint32_t k = 0; k < v->K; k++)
+                if (r->spec_ids[base + k] >= 0)
+                    out[r->spec_ids[base + k]] += r->spec_w[base + k];
+        }
+    }
+    for (uint32_t e = 0; rows > 0 && e < v->J; e++)
+        out[e] /= (float)rows;
+    return 1;
+}
+
+const ms_platform *ms_view_platform(const ms_view *v) { return v->cfg->platform; }
+double ms_view_expert_bytes(const ms_view *v, uint32_t l) { return l < v->L ? v->layer_bytes[l] : 0; }
+double ms_view_expert_params(const ms_view *v, uint32_t l) { return l < v->L ? v->layer_params[l] : 0; }
+double ms_view_link_free(const ms_view *v) { return fmax(v->link_free, v->clock); }
+
+void ms_view_set_score(ms_view *v, uint32_t l, uint32_t e, double score)
+{
+    if (l < v->L && e < v->J)
+        v->score[l * v->J + e] = score;
+}
+
+double ms_view_score(const ms_view *v, uint32_t l, uint32_t e)
+{
+    return l < v->L && e < v->J ? v->score[l * v->J + e] : NAN;
 }
 
 /* ------------------------------------------------------------------ */
@@ -662,6 +748,8 @@ static int run_layer(ms_view *v, uint32_t l)
         return -1;
     expire_prefetches_of_layer(v, l);
 
+    if (v->cache->cache->on_gate)
+        v->cache->cache->on_gate(v->cache_st, v, l);
     uint32_t n;
     const ms_act *acts = ms_view_activated(v, l, &n);
     uint8_t *on_cpu = ms_xcalloc(n ? n : 1, 1);
@@ -714,8 +802,10 @@ static int run_iteration(ms_view *v)
 static void request_done(const ms_rslot *s, void *ctx)
 {
     ms_view *v = ctx;
-    uint32_t decodes = s->req.n_iters > 0 ? s->req.n_iters - 1 : 0;
-    dvec_push(&v->ttft, s->first_token_s - s->arrival_s);
+    uint32_t first_decode = s->first_iter > 1 ? s->first_iter : 1;
+    uint32_t decodes = s->req.n_iters > first_decode ? s->req.n_iters - first_decode : 0;
+    if (s->first_iter == 0)
+        dvec_push(&v->ttft, s->first_token_s - s->arrival_s);
     if (decodes)
         dvec_push(&v->tpot, (v->now - s->first_token_s) / decodes);
     dvec_push(&v->latency, v->now - s->arrival_s);
@@ -732,6 +822,7 @@ static int build_future(ms_view *v, ms_trace_reader *rd)
     v->use_cur = ms_xcalloc(v->NX, sizeof *v->use_cur);
     ms_batcher b;
     ms_batcher_init(&b, rd, v->cfg->max_batch, 1);
+    ms_batcher_skip(&b, v->env.split.train_requests, v->env.split.train_iters);
     ms_batcher *saved = v->batch;
     v->batch = &b;
     double t = 0;
@@ -764,6 +855,35 @@ static int build_future(ms_view *v, ms_trace_reader *rd)
         if (v->meta->req_arrival_s[i] != v->meta->req_arrival_s[0])
             same_arrival = 0;
     v->m->future_exact = v->cfg->max_batch == 1 || v->cfg->offline || same_arrival;
+    return 0;
+}
+
+/* 1 when the policy a spec names learns from the training split (unknown
+ * names are reported later, by load_policy). */
+static int spec_learns(ms_policy_kind kind, const char *spec)
+{
+    char name[64];
+    size_t n = strcspn(spec, ":");
+    if (n >= sizeof name)
+        return 0;
+    memcpy(name, spec, n);
+    name[n] = 0;
+    const ms_policy_desc *d = ms_policy_find(kind, name);
+    return d && d->uses_training;
+}
+
+static int resolve_split(ms_view *v)
+{
+    const ms_run_config *c = v->cfg;
+    int learns = spec_learns(MS_KIND_PREFETCH, c->prefetch_spec) || spec_learns(MS_KIND_CACHE, c->cache_spec) ||
+                 spec_learns(MS_KIND_SCHED, c->sched_spec);
+    ms_split *s = &v->env.split;
+    if (ms_split_resolve(v->meta, c->train_set ? c->train_frac : -1.0, learns, s, v->err))
+        return -1;
+    v->m->train_frac = s->frac;
+    v->m->train_by_iteration = s->by_iteration;
+    v->m->train_requests = s->train_requests;
+    v->m->train_iters = s->train_iters;
     return 0;
 }
 
@@ -902,6 +1022,9 @@ static void alloc_state(ms_view *v)
     v->protect = ms_xcalloc(nx, sizeof *v->protect);
     v->mark = ms_xcalloc(nx, sizeof *v->mark);
     v->act_pos = ms_xcalloc(nx, sizeof *v->act_pos);
+    v->score = ms_xcalloc(nx, sizeof *v->score);
+    for (size_t x = 0; x < nx; x++)
+        v->score[x] = NAN;
     v->acts = ms_xcalloc(nx, sizeof *v->acts);
     v->n_acts = ms_xcalloc(v->L, sizeof *v->n_acts);
     v->m->L = v->L;
@@ -917,7 +1040,7 @@ static void free_state(ms_view *v)
     if (v->sched && v->sched_st && v->sched->sched->destroy)
         v->sched->sched->destroy(v->sched_st);
     void *arrays[] = {v->cached, v->transient, v->from_prefetch, v->queued, v->outcome, v->qgen, v->ready_t,
-                      v->protect, v->mark, v->act_pos, v->acts, v->n_acts, v->layer_bytes, v->layer_params, v->dense_bytes,
+                      v->protect, v->mark, v->act_pos, v->score, v->acts, v->n_acts, v->layer_bytes, v->layer_params, v->dense_bytes,
                       v->dense_params, v->in_host, v->host_used_at, v->heap, v->use_n, v->use_cap, v->use_cur,
                       v->ttft.v, v->tpot.v, v->latency.v};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
@@ -957,6 +1080,7 @@ static int replay(ms_view *v, ms_trace_reader *rd)
 {
     ms_batcher b;
     ms_batcher_init(&b, rd, v->cfg->max_batch, v->cfg->offline);
+    ms_batcher_skip(&b, v->env.split.train_requests, v->env.split.train_iters);
     v->batch = &b;
     int rc;
     while ((rc = ms_batcher_next(&b, &v->now, v->err)) == 1) {
@@ -990,10 +1114,12 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
     v->J = v->meta->J;
     v->K = v->meta->K;
     v->NX = v->L * v->J;
-    v->env = (ms_policy_env){v->meta, cfg->trace_path, cfg->platform, cfg->model, cfg->distance, cfg->seed};
+    v->env = (ms_policy_env){.meta = v->meta, .trace_path = cfg->trace_path, .platform = cfg->platform,
+                             .model = cfg->model, .distance = cfg->distance, .seed = cfg->seed,
+                             .topk_fill = cfg->topk_fill == MS_FILL_EVEN ? MS_FILL_EVEN : MS_FILL_ZERO};
     alloc_state(v);
     int rc = -1;
-    if (check_model(v) || setup_layer_sizes(v) || check_capacity(v))
+    if (check_model(v) || setup_layer_sizes(v) || check_capacity(v) || resolve_split(v))
         goto done;
     if (load_policy(v, MS_KIND_PREFETCH, cfg->prefetch_spec, &v->pf, &v->pf_st) ||
         load_policy(v, MS_KIND_CACHE, cfg->cache_spec, &v->cache, &v->cache_st) ||

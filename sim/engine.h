@@ -34,6 +34,9 @@ typedef struct {
     int offline;                  /* ignore arrival times: every request arrives at 0 */
     const char *events_path;      /* CSV of every interval, or NULL */
     uint64_t seed;
+    int train_set;                /* 0: --train auto (0.7 when a policy learns offline, else 0) */
+    double train_frac;            /* --train: training split, not replayed (policies/policy.h ms_split) */
+    int topk_fill;                /* --topk-fill: ms_topk_fill */
 } ms_run_config;
 
 typedef struct {
@@ -61,6 +64,11 @@ typedef struct {
     double policy_sync_s, policy_async_s;
     uint64_t recorded_rows, recorded_agree; /* decode (row, layer, slot) cells with recorded residency */
     int future_exact;                     /* next-use pre-pass matched the replay order */
+    /* the resolved training split */
+    double train_frac;
+    int train_by_iteration;
+    uint64_t train_requests;
+    uint32_t train_iters;
 } ms_metrics;
 
 /* Runs one simulation. Returns 0 and fills *out (free with ms_metrics_free),

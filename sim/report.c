@@ -60,6 +60,7 @@ cJSON *ms_report_config(const ms_run_config *cfg)
     cJSON_AddNumberToObject(c, "host_bytes", cfg->host_bytes);
     cJSON_AddBoolToObject(c, "offline", cfg->offline);
     cJSON_AddNumberToObject(c, "seed", (double)cfg->seed);
+    cJSON_AddStringToObject(c, "topk_fill", cfg->topk_fill == MS_FILL_EVEN ? "even" : "zero");
     return c;
 }
 
@@ -133,10 +134,22 @@ cJSON *ms_report_metrics(const ms_metrics *m)
     return o;
 }
 
+void ms_report_split(cJSON *config, const ms_metrics *m)
+{
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddNumberToObject(t, "frac", m->train_frac);
+    cJSON_AddStringToObject(t, "by", m->train_frac == 0 ? "none" : m->train_by_iteration ? "iteration" : "request");
+    cJSON_AddNumberToObject(t, "requests", (double)m->train_requests);
+    cJSON_AddNumberToObject(t, "iterations", m->train_iters);
+    cJSON_AddItemToObject(config, "train", t);
+}
+
 cJSON *ms_report_json(const ms_run_config *cfg, const ms_metrics *m)
 {
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddItemToObject(root, "config", ms_report_config(cfg));
+    cJSON *c = ms_report_config(cfg);
+    ms_report_split(c, m);
+    cJSON_AddItemToObject(root, "config", c);
     cJSON_AddItemToObject(root, "metrics", ms_report_metrics(m));
     return root;
 }

@@ -14,6 +14,9 @@
 cJSON *ms_report_policy(int kind, const char *spec);
 cJSON *ms_report_config(const ms_run_config *cfg);
 cJSON *ms_report_metrics(const ms_metrics *m);
+/* Adds the resolved training split ("train": {frac, by, requests,
+ * iterations}) to a config object. */
+void ms_report_split(cJSON *config, const ms_metrics *m);
 /* {"config": ..., "metrics": ...} */
 cJSON *ms_report_json(const ms_run_config *cfg, const ms_metrics *m);
 void ms_report_table(FILE *out, const ms_run_config *cfg, const ms_metrics *m);

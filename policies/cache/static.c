@@ -1,63 +1,46 @@
 /* static: llama.cpp-style partial offload.  The most used experts of the
- * training split (token-row activations) are resident from the start and
- * never swapped; every other expert is streamed through a transient buffer
- * for the layer that needs it and not kept.  train = fraction of requests
- * counted (of iterations when the trace has a single request); 1.0 counts
- * the whole trace (an oracle static placement). */
-#include <math.h>
+ * training split (--train; token-row activations) are resident from the start
+ * and never swapped; every other expert is streamed through a transient
+ * buffer for the layer that needs it and not kept.  With --train 0 the whole
+ * trace is counted: an oracle static placement. */
 #include <stdlib.h>
 
-#include "../policy.h"
+#include "../gate.h"
 
 typedef struct {
     uint64_t *count;
     uint32_t nx, J;
 } static_state;
 
-static void count_request(static_state *s, const ms_trace_meta *m, const ms_request *r, uint32_t n_iters)
+static int count_iteration(void *ctx, uint64_t req_index, const ms_request *r, uint32_t it, ms_err *err)
 {
-    for (uint32_t i = 0; i < n_iters; i++) {
-        const ms_iteration *it = &r->iters[i];
-        for (uint32_t row = it->row0; row < it->row0 + it->n_rows; row++)
-            for (uint32_t l = 0; l < m->L; l++)
-                for (uint32_t k = 0; k < m->K; k++) {
-                    int32_t e = r->topk_ids[ms_topk_index(m, row, l) + k];
-                    if (e >= 0)
-                        s->count[l * m->J + (uint32_t)e]++;
-                }
-    }
-}
-
-static int count_training_split(static_state *s, const ms_policy_env *env, double train, ms_err *err)
-{
-    ms_trace_reader *rd = ms_reader_open(env->trace_path, err);
-    if (!rd)
-        return -1;
-    const ms_trace_meta *m = ms_reader_meta(rd);
-    int single = m->n_requests == 1;
-    uint64_t n_req = single ? 1 : (uint64_t)ceil(train * (double)m->n_requests);
-    ms_request r = {0};
-    int rc = 0;
-    for (uint64_t i = 0; i < n_req && rc == 0; i++) {
-        if (ms_reader_read(rd, i, &r, err) != 1) {
-            rc = -1;
-            break;
-        }
-        uint32_t n_iters = single ? (uint32_t)ceil(train * r.n_iters) : r.n_iters;
-        count_request(s, m, &r, n_iters);
-    }
-    ms_request_free(&r);
-    ms_reader_close(rd);
-    return rc;
+    (void)req_index;
+    (void)err;
+    const ms_trace_meta *m = ((const ms_policy_env *)((void **)ctx)[1])->meta;
+    static_state *s = ((void **)ctx)[0];
+    const ms_iteration *iter = &r->iters[it];
+    for (uint32_t row = iter->row0; row < iter->row0 + iter->n_rows; row++)
+        for (uint32_t l = 0; l < m->L; l++)
+            for (uint32_t k = 0; k < m->K; k++) {
+                int32_t e = r->topk_ids[ms_topk_index(m, row, l) + k];
+                if (e >= 0)
+                    s->count[l * m->J + (uint32_t)e]++;
+            }
+    return 0;
 }
 
 static void *static_create(const ms_params *p, const ms_policy_env *env, ms_err *err)
 {
+    (void)p;
     static_state *s = ms_xcalloc(1, sizeof *s);
     s->J = env->meta->J;
     s->nx = env->meta->L * env->meta->J;
     s->count = ms_xcalloc(s->nx, sizeof *s->count);
-    if (count_training_split(s, env, ms_param_num(p, "train"), err)) {
+    ms_policy_env counted = *env;
+    if (env->split.frac == 0) /* no split: count every request */
+        counted.split = (ms_split){.frac = 1, .train_requests = env->meta->n_requests};
+    void *ctx[2] = {s, &counted};
+    if (ms_train_foreach(&counted, count_iteration, ctx, err)) {
         free(s->count);
         free(s);
         return NULL;
@@ -122,8 +105,6 @@ static int static_victim(void *st, const ms_view *v, uint32_t *l, uint32_t *e)
 }
 
 static const ms_param_spec static_params[] = {
-    {"train", MS_PARAM_DOUBLE, "1.0", 0.01, 1.0, NULL,
-     "fraction of requests (iterations for a one-request trace) whose counts pick the pinned set"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 static const ms_cache_ops static_ops = {
@@ -132,5 +113,6 @@ static const ms_cache_ops static_ops = {
 };
 const ms_policy_desc ms_policy_cache_static = {
     .name = "static", .kind = MS_KIND_CACHE, .params = static_params, .cache = &static_ops,
+    .uses_training = 1,
     .summary = "most used experts of the training split pinned from the start, nothing swapped",
 };
