@@ -73,6 +73,9 @@ int ms_view_fits(const ms_view *v, uint32_t l, uint32_t e);       /* (l, e) fits
  * activated, UINT64_MAX if never.  Only for policies with needs_future. */
 uint64_t ms_view_next_use(const ms_view *v, uint32_t l, uint32_t e);
 int ms_view_queued(const ms_view *v, uint32_t l, uint32_t e);     /* a prefetch request waits in the queue */
+/* The expert being admitted while the cache makes room (inside victim() and
+ * full()); 0 outside. */
+int ms_view_incoming(const ms_view *v, uint32_t *l, uint32_t *e);
 
 /* The running iteration's batch: item i is one request's iteration. */
 uint32_t ms_view_items(const ms_view *v);
@@ -138,8 +141,13 @@ typedef struct {
     /* Layer l's gate revealed, before its experts are classified. Optional. */
     void (*on_gate)(void *st, const ms_view *v, uint32_t l);
     /* Choose a victim among experts for which ms_view_evictable() holds;
-     * returns 0 when there is none. */
+     * returns 0 when there is none.  ms_view_incoming() names the expert
+     * that needs the room. */
     int (*victim)(void *st, const ms_view *v, uint32_t *l, uint32_t *e);
+    /* 1 when the policy's own structure is full for incoming (l, e) although
+     * the byte/expert budget has room (per-layer slots): the engine then asks
+     * victim() until it returns 0 here.  Optional. */
+    int (*full)(void *st, const ms_view *v, uint32_t l, uint32_t e);
 } ms_cache_ops;
 
 typedef struct {

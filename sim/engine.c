@@ -53,6 +53,7 @@ struct ms_view {
     uint64_t *mark;         /* == iteration + 1: activated in the running iteration */
     uint32_t *act_pos;      /* index of x in its layer's activated list */
     double *score;          /* the prefetcher -> cache score board (NAN: unset) */
+    uint32_t incoming;      /* expert make_room works for, UINT32_MAX outside */
     double *layer_bytes, *layer_params, *dense_bytes, *dense_params;
     double cap_units, used_units, used_bytes;
     /* host tier */
@@ -177,6 +178,15 @@ uint64_t ms_view_next_use(const ms_view *v, uint32_t l, uint32_t e)
 int ms_view_queued(const ms_view *v, uint32_t l, uint32_t e)
 {
     return l < v->L && e < v->J && v->queued[l * v->J + e];
+}
+
+int ms_view_incoming(const ms_view *v, uint32_t *l, uint32_t *e)
+{
+    if (v->incoming == UINT32_MAX)
+        return 0;
+    *l = v->incoming / v->J;
+    *e = v->incoming % v->J;
+    return 1;
 }
 
 uint32_t ms_view_items(const ms_view *v) { return v->batch ? v->batch->n_items : 0; }
@@ -344,22 +354,33 @@ static void evict(ms_view *v, uint32_t x)
 
 /* Frees room for x by evicting the cache policy's victims; -1 when nothing
  * evictable is left and x still does not fit. */
+static int policy_full(ms_view *v, uint32_t x)
+{
+    return v->cache->cache->full && v->cache->cache->full(v->cache_st, v, x / v->J, x % v->J);
+}
+
 static int make_room(ms_view *v, uint32_t x)
 {
     double need = unit_of(v, x);
-    while (v->used_units + need > v->cap_units + 1e-9) {
+    v->incoming = x;
+    int rc = 0;
+    while (v->used_units + need > v->cap_units + 1e-9 || policy_full(v, x)) {
         uint32_t l, e;
-        if (!v->cache->cache->victim(v->cache_st, v, &l, &e))
-            return -1;
+        if (!v->cache->cache->victim(v->cache_st, v, &l, &e)) {
+            rc = -1;
+            break;
+        }
         if (!ms_view_evictable(v, l, e)) {
             ms_fail(v->err, "internal error: cache policy '%s' chose expert (%u, %u), which is not evictable",
                     v->cache->name, l, e);
             v->failed = 1;
-            return -1;
+            rc = -1;
+            break;
         }
         evict(v, l * v->J + e);
     }
-    return 0;
+    v->incoming = UINT32_MAX;
+    return rc;
 }
 
 static void occupy(ms_view *v, uint32_t x)
@@ -1023,6 +1044,7 @@ static void alloc_state(ms_view *v)
     v->mark = ms_xcalloc(nx, sizeof *v->mark);
     v->act_pos = ms_xcalloc(nx, sizeof *v->act_pos);
     v->score = ms_xcalloc(nx, sizeof *v->score);
+    v->incoming = UINT32_MAX;
     for (size_t x = 0; x < nx; x++)
         v->score[x] = NAN;
     v->acts = ms_xcalloc(nx, sizeof *v->acts);
