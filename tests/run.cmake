@@ -35,6 +35,13 @@ run_test(bad_unknown_flag ${FAIL} 2 "unknown option '--cahce'" $<TARGET_FILE:moe
 run_test(bad_flag_no_value ${FAIL} 2 "--distance needs a value" $<TARGET_FILE:moesim> run --trace ${T} --cache-experts 4 --distance)
 run_test(bad_events_path ${FAIL} 1 "--events /no/such/dir/e.csv: cannot open" $<TARGET_FILE:moesim> run --trace ${T} --cache-experts 4 --events /no/such/dir/e.csv)
 run_test(bad_oracle_distance ${FAIL} 1 "oracle needs --distance >= 1" $<TARGET_FILE:moesim> run --trace ${T} --prefetch oracle --distance 0 --cache-experts 4)
+run_test(bad_train_range ${FAIL} 2 "--train 1.5: expected auto or a fraction in .0, 1." $<TARGET_FILE:moesim> run --trace ${T} --cache-experts 4 --train 1.5)
+run_test(bad_train_text ${FAIL} 2 "--train most: expected auto" $<TARGET_FILE:moesim> run --trace ${T} --cache-experts 4 --train most)
+run_test(bad_train_empty_replay ${FAIL} 1 "--train 0.9 of 4 requests leaves none to replay" $<TARGET_FILE:moesim> run --trace ${T} --cache-experts 4 --train 0.9)
+run_test(bad_topk_fill ${FAIL} 2 "--topk-fill half: expected zero or even" $<TARGET_FILE:moesim> run --trace ${T} --cache-experts 4 --topk-fill half)
+# the resolved split is part of the config: static learns, so auto = 0.7 (3 of 4 requests)
+run_test(train_auto_in_config moesim run --trace ${T} --cache static --cache-experts 64 --json)
+set_tests_properties(run.train_auto_in_config PROPERTIES PASS_REGULAR_EXPRESSION "\"topk_fill\":[ \t]*\"zero\".*\"train\":[ \t]*{[^}]*\"frac\":[ \t]*0.7,[^}]*\"by\":[ \t]*\"request\",[^}]*\"requests\":[ \t]*3")
 
 # identical inputs give identical JSON (also across batch and policy state)
 add_test(NAME run.same_json COMMAND sh -c "a=$($<TARGET_FILE:moesim> run --trace ${T} --prefetch traced-topk --cache lfu --cache-experts 24 --batch 3 --json) && b=$($<TARGET_FILE:moesim> run --trace ${T} --prefetch traced-topk --cache lfu --cache-experts 24 --batch 3 --json) && [ \"$a\" = \"$b\" ] && [ -n \"$a\" ]")

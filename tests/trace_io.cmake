@@ -66,6 +66,14 @@ if(MOESIM_PYTHON)
     set_tests_properties(trace_io.interop.h5py_read_${kind} PROPERTIES WORKING_DIRECTORY ${TRACE_IO_DIR}
       FIXTURES_REQUIRED trace_io_files PASS_REGULAR_EXPRESSION "trace_io_${kind}.h5: ok \\(2 requests")
   endforeach()
+  if(MOESIM_H5PLUGIN_FILTER)
+    # The issue's promise: plain h5py + hdf5plugin decode moesim traces.
+    add_test(NAME trace_io.interop.hdf5plugin_filter
+      COMMAND ${MOESIM_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/interop/read_with_h5py.py
+              trace_io_topk.h5 trace_io_topk.json)
+    set_tests_properties(trace_io.interop.hdf5plugin_filter PROPERTIES WORKING_DIRECTORY ${TRACE_IO_DIR}
+      FIXTURES_REQUIRED trace_io_files PASS_REGULAR_EXPRESSION "read via h5py \\+ hdf5plugin\\)")
+  endif()
   add_test(NAME trace_io.interop.h5py_write
     COMMAND ${MOESIM_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/interop/write_with_h5py.py trace_io_from_h5py.h5)
   set_tests_properties(trace_io.interop.h5py_write PROPERTIES WORKING_DIRECTORY ${TRACE_IO_DIR}
