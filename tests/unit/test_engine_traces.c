@@ -14,36 +14,9 @@
 #include "check.h"
 #include "sim/engine.h"
 #include "sim/report.h"
-#include "traces/gen.h"
-#include "traces/import.h"
+#include "fixtures.h"
 
 static ms_platform platform;
-
-static void import_real(const char *name, char *out, size_t cap)
-{
-    char in[1024];
-    snprintf(in, sizeof in, "%s/traces/bigmoeonedge/%s.route.csv", MS_TEST_SHARED, name);
-    snprintf(out, cap, "real_%s.h5", name);
-    ms_err err;
-    if (ms_import_routecsv(in, out, NULL, &err)) {
-        fprintf(stderr, "import %s: %s\n", in, err.msg);
-        exit(1);
-    }
-}
-
-static void gen_synthetic(const char *model_name, const char *out, uint64_t seed, uint64_t requests)
-{
-    ms_model model;
-    ms_gen_params p;
-    ms_err err;
-    ms_gen_defaults(&p);
-    p.seed = seed;
-    p.requests = requests;
-    if (ms_model_load(model_name, &model, &err) || ms_gen_write(&p, &model, out, NULL, &err)) {
-        fprintf(stderr, "gen %s: %s\n", model_name, err.msg);
-        exit(1);
-    }
-}
 
 static ms_run_config config(const char *trace, const char *pf, const char *cache, ms_cap_kind kind, double cap)
 {
@@ -178,11 +151,11 @@ int main(void)
         return 1;
     }
     platform.gpu_mem_bytes = 1e15; /* capacity sweeps beyond one card's memory */
-    char qwen[256], gptoss[256];
-    import_real("qwen", qwen, sizeof qwen);
-    import_real("gptoss", gptoss, sizeof gptoss);
-    gen_synthetic("mixtral-8x7b", "syn_mixtral.h5", 11, 12);
-    gen_synthetic("qwen1.5-moe-a2.7b", "syn_qwen15.h5", 12, 6);
+    const char *qwen = "real_qwen.h5", *gptoss = "real_gptoss.h5";
+    ms_fixture_import_real("qwen", qwen);
+    ms_fixture_import_real("gptoss", gptoss);
+    ms_fixture_gen("mixtral-8x7b", "syn_mixtral.h5", 11, 12);
+    ms_fixture_gen("qwen1.5-moe-a2.7b", "syn_qwen15.h5", 12, 6);
 
     check_recorded_residency(qwen, 4000);
     check_recorded_residency(gptoss, 3000);

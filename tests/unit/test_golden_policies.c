@@ -20,8 +20,7 @@
 #include "policies/policy.h"
 #include "sim/engine.h"
 #include "sim/report.h"
-#include "traces/gen.h"
-#include "traces/import.h"
+#include "fixtures.h"
 
 static ms_platform platform;
 
@@ -271,26 +270,9 @@ int main(void)
         return 1;
     }
     platform.gpu_mem_bytes = 1e15; /* capacity sweeps beyond one card's memory */
-    char in[1024];
-    const char *names[] = {"qwen", "gptoss"};
-    for (int i = 0; i < 2; i++) {
-        char out[64];
-        snprintf(in, sizeof in, "%s/traces/bigmoeonedge/%s.route.csv", MS_TEST_SHARED, names[i]);
-        snprintf(out, sizeof out, "golden_%s.h5", names[i]);
-        if (ms_import_routecsv(in, out, NULL, &err)) {
-            fprintf(stderr, "import %s: %s\n", in, err.msg);
-            return 1;
-        }
-    }
-    ms_model model;
-    ms_gen_params gp;
-    ms_gen_defaults(&gp);
-    gp.seed = 5;
-    gp.requests = 12;
-    if (ms_model_load("mixtral-8x7b", &model, &err) || ms_gen_write(&gp, &model, "golden_mixtral.h5", NULL, &err)) {
-        fprintf(stderr, "gen: %s\n", err.msg);
-        return 1;
-    }
+    ms_fixture_import_real("qwen", "golden_qwen.h5");
+    ms_fixture_import_real("gptoss", "golden_gptoss.h5");
+    ms_fixture_gen("mixtral-8x7b", "golden_mixtral.h5", 5, 12);
     const test_trace traces[] = {
         {"qwen", "golden_qwen.h5", {256, 1024, 2048}},
         {"gptoss", "golden_gptoss.h5", {256, 1024, 2048}},
