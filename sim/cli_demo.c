@@ -28,6 +28,7 @@ static const combo combos[] = {
 #define N_COMBOS (sizeof combos / sizeof combos[0])
 static const uint32_t cache_sizes[] = {16, 32, 48, 64};
 #define N_SIZES (sizeof cache_sizes / sizeof cache_sizes[0])
+#define DEMO_TRAIN 0.5 /* training split for the policies that learn offline */
 
 static const char demo_usage[] =
     "usage: moesim demo [--out DIR] [--seed N] [--requests N] [--platform NAME]\n"
@@ -35,7 +36,8 @@ static const char demo_usage[] =
     "Generates a seeded synthetic trace for mixtral-8x7b (DIR/mixtral-synthetic.h5), replays it\n"
     "through every policy combination at GPU expert caches of 16, 32, 48 and 64 experts\n"
     "(5.6 to 22.5 GB of Mixtral experts), prints a table, and writes DIR/demo.csv and\n"
-    "DIR/demo.png (gnuplot).  Defaults: --out moesim-demo --seed 42 --requests 32\n"
+    "DIR/demo.png (gnuplot).  The first half of the requests is the training split of the policies\n"
+    "that learn offline (--train 0.5 for every run).  Defaults: --out moesim-demo --seed 42 --requests 32\n"
     "--platform rtx3090-pcie4.\n";
 
 typedef struct {
@@ -111,7 +113,9 @@ static int run_all(const char *trace, const ms_model *model, const ms_platform *
             ms_run_config cfg = {.trace_path = trace, .model = model, .platform = plat,
                                  .prefetch_spec = combos[c].prefetch, .cache_spec = combos[c].cache,
                                  .sched_spec = "gpu", .cap_kind = MS_CAP_EXPERTS, .cap_value = cache_sizes[s],
-                                 .distance = 1, .max_batch = 1, .seed = 1};
+                                 .distance = 1, .max_batch = 1, .seed = 1,
+                                 /* one split for all, so every combination replays the same requests */
+                                 .train_set = 1, .train_frac = DEMO_TRAIN};
             ms_metrics m;
             if (ms_run(&cfg, &m, err))
                 return ms_fail_prefix(err, "demo: %s+%s at %u experts", combos[c].prefetch, combos[c].cache,
@@ -126,7 +130,9 @@ static int run_all(const char *trace, const ms_model *model, const ms_platform *
 
 static void print_table(const ms_platform *plat, double hit[N_COMBOS][N_SIZES], double tpot[N_COMBOS][N_SIZES])
 {
-    printf("\nmixtral-8x7b on %s, batch 1, prefetch distance 1\n", plat->name);
+    printf("\nmixtral-8x7b on %s, batch 1, prefetch distance 1; the first %.0f %% of the requests train\n"
+           "the policies that learn offline and every combination replays the rest\n",
+           plat->name, 100 * DEMO_TRAIN);
     printf("%-20s %33s   %33s\n", "", "expert hit rate (%) by cache size", "TPOT (ms) by cache size");
     printf("%-20s", "prefetch+cache");
     for (int pass = 0; pass < 2; pass++) {
