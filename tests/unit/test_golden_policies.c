@@ -31,9 +31,12 @@ typedef struct {
 
 /* Per-policy parameters that keep the suite fast (documented in README's
  * test section): the map store and EAM collection are capped. */
-static const char *const speed_params[][2] = {
-    {"fmoe", "capacity=200"},
-    {"eam", "capacity=50"},
+static const struct {
+    ms_policy_kind kind;
+    const char *name, *params;
+} speed_params[] = {
+    {MS_KIND_PREFETCH, "fmoe", "capacity=200"},
+    {MS_KIND_PREFETCH, "eam", "capacity=50"},
 };
 
 typedef struct {
@@ -58,12 +61,12 @@ static void add_combo(combo_list *l, const char *pf, const char *cache, const ch
 }
 
 /* "name" plus its speed parameters and ",mode=M" when given. */
-static void spec_of(const char *name, const char *mode, char *out, size_t cap)
+static void spec_of(ms_policy_kind kind, const char *name, const char *mode, char *out, size_t cap)
 {
     const char *extra = NULL;
     for (size_t i = 0; i < sizeof speed_params / sizeof speed_params[0]; i++)
-        if (!strcmp(speed_params[i][0], name))
-            extra = speed_params[i][1];
+        if (speed_params[i].kind == kind && !strcmp(speed_params[i].name, name))
+            extra = speed_params[i].params;
     snprintf(out, cap, "%s", name);
     size_t n = strlen(out);
     if (extra || mode)
@@ -89,7 +92,7 @@ static void add_policy(combo_list *l, const ms_policy_desc *d)
     char *save = NULL, *m = mp ? strtok_r(modes, "|", &save) : NULL;
     do {
         char spec[128];
-        spec_of(d->name, m, spec, sizeof spec);
+        spec_of(d->kind, d->name, m, spec, sizeof spec);
         if (d->kind == MS_KIND_PREFETCH)
             add_combo(l, spec, "lru", "gpu");
         else if (d->kind == MS_KIND_CACHE)
@@ -114,8 +117,8 @@ static combo_list all_combos(void)
             !ms_policy_find(MS_KIND_SCHED, pairs[i][2]))
             continue;
         char pf[128], cache[128];
-        spec_of(pairs[i][0], NULL, pf, sizeof pf);
-        spec_of(pairs[i][1], NULL, cache, sizeof cache);
+        spec_of(MS_KIND_PREFETCH, pairs[i][0], NULL, pf, sizeof pf);
+        spec_of(MS_KIND_CACHE, pairs[i][1], NULL, cache, sizeof cache);
         add_combo(&l, pf, cache, pairs[i][2]);
     }
     return l;
@@ -208,8 +211,8 @@ static void check_modes_differ(const run_row *rows, size_t n_rows)
         if (!mp || !mp->choices || !strstr(mp->choices, "paper") || !strstr(mp->choices, "code"))
             continue;
         char paper[128], code[128];
-        spec_of(d->name, "paper", paper, sizeof paper);
-        spec_of(d->name, "code", code, sizeof code);
+        spec_of(d->kind, d->name, "paper", paper, sizeof paper);
+        spec_of(d->kind, d->name, "code", code, sizeof code);
         int differ = 0, compared = 0;
         for (size_t a = 0; a < n_rows; a++) {
             if (strcmp(field_of(&rows[a].c, d->kind), paper))
@@ -248,7 +251,7 @@ static void check_belady_bound(const test_trace *t)
             if (d->kind != MS_KIND_CACHE || d->cache->preload)
                 continue;
             char spec[128];
-            spec_of(d->name, NULL, spec, sizeof spec);
+            spec_of(d->kind, d->name, NULL, spec, sizeof spec);
             cfg.cache_spec = spec;
             if (ms_run(&cfg, &m, &err))
                 continue; /* covered by the golden rows */

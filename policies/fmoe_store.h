@@ -1,0 +1,80 @@
+/* fMoE's Expert Map Store and the pure formulas of fMoE (seeds 000, 001;
+ * POLICIES.md "fMoE"), shared by prefetch/fmoe.c and cache/fmoe.c.
+ *
+ * An entry y holds a semantic embedding e_y[D] (D = 0: no embeddings kept)
+ * and an expert map m_y[L][J] (one iteration's gate distributions, or, for
+ * the `hitcount` ablation, one request's activation counts).  The store also
+ * carries the running state of the incremental trajectory search: per entry
+ * the dot product with the observed trajectory and the squared norm of the
+ * entry's prefix over the same layers, plus the trajectory's squared norm.
+ * Observing a layer costs O(C x J); nothing is recomputed from scratch. */
+#ifndef MS_FMOE_STORE_H
+#define MS_FMOE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    uint32_t cap, L, J, D, d; /* capacity C, layers, experts, embedding size, distance (RDY weights) */
+    uint32_t n;               /* entries held */
+    float *emb;               /* [cap][D] */
+    float *map;               /* [cap][L][J] */
+    /* incremental trajectory search (reset at each iteration) */
+    double *dot;              /* [cap] m_y[0..observed) . traj */
+    double *norm2;            /* [cap] |m_y[0..observed)|^2 */
+    double traj_norm2;        /* |traj|^2 */
+    uint32_t observed;        /* layers observed so far */
+} fmoe_store;
+
+void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32_t D, uint32_t d);
+void fmoe_store_free(fmoe_store *s);
+/* Memory of the held entries: n x (D + L x J) x sizeof(float) bytes (the
+ * embeddings and maps; the O(C) search scratch is not counted). */
+size_t fmoe_store_bytes(const fmoe_store *s);
+const float *fmoe_store_map(const fmoe_store *s, uint32_t y);
+
+/* ---- formulas ---- */
+/* cos(a, b) over n values; 0 when either vector is zero. */
+double fmoe_cosine(const float *a, const float *b, size_t n);
+/* Semantic search (seed 000 Eq. score-sem): y* = argmax_y cos(e_new, e_y),
+ * ties to the lower index; -1 when the store is empty or holds no embeddings. */
+int fmoe_semantic_search(const fmoe_store *s, const float *e_new, double *score);
+/* RDY(x, y) = (d/L) score_sem + ((L-d)/L) score_map (seed 000, "Expert map
+ * deduplication"). */
+double fmoe_rdy(uint32_t d, uint32_t L, double score_sem, double score_map);
+/* Adds (emb, map): appended while n < C, else it replaces argmax_y RDY(x, y)
+ * over whole maps (ties to the lower index); emb is ignored when D = 0 (the
+ * semantic term is then 0).  Returns the entry index.  Resets the
+ * trajectory state (the store changed). */
+uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map);
+
+/* Trajectory search (seed 000 Eq. score-map), incremental: reset at the start
+ * of an iteration, then observe layers 0, 1, ... in order; each observation
+ * adds P_l . m_y[l] to dot[y] and |m_y[l]|^2 to norm2[y] for every entry. */
+void fmoe_traj_reset(fmoe_store *s);
+void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P);
+/* y* = argmax_y dot[y] / (|traj| |m_y prefix|) (0 for a zero vector), ties to
+ * the lower index; -1 when empty or nothing observed. */
+int fmoe_traj_best(const fmoe_store *s, double *score);
+
+/* delta = clip(1 - score, 0, 1) (seed 000, "Similarity-aware expert selection"). */
+double fmoe_delta(double score);
+/* order[0..J) = expert ids by probability descending (ties: lower id). */
+void fmoe_sort_desc(const float *P, uint32_t J, uint32_t *order);
+/* Paper Eq. expert-prefetch-set: the fewest experts, highest first, whose
+ * summed probability >= delta, never fewer than K (at most J). */
+uint32_t fmoe_select_paper(const float *P, const uint32_t *order, uint32_t J, double delta, uint32_t K);
+/* FineMoE code: k = number of experts whose cumulative sum (descending) is
+ * <= delta, clamped to [K, J]. */
+uint32_t fmoe_select_code(const float *P, const uint32_t *order, uint32_t J, double delta, uint32_t K);
+/* Paper PRI^prefetch = p / (t - l_now); l_now = -1 before layer 0. */
+double fmoe_priority_paper(double p, int64_t t, int64_t l_now);
+/* FineMoE code: p (1 - (t - start) / (end + 1)) over a call guiding layers
+ * [start, end]. */
+double fmoe_priority_code(double p, uint32_t t, uint32_t start, uint32_t end);
+/* Eviction keys, smallest evicted first: paper PRI^evict = 1 / (p freq), so
+ * the victim has the smallest p x freq; code: integer truncation of p x count. */
+double fmoe_evict_key_paper(double p, double freq);
+double fmoe_evict_key_code(double p, double count);
+
+#endif

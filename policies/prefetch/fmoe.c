@@ -1,0 +1,391 @@
+/* fmoe: fMoE's expert-map prefetcher (seeds 000, 001; POLICIES.md "fMoE").
+ *
+ * Expert Map Store (policies/fmoe_store.h) of capacity C (`capacity`),
+ * filled offline from the training split (`store=offline`, --train auto =
+ * 0.7) or online from every finished iteration (`store=online`).
+ *
+ * Per iteration:
+ *  - on_iteration: semantic search over the stored per-iteration embeddings;
+ *    the best map guides the first d layers (d = --distance).
+ *  - on_gate(l): layer l's distribution joins the trajectory (incremental
+ *    cosine, O(C x J) per layer); the best map guides layer l + d (paper) or
+ *    every layer in [l + 1 + d, L) (code).
+ *  - on_iteration_end: online mode adds the iteration's map.
+ * The searched probability of every guided expert is published on the score
+ * board (ms_view_set_score) for the `fmoe` cache.
+ *
+ * Batch > 1: the iteration's map is the batch mean of each layer's gate
+ * distribution (ms_view_gate_mean) and its embedding the batch mean
+ * (ms_view_embedding); one search serves the whole batch (the paper searches
+ * per prompt x in [B]; with one map per batch the union would be prefetched).
+ *
+ * Embeddings: `semantic=auto` uses them when the trace has them.  Traces
+ * imported from route-csv have none, so there fMoE is trajectory-only and the
+ * first d layers of every iteration get no guidance.
+ *
+ * "On a miss, pause queued prefetches until the on-demand load is done"
+ * (seed 000, "On-demand expert loading") holds by the engine's contract:
+ * on-demand loads are queued ahead of every prefetch and a copy in flight
+ * finishes, so no prefetch starts while a miss is being loaded.
+ *
+ * Matching cost: (entries compared x vector length) x policy_op_s of the
+ * platform, charged asynchronously (`async=1`: delays only the prefetches
+ * this hook issues after it, seed 000 "Asynchronous expert map matching") or
+ * synchronously (`async=0`).
+ *
+ * Ablations of fMoE Fig. 12a (`track`): `hitcount` = the store holds
+ * request-level expert activation counts (MoE-Infinity's EAM: routed tokens
+ * per (layer, expert) over the request so far) matched by the same
+ * incremental cosine, top K prefetched; `traj` = trajectory search only, top
+ * K; `traj+sem` = plus semantic search, top K; `full` = plus the dynamic
+ * threshold delta (the default).  No separate `select` switch: only `full`
+ * uses delta, as in the figure. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../fmoe_store.h"
+#include "../gate.h"
+
+enum { TRACK_FULL = 0, TRACK_TRAJ_SEM, TRACK_TRAJ, TRACK_HITCOUNT };
+
+typedef struct {
+    fmoe_store store;
+    uint32_t L, J, K, d, D;
+    int code, online, async, use_sem, track;
+    double op_s;       /* platform policy_op_s */
+    float *cur;        /* [L][J] this iteration's map; hitcount: the request's counts */
+    float *emb;        /* [D] */
+    float *row;        /* [J] scratch: a guided layer's normalised row */
+    uint32_t *order;   /* [J] scratch */
+    uint64_t cur_req;  /* hitcount: request whose counts are in cur */
+    /* offline fill */
+    const ms_policy_env *env;
+} fmoe_pf;
+
+static int parse_track(const char *s)
+{
+    if (!strcmp(s, "hitcount"))
+        return TRACK_HITCOUNT;
+    if (!strcmp(s, "traj"))
+        return TRACK_TRAJ;
+    if (!strcmp(s, "traj+sem"))
+        return TRACK_TRAJ_SEM;
+    return TRACK_FULL;
+}
+
+static void pf_free(fmoe_pf *s)
+{
+    fmoe_store_free(&s->store);
+    free(s->cur);
+    free(s->emb);
+    free(s->row);
+    free(s->order);
+    free(s);
+}
+
+/* ---- offline fill from the training split ---- */
+
+static void add_counts(fmoe_pf *s, const ms_trace_meta *m, const ms_request *r, uint32_t it)
+{
+    const ms_iteration *iter = &r->iters[it];
+    for (uint32_t row = iter->row0; row < iter->row0 + iter->n_rows; row++)
+        for (uint32_t l = 0; l < m->L; l++)
+            for (uint32_t k = 0; k < m->K; k++) {
+                int32_t e = r->topk_ids[ms_topk_index(m, row, l) + k];
+                if (e >= 0)
+                    s->cur[(size_t)l * s->J + (uint32_t)e] += 1.0f;
+            }
+}
+
+static int cur_nonzero(const fmoe_pf *s)
+{
+    for (size_t i = 0; i < (size_t)s->L * s->J; i++)
+        if (s->cur[i] != 0)
+            return 1;
+    return 0;
+}
+
+/* hitcount: flushes the finished request's counts into the store. */
+static void flush_request(fmoe_pf *s)
+{
+    if (cur_nonzero(s))
+        fmoe_store_add(&s->store, NULL, s->cur);
+    memset(s->cur, 0, (size_t)s->L * s->J * sizeof *s->cur);
+}
+
+static int train_iteration(void *ctx, uint64_t req_index, const ms_request *r, uint32_t it, ms_err *err)
+{
+    (void)err;
+    fmoe_pf *s = ctx;
+    const ms_trace_meta *m = s->env->meta;
+    if (s->track == TRACK_HITCOUNT) {
+        if (req_index != s->cur_req)
+            flush_request(s);
+        s->cur_req = req_index;
+        add_counts(s, m, r, it);
+        return 0;
+    }
+    /* map_i = {P_1 .. P_L} of one iteration (seed 000 "Expert Maps"), mean over its rows */
+    for (uint32_t l = 0; l < s->L; l++) {
+        float *P = s->cur + (size_t)l * s->J;
+        memset(P, 0, s->J * sizeof *P);
+        uint32_t rows = ms_gate_add_iteration(m, r, it, l, s->env->topk_fill, P);
+        for (uint32_t j = 0; rows && j < s->J; j++)
+            P[j] /= (float)rows;
+    }
+    if (s->D)
+        memcpy(s->emb, r->embedding + (size_t)it * s->D, s->D * sizeof *s->emb);
+    fmoe_store_add(&s->store, s->emb, s->cur);
+    return 0;
+}
+
+static int fill_offline(fmoe_pf *s, const ms_policy_env *env, ms_err *err)
+{
+    if (env->split.frac == 0)
+        return ms_fail(err, "fmoe: store=offline needs a training split of trace %s (--train > 0), "
+                            "or use store=online", env->trace_path);
+    s->env = env;
+    s->cur_req = UINT64_MAX;
+    int rc = ms_train_foreach(env, train_iteration, s, err);
+    if (rc == 0 && s->track == TRACK_HITCOUNT)
+        flush_request(s);
+    memset(s->cur, 0, (size_t)s->L * s->J * sizeof *s->cur);
+    s->cur_req = UINT64_MAX;
+    s->env = NULL;
+    return rc ? -1 : 0;
+}
+
+/* ---- create ---- */
+
+static int resolve_semantic(fmoe_pf *s, const char *sem, const ms_policy_env *env, ms_err *err)
+{
+    int wants = s->track == TRACK_FULL || s->track == TRACK_TRAJ_SEM;
+    if (!strcmp(sem, "on") && !wants)
+        return ms_fail(err, "fmoe: semantic=on conflicts with track=%s (no semantic search there)",
+                       s->track == TRACK_TRAJ ? "traj" : "hitcount");
+    if (!strcmp(sem, "on") && env->meta->embed_dim == 0)
+        return ms_fail(err, "fmoe: semantic=on but trace %s has no semantic embeddings", env->trace_path);
+    s->use_sem = wants && strcmp(sem, "off") != 0 && env->meta->embed_dim > 0;
+    return 0;
+}
+
+static void *fmoe_create(const ms_params *p, const ms_policy_env *env, ms_err *err)
+{
+    if (env->distance == 0) {
+        ms_fail(err, "fmoe: --distance must be >= 1 (the layers a prefetch is issued ahead)");
+        return NULL;
+    }
+    fmoe_pf *s = ms_xcalloc(1, sizeof *s);
+    s->L = env->meta->L;
+    s->J = env->meta->J;
+    s->K = env->meta->K < s->J ? env->meta->K : s->J;
+    s->d = env->distance;
+    s->code = !strcmp(ms_param_str(p, "mode"), "code");
+    s->online = !strcmp(ms_param_str(p, "store"), "online");
+    s->async = (int)ms_param_num(p, "async");
+    s->track = parse_track(ms_param_str(p, "track"));
+    s->op_s = env->platform ? env->platform->policy_op_s : 0;
+    s->cur_req = UINT64_MAX;
+    if (resolve_semantic(s, ms_param_str(p, "semantic"), env, err)) {
+        free(s);
+        return NULL;
+    }
+    s->D = s->use_sem ? env->meta->embed_dim : 0;
+    fmoe_store_init(&s->store, (uint32_t)ms_param_num(p, "capacity"), s->L, s->J, s->D,
+                    s->d < s->L ? s->d : s->L);
+    s->cur = ms_xcalloc((size_t)s->L * s->J, sizeof *s->cur);
+    s->emb = ms_xcalloc(s->D ? s->D : 1, sizeof *s->emb);
+    s->row = ms_xcalloc(s->J, sizeof *s->row);
+    s->order = ms_xcalloc(s->J, sizeof *s->order);
+    if (!s->online && fill_offline(s, env, err)) {
+        pf_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void fmoe_destroy(void *st)
+{
+    pf_free(st);
+}
+
+/* ---- guidance ---- */
+
+static void charge(fmoe_pf *s, ms_view *v, double ops)
+{
+    double t = ops * s->op_s;
+    if (s->async)
+        ms_view_charge_async(v, t);
+    else
+        ms_view_charge_sync(v, t);
+}
+
+/* Layer t's row of map y, as a distribution (hitcount counts are normalised). */
+static const float *guided_row(fmoe_pf *s, int y, uint32_t t)
+{
+    const float *m = fmoe_store_map(&s->store, (uint32_t)y) + (size_t)t * s->J;
+    if (s->track != TRACK_HITCOUNT)
+        return m;
+    double sum = 0;
+    for (uint32_t j = 0; j < s->J; j++)
+        sum += m[j];
+    for (uint32_t j = 0; j < s->J; j++)
+        s->row[j] = sum > 0 ? (float)(m[j] / sum) : 0.0f;
+    return s->row;
+}
+
+static uint32_t selected_count(const fmoe_pf *s, const float *P, double score)
+{
+    if (s->track != TRACK_FULL)
+        return s->K; /* ablations without delta: the top K */
+    double delta = fmoe_delta(score);
+    return s->code ? fmoe_select_code(P, s->order, s->J, delta, s->K)
+                   : fmoe_select_paper(P, s->order, s->J, delta, s->K);
+}
+
+/* Paper: E_prefetch of layer t with PRI = p / (t - l_now); every expert's
+ * searched probability goes to the score board (the cache's p). */
+static void guide_paper(fmoe_pf *s, ms_view *v, const float *P, uint32_t n, uint32_t t, int64_t l_now)
+{
+    for (uint32_t j = 0; j < s->J; j++)
+        ms_view_set_score(v, t, j, P[j]);
+    for (uint32_t i = 0; i < n; i++)
+        ms_view_prefetch(v, t, s->order[i], fmoe_priority_paper(P[s->order[i]], t, l_now));
+}
+
+/* Code: the selected experts keep p, the others 0; 1e-6 is added to every
+ * expert so all J are queued (delta only orders them); priority =
+ * p (1 - (t - start) / (end + 1)); p is published only for experts that are
+ * actually queued (not cached). */
+static void guide_code(fmoe_pf *s, ms_view *v, const float *P, uint32_t n, uint32_t t, uint32_t start,
+                       uint32_t end)
+{
+    for (uint32_t i = 0; i < s->J; i++) {
+        uint32_t e = s->order[i];
+        double p = (i < n ? P[e] : 0.0) + 1e-6;
+        if (!ms_view_cached(v, t, e))
+            ms_view_set_score(v, t, e, p);
+        ms_view_prefetch(v, t, e, fmoe_priority_code(p, t, start, end));
+    }
+}
+
+/* Guides layers [t0, t1] with map y searched at similarity `score`. */
+static void guide(fmoe_pf *s, ms_view *v, int y, double score, uint32_t t0, uint32_t t1, int64_t l_now)
+{
+    if (s->code)
+        ms_view_clear_prefetches(v); /* each call replaces the queue */
+    for (uint32_t t = t0; t <= t1; t++) {
+        const float *P = guided_row(s, y, t);
+        fmoe_sort_desc(P, s->J, s->order);
+        uint32_t n = selected_count(s, P, score);
+        if (s->code)
+            guide_code(s, v, P, n, t, t0, t1);
+        else
+            guide_paper(s, v, P, n, t, l_now);
+    }
+}
+
+/* ---- hooks ---- */
+
+/* hitcount: the running counts belong to the batch's first request; a new
+ * request starts a new matrix (online: the finished one joins the store). */
+static void start_request_counts(fmoe_pf *s, ms_view *v)
+{
+    uint64_t req = ms_view_item_index(v, 0);
+    if (req == s->cur_req)
+        return;
+    if (s->online && s->cur_req != UINT64_MAX) {
+        charge(s, v, (double)s->store.n * s->L * s->J);
+        flush_request(s);
+    }
+    memset(s->cur, 0, (size_t)s->L * s->J * sizeof *s->cur);
+    s->cur_req = req;
+}
+
+static void fmoe_iteration(void *st, ms_view *v)
+{
+    fmoe_pf *s = st;
+    fmoe_traj_reset(&s->store);
+    if (s->track == TRACK_HITCOUNT) {
+        start_request_counts(s, v);
+        return;
+    }
+    if (!s->use_sem || !ms_view_embedding(v, s->emb))
+        return;
+    /* semantic search: score_sem(y) = cos(e_new, e_y), y* = argmax (Eq. score-sem) */
+    double score;
+    charge(s, v, (double)s->store.n * s->D);
+    int y = fmoe_semantic_search(&s->store, s->emb, &score);
+    uint32_t last = (s->d < s->L ? s->d : s->L) - 1; /* layers [0, d) */
+    if (y >= 0)
+        guide(s, v, y, score, 0, last, -1);
+}
+
+static void observe_layer(fmoe_pf *s, ms_view *v, uint32_t l)
+{
+    float *P = s->cur + (size_t)l * s->J;
+    if (s->track == TRACK_HITCOUNT) {
+        uint32_t n;
+        const ms_act *acts = ms_view_activated(v, l, &n);
+        for (uint32_t i = 0; i < n; i++)
+            P[acts[i].expert] += (float)acts[i].tokens;
+    } else {
+        ms_view_gate_mean(v, l, P);
+    }
+    fmoe_traj_observe(&s->store, l, P);
+}
+
+static void fmoe_gate(void *st, ms_view *v, uint32_t l)
+{
+    fmoe_pf *s = st;
+    observe_layer(s, v, l);
+    /* trajectory search: score(y) = cos(concat P_1..P_l, concat m_y[1..l]) (Eq. score-map) */
+    charge(s, v, (double)s->store.n * s->J);
+    double score;
+    int y = fmoe_traj_best(&s->store, &score);
+    if (y < 0)
+        return;
+    if (s->code) {
+        if (l + 1 + s->d < s->L)
+            guide(s, v, y, score, l + 1 + s->d, s->L - 1, l);
+    } else if (l + s->d < s->L) {
+        guide(s, v, y, score, l + s->d, l + s->d, l); /* target layer l + d */
+    }
+}
+
+static void fmoe_iteration_end(void *st, ms_view *v)
+{
+    fmoe_pf *s = st;
+    if (!s->online || s->track == TRACK_HITCOUNT)
+        return;
+    if (s->use_sem && !ms_view_embedding(v, s->emb))
+        memset(s->emb, 0, s->D * sizeof *s->emb);
+    /* the store's RDY deduplication compares whole maps and embeddings */
+    if (s->store.n == s->store.cap)
+        charge(s, v, (double)s->store.n * ((double)s->D + (double)s->L * s->J));
+    fmoe_store_add(&s->store, s->emb, s->cur);
+}
+
+static const ms_param_spec fmoe_params[] = {
+    {"mode", MS_PARAM_ENUM, "paper", 0, 0, "paper|code", "paper: seeds 000/001; code: FineMoE's public code"},
+    {"store", MS_PARAM_ENUM, "offline", 0, 0, "offline|online",
+     "offline: filled from the training split (--train); online: starts empty, adds every finished iteration"},
+    {"capacity", MS_PARAM_INT, "1000", 1, 1000000, NULL, "Expert Map Store capacity C (maps)"},
+    {"track", MS_PARAM_ENUM, "full", 0, 0, "full|traj+sem|traj|hitcount",
+     "fMoE Fig. 12a ablation: full = T+S+delta; traj+sem and traj prefetch the top K; hitcount = request counts"},
+    {"semantic", MS_PARAM_ENUM, "auto", 0, 0, "auto|on|off",
+     "semantic search: auto = when the trace has embeddings; on = required; off = never"},
+    {"async", MS_PARAM_INT, "1", 0, 1, NULL,
+     "1: the matching cost delays only the prefetches it issues; 0: it delays compute"},
+    {NULL, 0, NULL, 0, 0, NULL, NULL},
+};
+static const ms_prefetch_ops fmoe_ops = {
+    .create = fmoe_create, .destroy = fmoe_destroy, .on_iteration = fmoe_iteration,
+    .on_gate = fmoe_gate, .on_iteration_end = fmoe_iteration_end,
+};
+const ms_policy_desc ms_policy_prefetch_fmoe = {
+    .name = "fmoe", .kind = MS_KIND_PREFETCH, .params = fmoe_params, .prefetch = &fmoe_ops,
+    .uses_training = 1,
+    .summary = "fMoE: expert maps searched by semantics and trajectory, similarity-aware threshold",
+};
