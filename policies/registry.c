@@ -7,6 +7,8 @@
 extern const ms_policy_desc ms_policy_prefetch_none, ms_policy_prefetch_oracle, ms_policy_prefetch_topk_id,
     ms_policy_prefetch_traced_topk;
 extern const ms_policy_desc ms_policy_prefetch_fmoe, ms_policy_cache_fmoe;
+extern const ms_policy_desc ms_policy_prefetch_speculative, ms_policy_prefetch_transition;
+extern const ms_policy_desc ms_policy_cache_lru_slots, ms_policy_cache_neighbor;
 extern const ms_policy_desc ms_policy_cache_lru, ms_policy_cache_lfu, ms_policy_cache_fifo, ms_policy_cache_belady,
     ms_policy_cache_static;
 extern const ms_policy_desc ms_policy_sched_gpu;
@@ -17,12 +19,16 @@ const ms_policy_desc *const ms_policy_registry[] = {
     &ms_policy_prefetch_topk_id,
     &ms_policy_prefetch_traced_topk,
     &ms_policy_prefetch_fmoe,
+    &ms_policy_prefetch_speculative,
+    &ms_policy_prefetch_transition,
     &ms_policy_cache_lru,
     &ms_policy_cache_lfu,
     &ms_policy_cache_fifo,
     &ms_policy_cache_belady,
     &ms_policy_cache_static,
     &ms_policy_cache_fmoe,
+    &ms_policy_cache_lru_slots,
+    &ms_policy_cache_neighbor,
     &ms_policy_sched_gpu,
     NULL,
 };

@@ -111,14 +111,20 @@ static combo_list all_combos(void)
     static const char *const pairs[][3] = {
         {"fmoe", "fmoe", "gpu"}, {"eam", "eam", "gpu"}, {"hybrimoe", "mrs", "hybrid"},
         {"speculative", "lru-slots", "gpu"},
+        {"none", "lru-slots:slots=8", "gpu"}, /* slots >= K = 6 of the qwen trace */
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
-        if (!ms_policy_find(MS_KIND_PREFETCH, pairs[i][0]) || !ms_policy_find(MS_KIND_CACHE, pairs[i][1]) ||
+        char cache_name[64];
+        snprintf(cache_name, sizeof cache_name, "%.*s", (int)strcspn(pairs[i][1], ":"), pairs[i][1]);
+        if (!ms_policy_find(MS_KIND_PREFETCH, pairs[i][0]) || !ms_policy_find(MS_KIND_CACHE, cache_name) ||
             !ms_policy_find(MS_KIND_SCHED, pairs[i][2]))
             continue;
         char pf[128], cache[128];
         spec_of(MS_KIND_PREFETCH, pairs[i][0], NULL, pf, sizeof pf);
-        spec_of(MS_KIND_CACHE, pairs[i][1], NULL, cache, sizeof cache);
+        if (strchr(pairs[i][1], ':'))
+            snprintf(cache, sizeof cache, "%s", pairs[i][1]);
+        else
+            spec_of(MS_KIND_CACHE, pairs[i][1], NULL, cache, sizeof cache);
         add_combo(&l, pf, cache, pairs[i][2]);
     }
     return l;
