@@ -1,0 +1,229 @@
+/* mrs: HybriMoE's Minus Recent Score cache (seed 003, Sec. IV-D).
+ *
+ * Every time layer l's gate is revealed, every expert e of the layer gets
+ *   S <- alpha x TopP(s) + (1 - alpha) x S            (the paper's equation)
+ * with s the routing scores and TopP keeping the p largest (p = 2K).  The
+ * victim is the evictable expert with the lowest S (ties: least recently used).
+ *
+ * mode=paper: one cache shared by all layers, s = this iteration's routing
+ *   scores averaged over the batch's token rows, the cache starts empty.
+ * mode=code (kTransformers HybriMoE KExpertsCache / KScoreAwareCache): each
+ *   layer owns fixed slots that initially hold experts 0..n-1; the victim is
+ *   the lowest S within the incoming expert's layer, ties in least-recently-
+ *   used order (the dict order the code scans); s = the first token's scores
+ *   only (routing_scores[0]); mrs_bug=1 (the code's default here) writes the
+ *   top-p values in ascending-id order (see ms_mrs_update).  When a layer's
+ *   slots are all protected (more activated experts than slots), the expert
+ *   streams through a transient buffer, as the code's prefill buffer does. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../expert_list.h"
+#include "../gate.h"
+#include "../hybrimoe_hss.h"
+#include "../policy.h"
+
+typedef struct {
+    int code;
+    double alpha;
+    uint32_t p, J, L, slots_param;
+    int bug;
+    ms_topk_fill fill;
+    double *S;          /* [L][J] */
+    uint64_t *last_use; /* [L][J] recency ticks */
+    uint64_t tick;
+    ms_xset members;
+    uint32_t *count;    /* [L] experts held per layer */
+    uint32_t *slots;    /* [L] code mode: fixed slots per layer */
+    int slots_fixed;
+    float *s;           /* [J] scratch */
+} mrs_state;
+
+static void *mrs_create(const ms_params *p, const ms_policy_env *env, ms_err *err)
+{
+    const ms_trace_meta *m = env->meta;
+    uint32_t pp = (uint32_t)ms_param_num(p, "p");
+    if (pp == 0)
+        pp = 2 * m->K;
+    if (pp > m->J) {
+        ms_fail(err, "mrs: p=%u exceeds the %u experts per layer of %s", pp, m->J, env->trace_path);
+        return NULL;
+    }
+    mrs_state *s = ms_xcalloc(1, sizeof *s);
+    s->code = !strcmp(ms_param_str(p, "mode"), "code");
+    s->alpha = ms_param_num(p, "alpha");
+    s->p = pp;
+    s->J = m->J;
+    s->L = m->L;
+    s->slots_param = (uint32_t)ms_param_num(p, "slots");
+    int bug = (int)ms_param_num(p, "mrs_bug");
+    s->bug = bug < 0 ? s->code : bug;
+    s->fill = env->topk_fill;
+    size_t nx = (size_t)m->L * m->J;
+    s->S = ms_xcalloc(nx, sizeof *s->S);
+    s->last_use = ms_xcalloc(nx, sizeof *s->last_use);
+    ms_xset_init(&s->members, (uint32_t)nx);
+    s->count = ms_xcalloc(m->L, sizeof *s->count);
+    s->slots = ms_xcalloc(m->L, sizeof *s->slots);
+    s->s = ms_xcalloc(m->J, sizeof *s->s);
+    return s;
+}
+
+static void mrs_destroy(void *st)
+{
+    mrs_state *s = st;
+    free(s->S);
+    free(s->last_use);
+    ms_xset_free(&s->members);
+    free(s->count);
+    free(s->slots);
+    free(s->s);
+    free(s);
+}
+
+/* Code mode: experts 0..n-1 of every layer, round-robin over layers so that
+ * a budget smaller than L x n is shared evenly; n = slots, or every expert
+ * (slots=0: the budget decides). */
+static uint32_t mrs_preload(void *st, const ms_view *v, uint32_t cap, uint32_t *ls, uint32_t *es)
+{
+    (void)v;
+    mrs_state *s = st;
+    if (!s->code)
+        return 0;
+    uint32_t n_per = s->slots_param ? (s->slots_param < s->J ? s->slots_param : s->J) : s->J, w = 0;
+    for (uint32_t e = 0; e < n_per; e++)
+        for (uint32_t l = 0; l < s->L && w < cap; l++) {
+            ls[w] = l;
+            es[w++] = e;
+        }
+    return w;
+}
+
+/* Code mode: the slots are what preload placed (slots=0) or `slots`. */
+static void fix_slots(mrs_state *s)
+{
+    if (s->slots_fixed)
+        return;
+    for (uint32_t l = 0; l < s->L; l++)
+        s->slots[l] = s->slots_param ? s->slots_param : s->count[l];
+    s->slots_fixed = 1;
+}
+
+/* Code mode: routing_scores[0], the first token of the batch. */
+static void first_token_scores(const mrs_state *s, const ms_view *v, uint32_t l, float *out)
+{
+    const ms_request *r = ms_view_item_request(v, 0);
+    if (!r) {
+        memset(out, 0, s->J * sizeof *out);
+        return;
+    }
+    uint32_t row = r->iters[ms_view_item_iter(v, 0)].row0;
+    ms_gate_row(ms_view_meta(v), r, row, l, s->fill, out);
+}
+
+static void mrs_gate(void *st, const ms_view *v, uint32_t l)
+{
+    mrs_state *s = st;
+    fix_slots(s);
+    if (s->code)
+        first_token_scores(s, v, l, s->s);
+    else
+        ms_view_gate_mean(v, l, s->s);
+    ms_mrs_update(s->S + (size_t)l * s->J, s->s, s->J, s->p, s->alpha, s->bug);
+}
+
+static void mrs_insert(void *st, const ms_view *v, uint32_t l, uint32_t e)
+{
+    (void)v;
+    mrs_state *s = st;
+    uint32_t x = l * s->J + e;
+    ms_xset_add(&s->members, x);
+    s->count[l]++;
+    s->last_use[x] = ++s->tick;
+}
+
+static void mrs_access(void *st, const ms_view *v, uint32_t l, uint32_t e)
+{
+    (void)v;
+    mrs_state *s = st;
+    s->last_use[l * s->J + e] = ++s->tick;
+}
+
+static void mrs_evict(void *st, const ms_view *v, uint32_t l, uint32_t e)
+{
+    (void)v;
+    mrs_state *s = st;
+    ms_xset_remove(&s->members, l * s->J + e);
+    s->count[l]--;
+}
+
+/* Lowest S among evictable members (of layer `only`, or any when only ==
+ * MS_NIL); ties to the least recently used.  MS_NIL when none. */
+static uint32_t lowest_score(const mrs_state *s, const ms_view *v, uint32_t only)
+{
+    uint32_t best = MS_NIL;
+    for (uint32_t i = 0; i < s->members.n; i++) {
+        uint32_t x = s->members.items[i];
+        if ((only != MS_NIL && x / s->J != only) || !ms_view_evictable(v, x / s->J, x % s->J))
+            continue;
+        if (best == MS_NIL || s->S[x] < s->S[best] ||
+            (s->S[x] == s->S[best] && s->last_use[x] < s->last_use[best]))
+            best = x;
+    }
+    return best;
+}
+
+static int mrs_victim(void *st, const ms_view *v, uint32_t *l, uint32_t *e)
+{
+    mrs_state *s = st;
+    uint32_t best = MS_NIL, il, ie;
+    if (s->code && ms_view_incoming(v, &il, &ie))
+        best = lowest_score(s, v, il);
+    if (best == MS_NIL) /* paper; or code with nothing evictable in the layer (explicit slots over budget) */
+        best = lowest_score(s, v, MS_NIL);
+    if (best == MS_NIL)
+        return 0;
+    *l = best / s->J;
+    *e = best % s->J;
+    return 1;
+}
+
+static int layer_full(mrs_state *s, uint32_t l)
+{
+    fix_slots(s);
+    return s->code && s->count[l] >= s->slots[l];
+}
+
+static int mrs_full(void *st, const ms_view *v, uint32_t l, uint32_t e)
+{
+    (void)v;
+    (void)e;
+    return layer_full(st, l);
+}
+
+/* Code mode: a full layer whose slots are all protected streams the expert
+ * through a transient buffer instead of failing. */
+static int mrs_admit(void *st, const ms_view *v, uint32_t l, uint32_t e)
+{
+    (void)e;
+    mrs_state *s = st;
+    return !layer_full(s, l) || lowest_score(s, v, l) != MS_NIL;
+}
+
+static const ms_param_spec mrs_params[] = {
+    {"mode", MS_PARAM_ENUM, "paper", 0, 0, "paper|code", "paper: shared cache, batch-mean scores; code: kTransformers per-layer slots"},
+    {"alpha", MS_PARAM_DOUBLE, "0.5", 0, 1, NULL, "MRS averaging coefficient alpha"},
+    {"p", MS_PARAM_INT, "0", 0, 4096, NULL, "TopP keeps the p largest routing scores (0 = 2K)"},
+    {"slots", MS_PARAM_INT, "0", 0, 4096, NULL, "code mode: slots per layer (0 = what the budget gives each layer)"},
+    {"mrs_bug", MS_PARAM_INT, "-1", -1, 1, NULL, "1: top-p values written in ascending-id order (code's bug); -1 = 1 in code mode, 0 in paper"},
+    {NULL, 0, NULL, 0, 0, NULL, NULL},
+};
+static const ms_cache_ops mrs_ops = {
+    .create = mrs_create, .destroy = mrs_destroy, .preload = mrs_preload, .admit = mrs_admit,
+    .on_insert = mrs_insert, .on_access = mrs_access, .on_evict = mrs_evict, .on_gate = mrs_gate,
+    .victim = mrs_victim, .full = mrs_full,
+};
+const ms_policy_desc ms_policy_cache_mrs = {
+    .name = "mrs", .kind = MS_KIND_CACHE, .params = mrs_params, .cache = &mrs_ops,
+    .summary = "HybriMoE Minus Recent Score: evict the lowest S <- alpha TopP(s) + (1-alpha) S",
+};

@@ -1,0 +1,209 @@
+/* hybrimoe: HybriMoE impact-driven prefetching (seed 003, Sec. IV-C).
+ *
+ * mode=paper: when layer l's gate is revealed, predict the experts of layers
+ * l+1 .. l+depth (depth = 3: "predict the next three layers' expert
+ * activations by reusing their gate information") and queue prefetches in
+ * order of impact, the latency each is expected to save
+ * (ms_hybrimoe_impact):
+ *   q_e   = predicted score of expert e in layer t (mean over the rows)
+ *   prob  = min(1, K x q_e)       (top-k weights sum to 1 over K slots)
+ *   n_e   = max(1, prob x rows)   expected tokens
+ *   impact = prob x max(0, min(t_cpu(n_e), t_copy + t_gpu(n_e)) - t_gpu(n_e))
+ * i.e. without the prefetch the expert runs on the CPU or is copied on
+ * demand, whichever is cheaper (the HSS chooses), with it it runs on the GPU.
+ * The k best-scored experts of each predicted layer are candidates.
+ * Predictor: `spec` = the speculative gates gate_{l+i}(h_l) recorded in the
+ * trace (the paper's hidden-state reuse); `history` (fallback for traces
+ * without them, e.g. imported route-csv) = per-layer MRS running scores of
+ * past routing (S <- alpha TopP(s) + (1-alpha) S at every gate of that layer),
+ * i.e. layer t is predicted from its own recent scores; `auto` = spec for the
+ * depths the trace records, history beyond and when it has none.
+ *
+ * mode=code (kTransformers HybriMoE prefetch_expert): in decode, after layer
+ * l's gate, the top `prefetch_size` experts of layer l+1 by the MRS score S
+ * (default 0 = no prefetch).  The prefetcher keeps its own copy of S, updated
+ * exactly as `mrs:mode=code` does (first token, mrs_bug). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../sim/timing.h"
+#include "../gate.h"
+#include "../hybrimoe_hss.h"
+#include "../policy.h"
+#include "../rank.h"
+
+enum { PRED_AUTO, PRED_SPEC, PRED_HISTORY };
+
+typedef struct {
+    int code, predictor, bug;
+    uint32_t depth, k, p, prefetch_size, J, L, K, spec_depth;
+    double alpha;
+    ms_topk_fill fill;
+    double *H;  /* [L][J] MRS running scores (history predictor / code S) */
+    float *s;   /* [J] scratch */
+    double *q;  /* [J] scratch: predicted scores */
+} hyb_state;
+
+static int parse_predictor(const char *name)
+{
+    if (!strcmp(name, "spec"))
+        return PRED_SPEC;
+    if (!strcmp(name, "history"))
+        return PRED_HISTORY;
+    return PRED_AUTO;
+}
+
+static void *hyb_create(const ms_params *p, const ms_policy_env *env, ms_err *err)
+{
+    const ms_trace_meta *m = env->meta;
+    int code = !strcmp(ms_param_str(p, "mode"), "code");
+    int predictor = parse_predictor(ms_param_str(p, "predictor"));
+    uint32_t depth = (uint32_t)ms_param_num(p, "depth");
+    if (!code && predictor == PRED_SPEC && m->spec_depth == 0) {
+        ms_fail(err, "hybrimoe: predictor=spec needs speculative gate outputs, but %s has none (use predictor=history or auto)",
+                env->trace_path);
+        return NULL;
+    }
+    if (!code && predictor == PRED_SPEC && depth > m->spec_depth) {
+        ms_fail(err, "hybrimoe: predictor=spec with depth=%u, but %s records speculative gates only %u layer(s) ahead",
+                depth, env->trace_path, m->spec_depth);
+        return NULL;
+    }
+    uint32_t pp = (uint32_t)ms_param_num(p, "p");
+    if (pp == 0)
+        pp = 2 * m->K;
+    if (pp > m->J) {
+        ms_fail(err, "hybrimoe: p=%u exceeds the %u experts per layer of %s", pp, m->J, env->trace_path);
+        return NULL;
+    }
+    hyb_state *s = ms_xcalloc(1, sizeof *s);
+    s->code = code;
+    s->predictor = predictor;
+    s->depth = depth;
+    s->k = (uint32_t)ms_param_num(p, "k");
+    if (s->k == 0 || s->k > m->J)
+        s->k = s->k ? m->J : m->K;
+    s->p = pp;
+    s->alpha = ms_param_num(p, "alpha");
+    int bug = (int)ms_param_num(p, "mrs_bug");
+    s->bug = bug < 0 ? code : bug;
+    s->prefetch_size = (uint32_t)ms_param_num(p, "prefetch_size");
+    if (s->prefetch_size > m->J)
+        s->prefetch_size = m->J;
+    s->J = m->J;
+    s->L = m->L;
+    s->K = m->K;
+    s->spec_depth = m->spec_depth;
+    s->fill = env->topk_fill;
+    s->H = ms_xcalloc((size_t)m->L * m->J, sizeof *s->H);
+    s->s = ms_xcalloc(m->J, sizeof *s->s);
+    s->q = ms_xcalloc(m->J, sizeof *s->q);
+    return s;
+}
+
+static void hyb_destroy(void *st)
+{
+    hyb_state *s = st;
+    free(s->H);
+    free(s->s);
+    free(s->q);
+    free(s);
+}
+
+/* The routing scores the MRS update sees: batch mean (paper) or the first
+ * token (code). */
+static void routing_scores(const hyb_state *s, const ms_view *v, uint32_t l, float *out)
+{
+    if (!s->code) {
+        ms_view_gate_mean(v, l, out);
+        return;
+    }
+    const ms_request *r = ms_view_item_request(v, 0);
+    if (!r) {
+        memset(out, 0, s->J * sizeof *out);
+        return;
+    }
+    ms_gate_row(ms_view_meta(v), r, r->iters[ms_view_item_iter(v, 0)].row0, l, s->fill, out);
+}
+
+/* q[J] = predicted scores of layer l + i from layer l's gate information. */
+static void predict_layer(hyb_state *s, const ms_view *v, uint32_t l, uint32_t i)
+{
+    int spec = s->predictor == PRED_SPEC || (s->predictor == PRED_AUTO && i <= s->spec_depth);
+    if (spec && ms_view_spec_gate(v, l, i, s->s)) {
+        for (uint32_t e = 0; e < s->J; e++)
+            s->q[e] = s->s[e];
+        return;
+    }
+    memcpy(s->q, s->H + (size_t)(l + i) * s->J, s->J * sizeof *s->q);
+}
+
+typedef struct {
+    double score;
+    uint32_t e;
+} scored;
+
+static int by_score_desc(const void *a, const void *b)
+{
+    const scored *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score < y->score ? 1 : -1;
+    return x->e < y->e ? -1 : 1;
+}
+
+/* Queues the k best-predicted experts of layer t, priority = impact. */
+static void prefetch_by_impact(hyb_state *s, ms_view *v, uint32_t t)
+{
+    const ms_platform *pf = ms_view_platform(v);
+    double bytes = ms_view_expert_bytes(v, t), params = ms_view_expert_params(v, t);
+    double rows = ms_view_batch_rows(v), t_copy = ms_t_copy_h2d(pf, bytes);
+    scored *c = ms_xcalloc(s->J, sizeof *c);
+    for (uint32_t e = 0; e < s->J; e++)
+        c[e] = (scored){s->q[e], e};
+    qsort(c, s->J, sizeof *c, by_score_desc);
+    for (uint32_t j = 0; j < s->k && c[j].score > 0; j++) {
+        double prob = fmin(1.0, s->K * c[j].score);
+        double n = fmax(1.0, prob * rows);
+        double impact = ms_hybrimoe_impact(prob, ms_t_expert_cpu(pf, bytes, params, n), t_copy,
+                                           ms_t_expert_gpu(pf, bytes, params, n));
+        if (impact > 0)
+            ms_view_prefetch(v, t, c[j].e, impact);
+    }
+    free(c);
+}
+
+static void hyb_gate(void *st, ms_view *v, uint32_t l)
+{
+    hyb_state *s = st;
+    routing_scores(s, v, l, s->s);
+    ms_mrs_update(s->H + (size_t)l * s->J, s->s, s->J, s->p, s->alpha, s->bug);
+    if (s->code) {
+        if (ms_view_phase(v) == MS_PHASE_DECODE && s->prefetch_size > 0 && l + 1 < s->L)
+            ms_prefetch_top_scored(v, l + 1, s->H + (size_t)(l + 1) * s->J, s->J, s->prefetch_size);
+        return;
+    }
+    for (uint32_t i = 1; i <= s->depth && l + i < s->L; i++) {
+        predict_layer(s, v, l, i);
+        prefetch_by_impact(s, v, l + i);
+    }
+}
+
+static const ms_param_spec hyb_params[] = {
+    {"mode", MS_PARAM_ENUM, "paper", 0, 0, "paper|code", "paper: impact-driven, next `depth` layers; code: top prefetch_size of l+1 by S"},
+    {"depth", MS_PARAM_INT, "3", 1, 64, NULL, "paper: layers predicted ahead"},
+    {"predictor", MS_PARAM_ENUM, "auto", 0, 0, "auto|spec|history", "paper: speculative gates, MRS history, or spec where recorded"},
+    {"k", MS_PARAM_INT, "0", 0, 4096, NULL, "paper: candidates per predicted layer (0 = K)"},
+    {"alpha", MS_PARAM_DOUBLE, "0.5", 0, 1, NULL, "MRS coefficient of the history scores / code-mode S"},
+    {"p", MS_PARAM_INT, "0", 0, 4096, NULL, "MRS TopP size (0 = 2K)"},
+    {"mrs_bug", MS_PARAM_INT, "-1", -1, 1, NULL, "MRS ordering bug (-1 = 1 in code mode, 0 in paper)"},
+    {"prefetch_size", MS_PARAM_INT, "0", 0, 4096, NULL, "code: experts of layer l+1 prefetched by S"},
+    {NULL, 0, NULL, 0, 0, NULL, NULL},
+};
+static const ms_prefetch_ops hyb_ops = {
+    .create = hyb_create, .destroy = hyb_destroy, .on_gate = hyb_gate,
+};
+const ms_policy_desc ms_policy_prefetch_hybrimoe = {
+    .name = "hybrimoe", .kind = MS_KIND_PREFETCH, .params = hyb_params, .prefetch = &hyb_ops,
+    .summary = "HybriMoE impact-driven prefetch of the next 3 layers (code: top-S of l+1)",
+};
