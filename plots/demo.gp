@@ -12,7 +12,7 @@ set terminal pngcairo size 1400,560 font "DejaVu Sans,11"
 set output out
 set multiplot layout 1,2 title title_text font ",13"
 set lmargin 10
-# nine distinct colours; dashed lines for runs with a prefetcher
+# twelve distinct colours; dashed lines for runs with a prefetcher
 set linetype 1 lc rgb "#1b9e77" lw 2 pt 7
 set linetype 2 lc rgb "#d95f02" lw 2 pt 5
 set linetype 3 lc rgb "#7570b3" lw 2 pt 9
@@ -22,7 +22,10 @@ set linetype 6 lc rgb "#66a61e" lw 2 pt 7 dt 2
 set linetype 7 lc rgb "#e6ab02" lw 2 pt 5 dt 2
 set linetype 8 lc rgb "#a6761d" lw 2 pt 9 dt 2
 set linetype 9 lc rgb "#1f78b4" lw 2 pt 13 dt 2
-set linetype cycle 9
+set linetype 10 lc rgb "#b15928" lw 2 pt 11 dt 2
+set linetype 11 lc rgb "#6a3d9a" lw 2 pt 7 dt 4
+set linetype 12 lc rgb "#999999" lw 2 pt 5 dt 4
+set linetype cycle 12
 set key outside right top box spacing 1.1
 set grid
 set xlabel "GPU expert cache (experts)"

@@ -12,6 +12,7 @@ extern const ms_policy_desc ms_policy_cache_lru_slots, ms_policy_cache_neighbor;
 extern const ms_policy_desc ms_policy_cache_lru, ms_policy_cache_lfu, ms_policy_cache_fifo, ms_policy_cache_belady,
     ms_policy_cache_static;
 extern const ms_policy_desc ms_policy_sched_gpu;
+extern const ms_policy_desc ms_policy_prefetch_eam, ms_policy_cache_eam;
 extern const ms_policy_desc ms_policy_prefetch_hybrimoe, ms_policy_cache_mrs, ms_policy_sched_hybrid,
     ms_policy_sched_fiddler;
 
@@ -24,6 +25,7 @@ const ms_policy_desc *const ms_policy_registry[] = {
     &ms_policy_prefetch_speculative,
     &ms_policy_prefetch_transition,
     &ms_policy_prefetch_hybrimoe,
+    &ms_policy_prefetch_eam,
     &ms_policy_cache_lru,
     &ms_policy_cache_lfu,
     &ms_policy_cache_fifo,
@@ -33,6 +35,7 @@ const ms_policy_desc *const ms_policy_registry[] = {
     &ms_policy_cache_lru_slots,
     &ms_policy_cache_neighbor,
     &ms_policy_cache_mrs,
+    &ms_policy_cache_eam,
     &ms_policy_sched_gpu,
     &ms_policy_sched_hybrid,
     &ms_policy_sched_fiddler,

@@ -16,15 +16,24 @@
 #include "report.h"
 
 typedef struct {
-    const char *prefetch, *cache;
+    const char *prefetch, *cache, *sched;
 } combo;
 
-/* Baseline caches on demand loading, then prefetchers over LRU, then the
- * bounds (oracle prefetch; Belady eviction). */
+/* Baseline caches on demand loading, then prefetchers over LRU, the papers'
+ * systems as designed, then the bounds (oracle prefetch; Belady eviction). */
 static const combo combos[] = {
-    {"none", "fifo"},   {"none", "lru"},        {"none", "lfu"},    {"none", "static"}, {"none", "belady"},
-    {"topk-id", "lru"}, {"traced-topk", "lru"}, {"oracle", "lru"},  {"oracle", "belady"},
+    {"none", "fifo", "gpu"},        {"none", "lru", "gpu"},         {"none", "lfu", "gpu"},
+    {"none", "static", "gpu"},      {"topk-id", "lru", "gpu"},      {"traced-topk", "lru", "gpu"},
+    {"speculative", "lru", "gpu"},  {"fmoe", "fmoe", "gpu"},        {"eam", "eam", "gpu"},
+    {"hybrimoe", "mrs", "hybrid"},  {"none", "belady", "gpu"},      {"oracle", "belady", "gpu"},
 };
+
+/* "prefetch+cache", plus "+sched" when it is not the default gpu. */
+static void combo_name(const combo *c, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s+%s%s%s", c->prefetch, c->cache, strcmp(c->sched, "gpu") ? "+" : "",
+             strcmp(c->sched, "gpu") ? c->sched : "");
+}
 #define N_COMBOS (sizeof combos / sizeof combos[0])
 static const uint32_t cache_sizes[] = {16, 32, 48, 64};
 #define N_SIZES (sizeof cache_sizes / sizeof cache_sizes[0])
@@ -95,8 +104,10 @@ static int generate_trace(const demo_flags *f, const ms_model *model, const char
 
 static void csv_row(FILE *csv, const combo *c, uint32_t size, const ms_metrics *m)
 {
-    fprintf(csv, "%s+%s,%s,%s,%u,%.6f,%llu,%llu,%llu,%.6f,%.6f,%.4f,%.4f,%.6f,%.6f\n", c->prefetch, c->cache,
-            c->prefetch, c->cache, size, ms_metrics_hit_rate(&m->total), (unsigned long long)m->total.hits,
+    char name[96];
+    combo_name(c, name, sizeof name);
+    fprintf(csv, "%s,%s,%s,%s,%u,%.6f,%llu,%llu,%llu,%.6f,%.6f,%.4f,%.4f,%.6f,%.6f\n", name, c->prefetch,
+            c->cache, c->sched, size, ms_metrics_hit_rate(&m->total), (unsigned long long)m->total.hits,
             (unsigned long long)m->total.late, (unsigned long long)m->total.misses, m->total.stall_s,
             m->pcie_bytes / 1e9, m->ttft_mean_s * 1e3, m->tpot_mean_s * 1e3,
             ms_metrics_hit_rate(&m->phase[MS_PHASE_PREFILL]), ms_metrics_hit_rate(&m->phase[MS_PHASE_DECODE]));
@@ -105,21 +116,22 @@ static void csv_row(FILE *csv, const combo *c, uint32_t size, const ms_metrics *
 static int run_all(const char *trace, const ms_model *model, const ms_platform *plat, FILE *csv,
                    double hit[N_COMBOS][N_SIZES], double tpot[N_COMBOS][N_SIZES], ms_err *err)
 {
-    fputs("combo,prefetch,cache,cache_experts,hit_rate,hits,late,misses,stall_s,pcie_gb,ttft_ms,tpot_ms,"
+    fputs("combo,prefetch,cache,sched,cache_experts,hit_rate,hits,late,misses,stall_s,pcie_gb,ttft_ms,tpot_ms,"
           "prefill_hit_rate,decode_hit_rate\n",
           csv);
     for (size_t c = 0; c < N_COMBOS; c++)
         for (size_t s = 0; s < N_SIZES; s++) {
             ms_run_config cfg = {.trace_path = trace, .model = model, .platform = plat,
                                  .prefetch_spec = combos[c].prefetch, .cache_spec = combos[c].cache,
-                                 .sched_spec = "gpu", .cap_kind = MS_CAP_EXPERTS, .cap_value = cache_sizes[s],
+                                 .sched_spec = combos[c].sched, .cap_kind = MS_CAP_EXPERTS,
+                                 .cap_value = cache_sizes[s],
                                  .distance = 1, .max_batch = 1, .seed = 1,
                                  /* one split for all, so every combination replays the same requests */
                                  .train_set = 1, .train_frac = DEMO_TRAIN};
             ms_metrics m;
             if (ms_run(&cfg, &m, err))
-                return ms_fail_prefix(err, "demo: %s+%s at %u experts", combos[c].prefetch, combos[c].cache,
-                                      cache_sizes[s]);
+                return ms_fail_prefix(err, "demo: %s+%s+%s at %u experts", combos[c].prefetch, combos[c].cache,
+                                      combos[c].sched, cache_sizes[s]);
             csv_row(csv, &combos[c], cache_sizes[s], &m);
             hit[c][s] = ms_metrics_hit_rate(&m.total);
             tpot[c][s] = m.tpot_mean_s * 1e3;
@@ -133,8 +145,8 @@ static void print_table(const ms_platform *plat, double hit[N_COMBOS][N_SIZES], 
     printf("\nmixtral-8x7b on %s, batch 1, prefetch distance 1; the first %.0f %% of the requests train\n"
            "the policies that learn offline and every combination replays the rest\n",
            plat->name, 100 * DEMO_TRAIN);
-    printf("%-20s %33s   %33s\n", "", "expert hit rate (%) by cache size", "TPOT (ms) by cache size");
-    printf("%-20s", "prefetch+cache");
+    printf("%-24s %33s   %33s\n", "", "expert hit rate (%) by cache size", "TPOT (ms) by cache size");
+    printf("%-24s", "prefetch+cache[+sched]");
     for (int pass = 0; pass < 2; pass++) {
         for (size_t s = 0; s < N_SIZES; s++)
             printf(" %7u", cache_sizes[s]);
@@ -142,9 +154,9 @@ static void print_table(const ms_platform *plat, double hit[N_COMBOS][N_SIZES], 
     }
     printf("\n");
     for (size_t c = 0; c < N_COMBOS; c++) {
-        char name[64];
-        snprintf(name, sizeof name, "%s+%s", combos[c].prefetch, combos[c].cache);
-        printf("%-20s", name);
+        char name[96];
+        combo_name(&combos[c], name, sizeof name);
+        printf("%-24s", name);
         for (size_t s = 0; s < N_SIZES; s++)
             printf(" %7.2f", 100 * hit[c][s]);
         printf("   ");
@@ -156,11 +168,12 @@ static void print_table(const ms_platform *plat, double hit[N_COMBOS][N_SIZES], 
 
 static int render_figure(const char *csv, const char *png, const ms_platform *plat, ms_err *err)
 {
-    char combos_str[512] = "", cmd[8192];
+    char combos_str[1024] = "", cmd[8192];
     for (size_t c = 0; c < N_COMBOS; c++) {
+        char name[96];
+        combo_name(&combos[c], name, sizeof name);
         size_t u = strlen(combos_str);
-        snprintf(combos_str + u, sizeof combos_str - u, "%s%s+%s", c ? " " : "", combos[c].prefetch,
-                 combos[c].cache);
+        snprintf(combos_str + u, sizeof combos_str - u, "%s%s", c ? " " : "", name);
     }
     snprintf(cmd, sizeof cmd,
              "gnuplot -e \"csv='%s'; out='%s'; combos='%s'; title_text='mixtral-8x7b (synthetic trace) on %s'\" "

@@ -64,6 +64,7 @@ struct ms_view {
     /* copy engine */
     qentry *heap;
     size_t hn, hcap;
+    size_t n_queued;        /* experts with queued[x] set */
     uint64_t seq;
     double link_free;
     /* clocks and position */
@@ -296,23 +297,28 @@ static void heap_push(ms_view *v, qentry q)
     v->heap[i] = q;
 }
 
-static qentry heap_pop(ms_view *v)
+/* Places q at hole i and moves it down to its place among heap[0..hn). */
+static void sift_down(ms_view *v, size_t i, qentry q)
 {
-    qentry top = v->heap[0], last = v->heap[--v->hn];
-    size_t i = 0;
     for (;;) {
         size_t c = 2 * i + 1;
         if (c >= v->hn)
             break;
         if (c + 1 < v->hn && qbefore(&v->heap[c + 1], &v->heap[c]))
             c++;
-        if (!qbefore(&v->heap[c], &last))
+        if (!qbefore(&v->heap[c], &q))
             break;
         v->heap[i] = v->heap[c];
         i = c;
     }
+    v->heap[i] = q;
+}
+
+static qentry heap_pop(ms_view *v)
+{
+    qentry top = v->heap[0], last = v->heap[--v->hn];
     if (v->hn)
-        v->heap[i] = last;
+        sift_down(v, 0, last);
     return top;
 }
 
@@ -327,8 +333,28 @@ static void drop_invalid_top(ms_view *v)
         heap_pop(v);
 }
 
+/* Drops the stale entries (superseded, expired or cancelled requests) that
+ * lazy deletion leaves behind once the heap holds over 4x the live entries
+ * (at most n_queued prefetches + J demands), so
+ * policies that resubmit or clear the queue every layer keep the heap small.
+ * Pop order is unchanged: qbefore is a total order (seq is unique). */
+static void compact_heap(ms_view *v)
+{
+    if (v->hn < 1024 || v->hn <= 4 * (v->n_queued + v->J))
+        return;
+    size_t w = 0;
+    for (size_t i = 0; i < v->hn; i++)
+        if (entry_valid(v, &v->heap[i]))
+            v->heap[w++] = v->heap[i];
+    v->hn = w;
+    for (size_t i = w / 2; i-- > 0;)
+        sift_down(v, i, v->heap[i]);
+}
+
 static void dequeue_prefetch(ms_view *v, uint32_t x)
 {
+    if (v->queued[x])
+        v->n_queued--;
     v->queued[x] = 0;
     v->qgen[x]++;
 }
@@ -502,8 +528,10 @@ void ms_view_prefetch(ms_view *v, uint32_t l, uint32_t e, double priority)
         return;
     if (!v->queued[x]) {
         v->queued[x] = 1;
+        v->n_queued++;
         v->m->prefetch_issued++;
     }
+    compact_heap(v);
     v->qgen[x]++;
     qentry q = {x, v->qgen[x], 0, priority, v->hook_t + v->async_delay, v->seq++};
     heap_push(v, q);

@@ -48,5 +48,5 @@ add_test(NAME run.same_json COMMAND sh -c "a=$($<TARGET_FILE:moesim> run --trace
 set_tests_properties(run.same_json PROPERTIES FIXTURES_REQUIRED run_trace)
 
 # the main job end to end, small: table, CSV and figure
-add_test(NAME run.demo COMMAND sh -c "rm -rf demo-test && $<TARGET_FILE:moesim> demo --out demo-test --requests 4 && test -s demo-test/demo.csv && test -s demo-test/demo.png && [ $(wc -l < demo-test/demo.csv) -eq 37 ]")
+add_test(NAME run.demo COMMAND sh -c "rm -rf demo-test && $<TARGET_FILE:moesim> demo --out demo-test --requests 4 && test -s demo-test/demo.csv && test -s demo-test/demo.png && [ $(wc -l < demo-test/demo.csv) -eq 49 ]")
 set_tests_properties(run.demo PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})

@@ -1,0 +1,246 @@
+/* eam: MoE-Infinity activation-aware prefetching (seed 004, Algorithm 1;
+ * POLICIES.md "MoE-Infinity").
+ *
+ * State: the EAM of every sequence in flight (policies/eam_common.h) and an
+ * EAM collection (EAMC) of at most `capacity` entries, built offline from the
+ * training split by seeded k-means (one EAM per training request; on a
+ * single-request trace, one per window of `window` iterations, and the live
+ * EAM restarts every `window` iterations the same way).  With a batch, the
+ * current EAM cur_eam is the sum of the batch's sequences' EAMs.
+ *
+ * mode=paper, after every layer l's routing (refine=1; refine=0: after layer
+ * 0 only): p_eam = argmin Eq. (1) distance to cur_eam over the EAMC; for every
+ * later layer f in (l, L) (0-based) and expert e not already cached or in
+ * flight: priority (p_eam[f][e] / sum p_eam[f] + 1e-8) (1 - f / L); a
+ * resubmission replaces the queued priority (one with an unchanged priority
+ * is skipped: the queue would not change).
+ * mode=code (2024 code): the match masks the entries' rows <= l with 1e-9;
+ * priority (count + 1e-8) (1 - (f - l) / (L + 1)) for f in [l, L), stable
+ * descending order; each layer clears the queue first and writes the listed
+ * experts' priorities to the score board (cache `eam:mode=code` protects
+ * them); experts not listed get NAN.
+ * mode=code-head: no prefetching.
+ *
+ * Online reconstruction (online=1; paper section 4.3): a finished sequence
+ * whose hit rate (its distinct experts per layer found resident at the gate,
+ * over all of them) is below `threshold` is collected; after `rebuild_after`
+ * of them the EAMC is rebuilt by the same k-means over the current EAMC
+ * entries plus the collected EAMs (memory stays bounded by capacity +
+ * rebuild_after EAMs), in the background (no modelled cost).
+ *
+ * Matching cost: (EAMC entries x L x J) x policy_op_s per match, charged
+ * asynchronously (it delays only the prefetches the match issues). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "../eam_common.h"
+
+typedef struct {
+    eam_mode mode;
+    int refine, online;
+    uint32_t L, J, capacity, rebuild_after, kmeans_iters;
+    double threshold;
+    eam_tracker tr;
+    eam_set eamc, collected;
+    gsl_rng *rng;
+    double *last_prio; /* [L][J] priority last submitted (paper mode) */
+    uint64_t rebuilds;
+} eam_state;
+
+typedef struct {
+    double prio;
+    uint32_t x;
+} listed;
+
+static void eam_destroy(void *st)
+{
+    eam_state *s = st;
+    if (!s)
+        return;
+    eam_tracker_free(&s->tr);
+    eam_set_free(&s->eamc);
+    eam_set_free(&s->collected);
+    if (s->rng)
+        gsl_rng_free(s->rng);
+    free(s->last_prio);
+    free(s);
+}
+
+static int build_offline_collection(eam_state *s, const ms_policy_env *env, uint32_t window, ms_err *err)
+{
+    eam_set samples;
+    eam_set_init(&samples, s->L, s->J);
+    if (eam_collect_training(env, window, &samples, err)) {
+        eam_set_free(&samples);
+        return -1;
+    }
+    eam_build_collection(&samples, s->capacity, s->rng, s->kmeans_iters, &s->eamc);
+    eam_set_free(&samples);
+    return 0;
+}
+
+static void *eam_create(const ms_params *p, const ms_policy_env *env, ms_err *err)
+{
+    eam_state *s = ms_xcalloc(1, sizeof *s);
+    s->mode = (eam_mode)eam_mode_parse(ms_param_str(p, "mode"));
+    s->refine = (int)ms_param_num(p, "refine");
+    s->online = (int)ms_param_num(p, "online");
+    s->capacity = (uint32_t)ms_param_num(p, "capacity");
+    s->rebuild_after = (uint32_t)ms_param_num(p, "rebuild_after");
+    s->kmeans_iters = (uint32_t)ms_param_num(p, "kmeans_iters");
+    s->threshold = ms_param_num(p, "threshold");
+    s->L = env->meta->L;
+    s->J = env->meta->J;
+    uint32_t window = eam_window_for(env, (uint32_t)ms_param_num(p, "window"));
+    eam_tracker_init(&s->tr, s->L, s->J, window);
+    eam_set_init(&s->eamc, s->L, s->J);
+    eam_set_init(&s->collected, s->L, s->J);
+    s->rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(s->rng, (unsigned long)env->seed);
+    s->last_prio = ms_xcalloc((size_t)s->L * s->J, sizeof *s->last_prio);
+    if (s->mode == EAM_MODE_CODE_HEAD)
+        return s;
+    if (env->split.frac == 0 && !s->online) {
+        ms_fail(err, "%s: eam needs EAMs to match: no training split (--train 0) and online=0", env->trace_path);
+        eam_destroy(s);
+        return NULL;
+    }
+    if (build_offline_collection(s, env, window, err)) {
+        eam_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* ---- online reconstruction ---- */
+
+static void rebuild_collection(eam_state *s)
+{
+    eam_set pool;
+    eam_set_init(&pool, s->L, s->J);
+    for (uint32_t i = 0; i < s->eamc.n; i++)
+        eam_set_push(&pool, eam_set_at(&s->eamc, i));
+    for (uint32_t i = 0; i < s->collected.n; i++)
+        eam_set_push(&pool, eam_set_at(&s->collected, i));
+    eam_build_collection(&pool, s->capacity, s->rng, s->kmeans_iters, &s->eamc);
+    eam_set_free(&pool);
+    eam_set_clear(&s->collected);
+    s->rebuilds++;
+}
+
+static void sequence_done(void *ctx, const eam_seq *q)
+{
+    eam_state *s = ctx;
+    if (!s->online || q->accesses == 0)
+        return;
+    if ((double)q->hits / (double)q->accesses >= s->threshold)
+        return;
+    eam_set_push(&s->collected, q->m);
+    if (s->collected.n >= s->rebuild_after)
+        rebuild_collection(s);
+}
+
+/* ---- prefetching ---- */
+
+static void charge_match(const eam_state *s, ms_view *v)
+{
+    ms_view_charge_async(v, (double)s->eamc.n * s->L * s->J * ms_view_platform(v)->policy_op_s);
+}
+
+/* Algorithm 1 PREFETCH(m, cur_eam, eamc, cur_l, q), lines 15-27. */
+static void prefetch_paper(eam_state *s, ms_view *v, uint32_t l)
+{
+    const double *p_eam = eam_set_at(&s->eamc, eam_match(&s->eamc, s->tr.cur, EAM_MODE_PAPER, l));
+    for (uint32_t f = l + 1; f < s->L; f++) { /* line 22: fl in layers[cur_l + 1 : n_layers] */
+        const double *row = p_eam + (size_t)f * s->J;
+        double n_token = 0; /* line 23 */
+        for (uint32_t e = 0; e < s->J; e++)
+            n_token += row[e];
+        for (uint32_t e = 0; e < s->J; e++) {
+            size_t x = (size_t)f * s->J + e;
+            if (ms_view_cached(v, f, e)) /* experts in flight (or resident) are skipped */
+                continue;
+            double prio = eam_priority_paper(row[e], n_token, f, s->L); /* lines 25-26 */
+            if (ms_view_queued(v, f, e) && s->last_prio[x] == prio)
+                continue;
+            s->last_prio[x] = prio;
+            ms_view_prefetch(v, f, e, prio); /* line 27: q.submit(e, p) */
+        }
+    }
+}
+
+static int by_prio_desc_stable(const void *a, const void *b)
+{
+    const listed *p = a, *q = b;
+    if (p->prio != q->prio)
+        return p->prio < q->prio ? 1 : -1;
+    return p->x < q->x ? -1 : p->x > q->x; /* list order = (layer, expert) ascending */
+}
+
+static void prefetch_code(eam_state *s, ms_view *v, uint32_t l_now)
+{
+    const double *entry = eam_set_at(&s->eamc, eam_match(&s->eamc, s->tr.cur, EAM_MODE_CODE, l_now));
+    listed *list = ms_xcalloc((size_t)(s->L - l_now) * s->J, sizeof *list);
+    uint32_t n = 0;
+    for (uint32_t l = l_now; l < s->L; l++)
+        for (uint32_t e = 0; e < s->J; e++) {
+            double prio = eam_priority_code(entry[(size_t)l * s->J + e], l, l_now, s->L);
+            if (prio > 0)
+                list[n++] = (listed){prio, l * s->J + e};
+        }
+    qsort(list, n, sizeof *list, by_prio_desc_stable);
+    ms_view_clear_prefetches(v);
+    for (uint32_t x = 0; x < s->L * s->J; x++)
+        ms_view_set_score(v, x / s->J, x % s->J, NAN);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t l = list[i].x / s->J, e = list[i].x % s->J;
+        ms_view_set_score(v, l, e, list[i].prio);
+        ms_view_prefetch(v, l, e, list[i].prio);
+    }
+    free(list);
+}
+
+static void eam_iteration(void *st, ms_view *v)
+{
+    eam_state *s = st;
+    if (s->mode != EAM_MODE_CODE_HEAD)
+        eam_tracker_sync(&s->tr, v, sequence_done, s);
+}
+
+static void eam_gate(void *st, ms_view *v, uint32_t l)
+{
+    eam_state *s = st;
+    if (s->mode == EAM_MODE_CODE_HEAD)
+        return;
+    eam_tracker_sync(&s->tr, v, sequence_done, s);
+    eam_tracker_add_layer(&s->tr, v, l); /* Algorithm 1 lines 5-7 */
+    eam_tracker_note_hits(&s->tr, v, l);
+    if ((!s->refine && l != 0) || s->eamc.n == 0)
+        return;
+    charge_match(s, v);
+    if (s->mode == EAM_MODE_PAPER)
+        prefetch_paper(s, v, l); /* line 8 */
+    else
+        prefetch_code(s, v, l);
+}
+
+static const ms_param_spec eam_params[] = {
+    {"mode", MS_PARAM_ENUM, "paper", 0, 0, "paper|code|code-head",
+     "paper: Algorithm 1; code: 2024 code (masked match, queue replaced per layer); code-head: no prefetch"},
+    {"refine", MS_PARAM_INT, "1", 0, 1, NULL, "1: re-match and resubmit after every layer; 0: one-shot after layer 0"},
+    {"capacity", MS_PARAM_INT, "300", 1, 100000, NULL, "EAMC capacity P (k-means clusters)"},
+    {"window", MS_PARAM_INT, "32", 1, 1000000, NULL,
+     "single-request traces: iterations per EAM sample (training windows and the live EAM)"},
+    {"online", MS_PARAM_INT, "1", 0, 1, NULL, "1: rebuild the EAMC from sequences with a low hit rate"},
+    {"threshold", MS_PARAM_DOUBLE, "0.5", 0, 1, NULL, "hit rate below which a finished sequence is collected"},
+    {"rebuild_after", MS_PARAM_INT, "100", 1, 1000000, NULL, "collected sequences that trigger a rebuild"},
+    {"kmeans_iters", MS_PARAM_INT, "100", 0, 100000, NULL, "most Lloyd iterations of the EAMC k-means"},
+    {NULL, 0, NULL, 0, 0, NULL, NULL},
+};
+static const ms_prefetch_ops eam_ops = {
+    .create = eam_create, .destroy = eam_destroy, .on_iteration = eam_iteration, .on_gate = eam_gate,
+};
+const ms_policy_desc ms_policy_prefetch_eam = {
+    .name = "eam", .kind = MS_KIND_PREFETCH, .params = eam_params, .prefetch = &eam_ops, .uses_training = 1,
+    .summary = "MoE-Infinity: EAM matched against a k-means EAM collection, activation-aware priorities",
+};
