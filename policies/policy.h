@@ -124,6 +124,9 @@ typedef struct {
     void (*on_layer_start)(void *st, ms_view *v, uint32_t l);
     void (*on_gate)(void *st, ms_view *v, uint32_t l);     /* layer l's activated set revealed */
     void (*on_iteration_end)(void *st, ms_view *v);
+    /* Bytes of the policy's learnt state (fMoE's map store, MoE-Infinity's
+     * EAM collection), reported as metrics policy_state_bytes. Optional. */
+    double (*state_bytes)(const void *st);
 } ms_prefetch_ops;
 
 typedef struct {

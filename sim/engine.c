@@ -1184,6 +1184,8 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
     if (replay(v, rd))
         goto done;
     out->makespan_s = v->now;
+    if (v->pf->prefetch->state_bytes)
+        out->policy_state_bytes = v->pf->prefetch->state_bytes(v->pf_st);
     summarise(&v->ttft, &out->ttft_mean_s, &out->ttft_p50_s, NULL, &out->ttft_p99_s);
     summarise(&v->tpot, &out->tpot_mean_s, &out->tpot_p50_s, NULL, &out->tpot_p99_s);
     summarise(&v->latency, &out->latency_mean_s, &out->latency_p50_s, &out->latency_p90_s, &out->latency_p99_s);

@@ -62,6 +62,7 @@ typedef struct {
     double latency_mean_s, latency_p50_s, latency_p90_s, latency_p99_s;
     double gpu_cache_capacity_bytes, gpu_cache_peak_bytes, host_bytes;
     double policy_sync_s, policy_async_s;
+    double policy_state_bytes;            /* the prefetcher's learnt state at the end (map store, EAMC) */
     uint64_t recorded_rows, recorded_agree; /* decode (row, layer, slot) cells with recorded residency */
     int future_exact;                     /* next-use pre-pass matched the replay order */
     /* the resolved training split */

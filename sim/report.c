@@ -92,6 +92,7 @@ cJSON *ms_report_metrics(const ms_metrics *m)
     cJSON_AddNumberToObject(o, "demand_copies", (double)m->demand_copies);
     cJSON_AddNumberToObject(o, "ssd_bytes", m->ssd_bytes);
     cJSON_AddNumberToObject(o, "makespan_s", m->makespan_s);
+    cJSON_AddNumberToObject(o, "policy_state_bytes", m->policy_state_bytes);
     cJSON_AddNumberToObject(o, "requests", (double)m->requests);
     cJSON_AddNumberToObject(o, "ttft_ms_mean", m->ttft_mean_s * 1e3);
     cJSON_AddNumberToObject(o, "ttft_ms_p50", m->ttft_p50_s * 1e3);

@@ -237,8 +237,16 @@ static const ms_param_spec eam_params[] = {
     {"kmeans_iters", MS_PARAM_INT, "100", 0, 100000, NULL, "most Lloyd iterations of the EAMC k-means"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
+/* The EAM collection as stored: n entries of L x J counts. */
+static double eam_state_bytes(const void *st)
+{
+    const eam_set *c = &((const eam_state *)st)->eamc;
+    return (double)c->n * c->L * c->J * sizeof *c->m;
+}
+
 static const ms_prefetch_ops eam_ops = {
     .create = eam_create, .destroy = eam_destroy, .on_iteration = eam_iteration, .on_gate = eam_gate,
+    .state_bytes = eam_state_bytes,
 };
 const ms_policy_desc ms_policy_prefetch_eam = {
     .name = "eam", .kind = MS_KIND_PREFETCH, .params = eam_params, .prefetch = &eam_ops, .uses_training = 1,

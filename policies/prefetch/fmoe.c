@@ -380,9 +380,14 @@ static const ms_param_spec fmoe_params[] = {
      "1: the matching cost delays only the prefetches it issues; 0: it delays compute"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
+static double fmoe_state_bytes(const void *st)
+{
+    return (double)fmoe_store_bytes(&((const fmoe_pf *)st)->store);
+}
+
 static const ms_prefetch_ops fmoe_ops = {
     .create = fmoe_create, .destroy = fmoe_destroy, .on_iteration = fmoe_iteration,
-    .on_gate = fmoe_gate, .on_iteration_end = fmoe_iteration_end,
+    .on_gate = fmoe_gate, .on_iteration_end = fmoe_iteration_end, .state_bytes = fmoe_state_bytes,
 };
 const ms_policy_desc ms_policy_prefetch_fmoe = {
     .name = "fmoe", .kind = MS_KIND_PREFETCH, .params = fmoe_params, .prefetch = &fmoe_ops,
