@@ -37,4 +37,27 @@ static inline void ms_fixture_gen(const char *model_name, const char *out, uint6
     }
 }
 
+/* The platform of the exact-timing tests: one copy = 0.5 ms latency +
+ * bytes / 1 GB/s (a 1 MB expert: 1.5 ms); HBM and DRAM 10 GB/s; FLOP/s so
+ * high that every compute is bandwidth-bound; no launch overheads. */
+static inline ms_platform ms_fixture_exact_platform(void)
+{
+    ms_platform p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.name, sizeof p.name, "test");
+    p.gpu_mem_bytes = 1e12;
+    p.hbm_bw = 1e10;
+    p.gpu_flops = 1e15;
+    p.h2d_bw = 1e9;
+    p.h2d_latency_s = 0.5e-3;
+    p.d2h_bw = 1e9;
+    p.pageable_bw = 1e9;
+    p.copy_engines = 1;
+    p.cpu_cores = 1;
+    p.dram_bw = 1e10;
+    p.cpu_flops_per_core = 1e12;
+    p.ssd_bw = 1e9;
+    return p;
+}
+
 #endif

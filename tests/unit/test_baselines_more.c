@@ -9,29 +9,12 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "fixtures.h"
 #include "policies/base_predict.h"
 #include "sim/engine.h"
 #include "traces/trace.h"
 
-static ms_platform test_platform(void)
-{
-    ms_platform p;
-    memset(&p, 0, sizeof p);
-    snprintf(p.name, sizeof p.name, "test");
-    p.gpu_mem_bytes = 1e12;
-    p.hbm_bw = 1e10;
-    p.gpu_flops = 1e15;
-    p.h2d_bw = 1e9;
-    p.h2d_latency_s = 0.5e-3;
-    p.d2h_bw = 1e9;
-    p.pageable_bw = 1e9;
-    p.copy_engines = 1;
-    p.cpu_cores = 1;
-    p.dram_bw = 1e10;
-    p.cpu_flops_per_core = 1e12;
-    p.ssd_bw = 1e9;
-    return p;
-}
+static ms_platform test_platform(void) { return ms_fixture_exact_platform(); }
 
 static ms_platform platform;
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "fixtures.h"
 #include "policies/hybrimoe_hss.h"
 #include "sim/engine.h"
 #include "traces/trace.h"
@@ -181,24 +182,11 @@ static void test_impact(void)
 /* ------------------------------------------------------------------ */
 /* engine level */
 
+/* The exact-timing platform; a CPU expert costs 0.1 ms + cpu_launch_s. */
 static ms_platform test_platform(double cpu_launch_s)
 {
-    ms_platform p;
-    memset(&p, 0, sizeof p);
-    snprintf(p.name, sizeof p.name, "test");
-    p.gpu_mem_bytes = 1e12;
-    p.hbm_bw = 1e10;
-    p.gpu_flops = 1e15;
-    p.h2d_bw = 1e9;
-    p.h2d_latency_s = 0.5e-3;
-    p.d2h_bw = 1e9;
-    p.pageable_bw = 1e9;
-    p.copy_engines = 1;
-    p.cpu_cores = 1;
-    p.dram_bw = 1e10; /* CPU expert = 0.1 ms + cpu_launch_s */
-    p.cpu_flops_per_core = 1e12;
+    ms_platform p = ms_fixture_exact_platform();
     p.cpu_launch_s = cpu_launch_s;
-    p.ssd_bw = 1e9;
     return p;
 }
 
