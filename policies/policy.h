@@ -69,6 +69,7 @@ int ms_view_resident(const ms_view *v, uint32_t l, uint32_t e);   /* weights on 
 int ms_view_cached(const ms_view *v, uint32_t l, uint32_t e);     /* holds a GPU slot (ready or in flight) */
 int ms_view_evictable(const ms_view *v, uint32_t l, uint32_t e);  /* cached, not protected, not in flight */
 int ms_view_fits(const ms_view *v, uint32_t l, uint32_t e);       /* (l, e) fits in the cache without evicting */
+double ms_view_capacity_experts(const ms_view *v, uint32_t l);   /* the whole cache, in experts of layer l's size */
 /* Next step (iteration * L + layer) after the running one at which (l, e) is
  * activated, UINT64_MAX if never.  Only for policies with needs_future. */
 uint64_t ms_view_next_use(const ms_view *v, uint32_t l, uint32_t e);

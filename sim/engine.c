@@ -163,6 +163,11 @@ int ms_view_fits(const ms_view *v, uint32_t l, uint32_t e)
     return l < v->L && e < v->J && v->used_units + unit_of(v, l * v->J + e) <= v->cap_units + 1e-9;
 }
 
+double ms_view_capacity_experts(const ms_view *v, uint32_t l)
+{
+    return l < v->L ? v->cap_units / unit_of(v, l * v->J) : 0;
+}
+
 uint64_t ms_view_next_use(const ms_view *v, uint32_t l, uint32_t e)
 {
     if (!v->use_it || l >= v->L || e >= v->J)
@@ -693,10 +698,10 @@ static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8
                 if (make_room(v, x)) {
                     if (!v->failed)
                         ms_fail(v->err,
-                                "GPU expert cache (%g %s) is smaller than the experts layer %u activates in "
-                                "iteration %llu (%u experts): raise the cache size",
-                                v->cfg->cap_value, v->cfg->cap_kind == MS_CAP_BYTES ? "bytes" : "experts", l,
-                                (unsigned long long)v->iter, n);
+                                "GPU expert cache (%g %s) has no room for layer %u's %u activated experts in "
+                                "iteration %llu: cache policy '%s' found no victim; raise the cache size",
+                                v->cfg->cap_value, v->cfg->cap_kind == MS_CAP_BYTES ? "bytes" : "experts", l, n,
+                                (unsigned long long)v->iter, v->cache->name);
                     v->failed = 1;
                     return -1;
                 }

@@ -45,6 +45,9 @@ set_tests_properties(run.train_auto_in_config PROPERTIES PASS_REGULAR_EXPRESSION
 # learnt state in the metrics: a full fMoE store of 10 maps x (64-dim embedding + 32 x 8 probs) x 4 B
 run_test(fmoe_state_bytes moesim run --trace ${T} --prefetch fmoe:capacity=10 --cache lru --cache-experts 32 --train 0.5 --json)
 set_tests_properties(run.fmoe_state_bytes PROPERTIES PASS_REGULAR_EXPRESSION "\"policy_state_bytes\":[ \t]*12800[,}]")
+# lru-slots with slots=0 shares the budget evenly: 64 experts over L = 32 layers = 2 per layer
+add_test(NAME run.lru_slots_auto COMMAND sh -c "m() { $<TARGET_FILE:moesim> run --trace ${T} --cache-experts 64 --json --cache $1 | tr -d '\\n' | sed 's/.*\"metrics\"//'; } && a=$(m lru-slots) && b=$(m lru-slots:slots=2) && c=$(m lru) && [ -n \"$a\" ] && [ \"$a\" = \"$b\" ] && [ \"$a\" != \"$c\" ]")
+set_tests_properties(run.lru_slots_auto PROPERTIES FIXTURES_REQUIRED run_trace)
 
 # identical inputs give identical JSON (also across batch and policy state)
 add_test(NAME run.same_json COMMAND sh -c "a=$($<TARGET_FILE:moesim> run --trace ${T} --prefetch traced-topk --cache lfu --cache-experts 24 --batch 3 --json) && b=$($<TARGET_FILE:moesim> run --trace ${T} --prefetch traced-topk --cache lfu --cache-experts 24 --batch 3 --json) && [ \"$a\" = \"$b\" ] && [ -n \"$a\" ]")

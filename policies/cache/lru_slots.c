@@ -44,6 +44,7 @@
  *    otherwise the least recent evictable expert of another layer makes
  *    room.  A layer over `slots` is brought back first: its least recent
  *    evictable expert is the victim when another layer needs room. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "../expert_list.h"
@@ -53,7 +54,7 @@ typedef struct {
     ms_xlist *lru;      /* [L] per-layer recency over expert ids, head = most recent */
     uint64_t *last_use; /* [L*J] tick of the last touch, to compare layers */
     uint64_t tick;
-    uint32_t L, J, slots;
+    uint32_t L, J, K, slots;
     int preload;
 } slots_state;
 
@@ -70,8 +71,8 @@ static void slots_destroy(void *st)
 static void *slots_create(const ms_params *p, const ms_policy_env *env, ms_err *err)
 {
     const ms_trace_meta *m = env->meta;
-    uint32_t slots = (uint32_t)ms_param_num(p, "slots");
-    if (slots < m->K) {
+    uint32_t slots = (uint32_t)ms_param_num(p, "slots"); /* 0: resolved from the budget in preload */
+    if (slots != 0 && slots < m->K) {
         ms_fail(err, "slots=%u is below trace %s's top-k K=%u: one token's experts would not fit in a layer", slots,
                 env->trace_path, m->K);
         return NULL;
@@ -83,6 +84,7 @@ static void *slots_create(const ms_params *p, const ms_policy_env *env, ms_err *
     slots_state *s = ms_xcalloc(1, sizeof *s);
     s->L = m->L;
     s->J = m->J;
+    s->K = m->K;
     s->slots = slots;
     s->preload = (int)ms_param_num(p, "preload");
     s->lru = ms_xcalloc(s->L, sizeof *s->lru);
@@ -98,11 +100,24 @@ static void touch(slots_state *s, uint32_t l, uint32_t e)
     s->last_use[(size_t)l * s->J + e] = ++s->tick;
 }
 
-/* Mixtral-Offloading's initial placement: experts J-slots..J-1 of each layer. */
+/* slots=0: as many per layer as the budget gives every layer (the budget in
+ * experts of the largest layer / L), at least K and at most J. */
+static void resolve_auto_slots(slots_state *s, const ms_view *v)
+{
+    if (s->slots != 0)
+        return;
+    double per_layer = HUGE_VAL;
+    for (uint32_t l = 0; l < s->L; l++)
+        per_layer = fmin(per_layer, floor(ms_view_capacity_experts(v, l) / s->L));
+    s->slots = per_layer < s->K ? s->K : per_layer > s->J ? s->J : (uint32_t)per_layer;
+}
+
+/* Mixtral-Offloading's initial placement: experts J-slots..J-1 of each layer.
+ * The engine calls this before the replay, so auto slots resolve here. */
 static uint32_t slots_preload(void *st, const ms_view *v, uint32_t cap, uint32_t *ls, uint32_t *es)
 {
-    (void)v;
     slots_state *s = st;
+    resolve_auto_slots(s, v);
     uint32_t n = 0;
     for (uint32_t l = 0; s->preload && l < s->L; l++)
         for (uint32_t e = s->J - s->slots; e < s->J && n < cap; e++) {
@@ -196,8 +211,9 @@ static int slots_victim(void *st, const ms_view *v, uint32_t *l, uint32_t *e)
 }
 
 static const ms_param_spec slots_params[] = {
-    {"slots", MS_PARAM_INT, "4", 1, 65536, NULL,
-     "GPU slots per layer (Mixtral-Offloading: J - offload_per_layer; its demo: 8 - 4); L x slots must fit the cache"},
+    {"slots", MS_PARAM_INT, "0", 0, 65536, NULL,
+     "GPU slots per layer (Mixtral-Offloading: J - offload_per_layer; its demo: 8 - 4); 0 = the budget / L, at least "
+     "K; L x slots must fit the cache"},
     {"preload", MS_PARAM_INT, "1", 0, 1, NULL,
      "1: experts J-slots..J-1 of every layer resident from the start (Mixtral-Offloading's model load); 0: empty"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},

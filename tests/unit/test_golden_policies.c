@@ -111,7 +111,6 @@ static combo_list all_combos(void)
     static const char *const pairs[][3] = {
         {"fmoe", "fmoe", "gpu"}, {"eam", "eam", "gpu"}, {"hybrimoe", "mrs", "hybrid"},
         {"speculative", "lru-slots", "gpu"},
-        {"none", "lru-slots:slots=8", "gpu"}, /* slots >= K = 6 of the qwen trace */
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         char cache_name[64];
