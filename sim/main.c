@@ -27,6 +27,7 @@ static const char usage[] =
     "\n"
     "  run            replay a trace through prefetch x cache x scheduler policies\n"
     "  list           policies with their parameters, models and platforms\n"
+    "  serverless     serverless MoE deployment: cost model, predictors, ODS, BO (seed 002)\n"
     "  demo           generate a Mixtral-shaped trace and compare every policy combination\n"
     "  trace info     metadata of a trace file\n"
     "  trace validate check every value of a trace file\n"
@@ -47,6 +48,8 @@ int main(int argc, char **argv)
         return ms_cli_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "list"))
         return ms_cli_list(argc - 1, argv + 1);
+    if (!strcmp(cmd, "serverless"))
+        return ms_cli_serverless(argc - 1, argv + 1);
     if (!strcmp(cmd, "demo"))
         return ms_cli_demo(argc - 1, argv + 1);
     if (!strcmp(cmd, "trace")) {

@@ -1,0 +1,22 @@
+# CLI tests of `moesim serverless` (seed 002): one end-to-end run and the one-line errors.
+set(SFAIL ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_fail.sh)
+set(SLT ${CMAKE_CURRENT_BINARY_DIR}/sl_mix.h5)
+set(SLP ${PROJECT_SOURCE_DIR}/sim/profiles/serverless/aws-lambda-x86.ini)
+add_test(NAME serverless.gen_fixture COMMAND moesim trace gen --model mixtral-8x7b -o ${SLT} --seed 3 --requests 8
+         --set prompt_median=16 --set clusters=2000 --set balance=0 --set output_median=2)
+set_tests_properties(serverless.gen_fixture PROPERTIES FIXTURES_SETUP sl_trace)
+add_test(NAME serverless.import_no_ids COMMAND moesim trace import --format route-csv
+         ${CMAKE_CURRENT_SOURCE_DIR}/../../shared/traces/bigmoeonedge/gptoss.route.csv ${CMAKE_CURRENT_BINARY_DIR}/sl_gptoss.h5)
+set_tests_properties(serverless.import_no_ids PROPERTIES FIXTURES_SETUP sl_noids)
+function(sl_test name fixture)
+  add_test(NAME serverless.${name} COMMAND ${ARGN})
+  set_tests_properties(serverless.${name} PROPERTIES FIXTURES_REQUIRED ${fixture})
+endfunction()
+sl_test(run sl_trace sh -c "rm -rf sl-out && $<TARGET_FILE:moesim> serverless --trace ${SLT} --profile ${SLP} --latency-target 3600000 --out sl-out --bo-iters 2 && [ $(wc -l < sl-out/serverless.csv) -eq 6 ] && grep -q '^LambdaML,' sl-out/serverless.csv && [ $(wc -l < sl-out/prediction.csv) -eq 7 ] && test -s sl-out/serverless.png")
+set_tests_properties(serverless.run PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+sl_test(bad_infeasible sl_trace ${SFAIL} 1 "latency target 10.0 ms is infeasible: the fastest deployment needs [0-9.]+ ms" $<TARGET_FILE:moesim> serverless --trace ${SLT} --profile ${SLP} --latency-target 10 --bo-iters 1 --out sl-bad)
+sl_test(bad_no_token_ids sl_noids ${SFAIL} 1 "sl_gptoss.h5 has no token ids" $<TARGET_FILE:moesim> serverless --trace ${CMAKE_CURRENT_BINARY_DIR}/sl_gptoss.h5 --profile ${SLP} --latency-target 1000)
+sl_test(bad_empty_table sl_trace ${SFAIL} 1 "empty key-value table or batch|cannot be split" $<TARGET_FILE:moesim> serverless --trace ${SLT} --profile ${SLP} --latency-target 1000 --train 0.01)
+sl_test(bad_profile sl_trace ${SFAIL} 1 "cannot open serverless profile" $<TARGET_FILE:moesim> serverless --trace ${SLT} --profile nope --latency-target 1000)
+sl_test(bad_target sl_trace ${SFAIL} 2 "--latency-target -5: expected a positive number" $<TARGET_FILE:moesim> serverless --trace ${SLT} --profile ${SLP} --latency-target -5)
+sl_test(bad_missing sl_trace ${SFAIL} 2 "--trace, --profile and --latency-target are required" $<TARGET_FILE:moesim> serverless --trace ${SLT})
