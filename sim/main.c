@@ -29,6 +29,7 @@ static const char usage[] =
     "  list           policies with their parameters, models and platforms\n"
     "  serverless     serverless MoE deployment: cost model, predictors, ODS, BO (seed 002)\n"
     "  demo           generate a Mixtral-shaped trace and compare every policy combination\n"
+    "  regress        replay a golden file's points and fail on hit-rate regressions\n"
     "  trace info     metadata of a trace file\n"
     "  trace validate check every value of a trace file\n"
     "  trace import   convert a routing dump (--format route-csv) to trace format v1\n"
@@ -52,6 +53,8 @@ int main(int argc, char **argv)
         return ms_cli_serverless(argc - 1, argv + 1);
     if (!strcmp(cmd, "demo"))
         return ms_cli_demo(argc - 1, argv + 1);
+    if (!strcmp(cmd, "regress"))
+        return ms_cli_regress(argc - 1, argv + 1);
     if (!strcmp(cmd, "trace")) {
         if (argc < 3)
             return ms_cli_usage("trace: missing subcommand (info, validate, import, stats, gen)");
