@@ -28,6 +28,7 @@ static const char usage[] =
     "  run            replay a trace through prefetch x cache x scheduler policies\n"
     "  list           policies with their parameters, models and platforms\n"
     "  serverless     serverless MoE deployment: cost model, predictors, ODS, BO (seed 002)\n"
+    "  sweep          run a sweep spec (INI): many simulations, one CSV row each\n"
     "  demo           generate a Mixtral-shaped trace and compare every policy combination\n"
     "  regress        replay a golden file's points and fail on hit-rate regressions\n"
     "  trace info     metadata of a trace file\n"
@@ -51,6 +52,8 @@ int main(int argc, char **argv)
         return ms_cli_list(argc - 1, argv + 1);
     if (!strcmp(cmd, "serverless"))
         return ms_cli_serverless(argc - 1, argv + 1);
+    if (!strcmp(cmd, "sweep"))
+        return ms_cli_sweep(argc - 1, argv + 1);
     if (!strcmp(cmd, "demo"))
         return ms_cli_demo(argc - 1, argv + 1);
     if (!strcmp(cmd, "regress"))

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "trace.h"
+#include "trace_cache.h"
 
 #define FORMAT_NAME "moesim-trace"
 #define ZSTD_FILTER_ID 32015
@@ -282,6 +283,7 @@ struct ms_trace_reader {
     uint64_t n_tokens_total;
     int derive_topk; /* FULL trace stored without /rows/topk_*: compute them */
     uint64_t cursor;
+    ms_trace_snapshot *mem; /* served from the process trace cache (trace_cache.h) */
 };
 
 /* Integer overflow in a type conversion is an error, never a silent clamp. */
@@ -710,10 +712,32 @@ void ms_reader_close(ms_trace_reader *r)
     free(r->token_start);
     free(r->n_tokens);
     free(r->path);
+    ms_trace_cache_release(r->mem);
     free(r);
 }
 
+/* A reader over a cached snapshot: no HDF5 object is opened. */
+static ms_trace_reader *open_from_snapshot(const char *path, ms_trace_snapshot *s)
+{
+    ms_trace_reader *r = ms_xcalloc(1, sizeof *r);
+    r->path = ms_xstrdup(path);
+    r->file = r->dxpl = H5I_INVALID_HID;
+    for (int d = 0; d < D_COUNT; d++)
+        r->ds[d] = H5I_INVALID_HID;
+    ms_trace_meta_copy(&r->meta, ms_trace_snapshot_meta(s));
+    r->mem = s;
+    return r;
+}
+
 ms_trace_reader *ms_reader_open(const char *path, ms_err *err)
+{
+    ms_trace_snapshot *s = ms_trace_cache_acquire(path);
+    if (s)
+        return open_from_snapshot(path, s);
+    return ms_reader_open_stream(path, err);
+}
+
+ms_trace_reader *ms_reader_open_stream(const char *path, ms_err *err)
 {
     silence_hdf5();
     if (ms_h5_register_zstd(err) < 0)
@@ -908,6 +932,11 @@ int ms_reader_read(ms_trace_reader *r, uint64_t i, ms_request *out, ms_err *err)
     if (i >= r->meta.n_requests)
         return ms_fail(err, "%s: request index %" PRIu64 " out of range (the trace has %" PRIu64 " requests)",
                        r->path, i, r->meta.n_requests);
+    if (r->mem) {
+        ms_request_copy(out, ms_trace_snapshot_request(r->mem, i), &r->meta);
+        r->cursor = i + 1;
+        return 1;
+    }
     if (read_request(r, i, out, err) < 0) {
         ms_request_free(out);
         return -1;

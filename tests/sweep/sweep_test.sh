@@ -1,0 +1,111 @@
+#!/bin/sh
+# Checks of `moesim sweep` (tests/sweep.cmake): sweep_test.sh MOESIM DIR CASE [args]
+# DIR holds the fixture traces made by the `setup` case; every case writes
+# its own files under DIR/CASE.
+set -u
+M=$1; D=$2; CASE=$3; shift 3
+FAIL_SH=$(dirname "$0")/../cli/expect_fail.sh
+die() { echo "FAIL: $*"; exit 1; }
+rows() { if [ -e "$1" ]; then wc -l < "$1"; else echo 0; fi; }
+
+# 2 traces x 3 prefetchers x 3 caches x 6 sizes x 2 distances = 216 points
+big_spec() {
+  cat > "$1" <<EOF2
+[sweep]
+output = full.csv
+trace = $D/a.h5, $D/b.h5
+model = mixtral-8x7b
+prefetch = none, oracle, traced-topk:k=2
+cache = lru, lfu:reset=0, fifo
+cache_experts = 16:56:8
+distance = 1,2
+EOF2
+}
+
+case $CASE in
+setup)
+  rm -rf "$D" && mkdir -p "$D" || die "mkdir $D"
+  "$M" trace gen --model mixtral-8x7b -o "$D/a.h5" --seed 3 --requests 3 >/dev/null || die "gen a"
+  "$M" trace gen --model mixtral-8x7b -o "$D/b.h5" --seed 4 --requests 2 >/dev/null || die "gen b"
+  big_spec "$D/big.ini"
+  (cd "$D" && "$M" sweep big.ini --jobs 1 >/dev/null) || die "full sweep"
+  [ "$(rows "$D/full.csv")" = 217 ] || die "full.csv has $(rows "$D/full.csv") lines, expected 217"
+  echo "ok: 216 points";;
+jobs)      # --jobs 2 gives the bytes of --jobs 1
+  W=$D/jobs; rm -rf "$W"; mkdir -p "$W"
+  "$M" sweep "$D/big.ini" --jobs 2 -o "$W/j2.csv" >/dev/null || die "jobs 2"
+  cmp "$D/full.csv" "$W/j2.csv" || die "--jobs 2 differs from --jobs 1"
+  echo "ok: identical";;
+shards)    # two shards merged give the unsharded bytes
+  W=$D/shards; rm -rf "$W"; mkdir -p "$W"; cp "$D/big.ini" "$W/big.ini"
+  (cd "$W" && "$M" sweep big.ini --shard 0/2 >/dev/null && "$M" sweep big.ini --shard 1/2 --jobs 2 >/dev/null) || die "shards"
+  [ "$(rows "$W/full.shard-0-of-2.csv")" = 109 ] || die "shard 0 has $(rows "$W/full.shard-0-of-2.csv") lines"
+  "$M" sweep --merge "$W/merged.csv" "$W/full.shard-1-of-2.csv" "$W/full.shard-0-of-2.csv" >/dev/null || die merge
+  cmp "$D/full.csv" "$W/merged.csv" || die "merged shards differ from the full sweep"
+  sh "$FAIL_SH" 1 "point 1 is in none of the inputs" "$M" sweep --merge "$W/m2.csv" "$W/full.shard-0-of-2.csv" >/dev/null || die "merge of one shard accepted"
+  echo "ok: merged";;
+kill)      # killed twice with kill -9, resumed: the uninterrupted bytes
+  W=$D/kill; rm -rf "$W"; mkdir -p "$W"; O=$W/k.csv
+  prev=1
+  for round in 1 2; do
+    if [ $round = 1 ]; then "$M" sweep "$D/big.ini" -o "$O" --jobs 2 >/dev/null &
+    else "$M" sweep "$D/big.ini" -o "$O" --jobs 2 --resume >/dev/null & fi
+    pid=$!; want=$((prev + 30)); n=0
+    while [ "$(rows "$O")" -lt $want ] && [ $n -lt 20000 ]; do sleep 0.002; n=$((n + 1)); done
+    kill -9 $pid; wait $pid 2>/dev/null
+    got=$(rows "$O")
+    [ "$got" -ge $want ] && [ "$got" -lt 217 ] || die "round $round: $got lines after kill -9, expected $want..216 (not killed mid-way)"
+    echo "round $round: killed with $got lines"; prev=$got
+  done
+  "$M" sweep "$D/big.ini" -o "$O" --jobs 2 --resume >/dev/null || die "final resume"
+  cmp "$D/full.csv" "$O" || die "resumed CSV differs from the uninterrupted one"
+  # a partial last line (a half-written row) is cut, then the row is redone
+  head -n 51 "$D/full.csv" > "$W/p.csv"; sed -n 52p "$D/full.csv" | head -c 40 >> "$W/p.csv"
+  "$M" sweep "$D/big.ini" -o "$W/p.csv" --resume >/dev/null || die "resume after a partial line"
+  cmp "$D/full.csv" "$W/p.csv" || die "partial-line resume differs"
+  echo "ok: resumed";;
+resume_bad) # a file that is not ours, or rows of another spec
+  W=$D/resume_bad; rm -rf "$W"; mkdir -p "$W"
+  printf 'a,b,c\n1,2,3\n' > "$W/other.csv"
+  sh "$FAIL_SH" 1 "other.csv: --resume: the header is not that of a moesim sweep CSV" "$M" sweep "$D/big.ini" -o "$W/other.csv" --resume || die "foreign header accepted"
+  head -n 11 "$D/full.csv" > "$W/f.csv"
+  sed 's/^cache_experts = .*/cache_experts = 24:56:8/' "$D/big.ini" > "$W/changed.ini"
+  sh "$FAIL_SH" 1 "row 1 is not point 0 of this spec" "$M" sweep "$W/changed.ini" -o "$W/f.csv" --resume || die "changed spec accepted"
+  sh "$FAIL_SH" 1 "f.csv exists; use --resume or remove it" "$M" sweep "$D/big.ini" -o "$W/f.csv" || die "existing output overwritten"
+  [ "$(rows "$W/f.csv")" = 11 ] || die "f.csv was changed"
+  echo "ok";;
+bad)       # bad.ini holds the given [sweep] body; must fail with one line and run nothing
+  code=$1; regex=$2; body=$3; shift 3
+  W=$D/bad; mkdir -p "$W"; rm -f "$W/out.csv" "$W/bad.ini"
+  printf '[sweep]\noutput = out.csv\n%b\n' "$body" | sed "s|@D@|$D|g" > "$W/bad.ini"
+  sh "$FAIL_SH" "$code" "$regex" "$M" sweep "$W/bad.ini" "$@" || die "bad spec: $(cat "$W/bad.ini")"
+  [ ! -e "$W/out.csv" ] || die "out.csv was created"
+  echo "ok";;
+dry)       # a good spec: --dry-run prints the expected number of points
+  want=$1; body=$2
+  W=$D/dry; mkdir -p "$W"
+  printf '[sweep]\noutput = out.csv\n%b\n' "$body" | sed "s|@D@|$D|g" > "$W/dry.ini"
+  out=$("$M" sweep "$W/dry.ini" --dry-run) || die "dry run failed: $(cat "$W/dry.ini")"
+  [ "$out" = "$want points ($want in this shard) -> $W/out.csv" ] || die "dry run printed '$out', expected $want points"
+  echo "ok: $out";;
+cache)     # the trace cache: one decompression of the trace per worker process,
+           # results identical without the cache.  $1 = LD_PRELOAD shim counting ZSTD_decompress
+  W=$D/cache; rm -rf "$W"; mkdir -p "$W"
+  open=$(LD_PRELOAD=$1 "$M" trace info "$D/a.h5" 2>&1 >/dev/null | sed -n 's/^ZSTD_decompress calls: //p')
+  whole=$(LD_PRELOAD=$1 "$M" trace validate "$D/a.h5" 2>&1 >/dev/null | sed -n 's/^ZSTD_decompress calls: //p')
+  printf '[sweep]\noutput = on.csv\ntrace = %s\ncache_experts = 16:64:8\n' "$D/a.h5" > "$W/on.ini"
+  printf '[sweep]\noutput = off.csv\ntrace = %s\ncache_experts = 16:64:8\ntrace_cache = 0\n' "$D/a.h5" > "$W/off.ini"
+  on=$(LD_PRELOAD=$1 "$M" sweep "$W/on.ini" --jobs 2 2>&1 >/dev/null | sed -n 's/^ZSTD_decompress calls: //p' | sort -n | tr '\n' ' ')
+  off=$(LD_PRELOAD=$1 "$M" sweep "$W/off.ini" --jobs 2 2>&1 >/dev/null | sed -n 's/^ZSTD_decompress calls: //p' | sort -n | tr '\n' ' ')
+  # the parent opens the trace to check it (open); each forked worker inherits
+  # that count and decompresses the whole trace once (whole)
+  want="$open $((open + whole)) $((open + whole)) "
+  echo "open $open, whole trace $whole; with the cache: $on; without: $off"
+  [ "$on" = "$want" ] || die "with the cache: counts '$on', expected '$want'"
+  off_sum=0; for c in $off; do off_sum=$((off_sum + c)); done
+  [ $off_sum = $((3 * open + 7 * whole)) ] || die "without the cache: total $off_sum, expected $((3 * open + 7 * whole))"
+  tail -n +2 "$W/on.csv" > "$W/on.rows"; tail -n +2 "$W/off.csv" > "$W/off.rows"
+  cmp "$W/on.rows" "$W/off.rows" || die "results differ with and without the trace cache"
+  echo "ok";;
+*) die "unknown case $CASE";;
+esac

@@ -1,0 +1,76 @@
+/* The process trace cache (traces/trace_cache.h) gives ms_run the results
+ * of streaming, for policies that read the trace more than once (belady's
+ * next-use pre-pass, static's and fmoe's training split) too, and decodes a
+ * trace once per process. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "fixtures.h"
+#include "sim/engine.h"
+#include "sim/report.h"
+#include "traces/trace_cache.h"
+
+static char *run_json(const char *trace, const ms_model *model, const ms_platform *plat, const char *pf,
+                      const char *cache)
+{
+    ms_run_config cfg = {.trace_path = trace, .model = model, .platform = plat, .prefetch_spec = pf,
+                         .cache_spec = cache, .sched_spec = "gpu", .cap_kind = MS_CAP_EXPERTS, .cap_value = 24,
+                         .distance = 1, .max_batch = 2, .seed = 1, .train_set = 1, .train_frac = 0.5};
+    ms_metrics m;
+    ms_err err;
+    if (ms_run(&cfg, &m, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return ms_xstrdup("error");
+    }
+    cJSON *j = ms_report_json(&cfg, &m);
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    ms_metrics_free(&m);
+    return s;
+}
+
+int main(void)
+{
+    const char *trace = "test_sweep_mix.h5";
+    ms_fixture_gen("mixtral-8x7b", trace, 5, 4);
+    ms_model model;
+    ms_platform plat;
+    ms_err err;
+    CHECK(ms_model_load("mixtral-8x7b", &model, &err) == 0);
+    CHECK(ms_platform_load("rtx3090-pcie4", &plat, &err) == 0);
+    const char *combos[][2] = {{"oracle", "belady"}, {"fmoe:capacity=20", "fmoe"}, {"none", "static"},
+                               {"speculative", "lru"}};
+    enum { N = sizeof combos / sizeof combos[0] };
+    char *streamed[N];
+    for (int i = 0; i < N; i++)
+        streamed[i] = run_json(trace, &model, &plat, combos[i][0], combos[i][1]);
+    CHECK_EQ_INT(ms_trace_cache_loads(), 0);
+
+    ms_trace_cache_enable(MS_TRACE_CACHE_DEFAULT_BYTES);
+    for (int i = 0; i < N; i++) {
+        char *cached = run_json(trace, &model, &plat, combos[i][0], combos[i][1]);
+        CHECK(strcmp(cached, "error") != 0);
+        if (strcmp(cached, streamed[i]))
+            fprintf(stderr, "%s+%s differs with the trace cache\n", combos[i][0], combos[i][1]);
+        CHECK(strcmp(cached, streamed[i]) == 0);
+        free(cached);
+    }
+    CHECK_EQ_INT(ms_trace_cache_loads(), 1); /* decoded once for all runs and all their reads */
+    CHECK(ms_trace_cache_bytes() > 0);
+
+    /* a limit smaller than the trace: not cached, streamed, same results */
+    ms_trace_cache_enable(0);
+    CHECK_EQ_INT(ms_trace_cache_bytes(), 0);
+    ms_trace_cache_enable(1000);
+    char *small = run_json(trace, &model, &plat, combos[0][0], combos[0][1]);
+    CHECK(strcmp(small, streamed[0]) == 0);
+    CHECK_EQ_INT(ms_trace_cache_loads(), 2);
+    CHECK_EQ_INT(ms_trace_cache_bytes(), 0);
+    free(small);
+    ms_trace_cache_enable(0);
+    for (int i = 0; i < N; i++)
+        free(streamed[i]);
+    CHECK_DONE();
+}
