@@ -117,6 +117,16 @@ void ms_view_clear_prefetches(ms_view *v);
 void ms_view_charge_sync(ms_view *v, double seconds);
 void ms_view_charge_async(ms_view *v, double seconds);
 
+/* Running totals of a prefetcher's similarity searches (fMoE Fig. 8 and
+ * 14a): for each search that found a map, its best score is added to the sum
+ * of its kind (semantic: embedding cosine; trajectory: expert-probability
+ * cosine).  Filled by the optional `stats` hook; the engine takes differences
+ * between iterations for per-iteration means (ms_run_config.iterations_path). */
+typedef struct {
+    uint64_t sem_n, traj_n;
+    double sem_sum, traj_sum;
+} ms_policy_stats;
+
 /* ---- hooks ---- */
 typedef struct {
     void *(*create)(const ms_params *p, const ms_policy_env *env, ms_err *err);
@@ -128,6 +138,8 @@ typedef struct {
     /* Bytes of the policy's learnt state (fMoE's map store, MoE-Infinity's
      * EAM collection), reported as metrics policy_state_bytes. Optional. */
     double (*state_bytes)(const void *st);
+    /* The running similarity totals (ms_policy_stats). Optional. */
+    void (*stats)(const void *st, ms_policy_stats *out);
 } ms_prefetch_ops;
 
 typedef struct {

@@ -86,6 +86,7 @@ struct ms_view {
     ms_metrics *m;
     dvec ttft, tpot, latency;
     FILE *ev;
+    FILE *iter_csv, *req_csv;   /* cfg->iterations_path, requests_path */
     ms_err *err;
     int failed;
 };
@@ -829,8 +830,39 @@ static int run_layer(ms_view *v, uint32_t l)
     return v->failed ? -1 : 0;
 }
 
+static void policy_stats_now(const ms_view *v, ms_policy_stats *st)
+{
+    *st = (ms_policy_stats){0};
+    if (v->pf->prefetch->stats)
+        v->pf->prefetch->stats(v->pf_st, st);
+}
+
+/* One row of cfg->iterations_path: the iteration's counts and the mean
+ * similarity score of the searches made during it (difference of totals). */
+static void write_iteration_row(ms_view *v, const ms_counts *before, const ms_policy_stats *st0)
+{
+    ms_policy_stats st1;
+    policy_stats_now(v, &st1);
+    uint64_t h = v->m->total.hits - before->hits, la = v->m->total.late - before->late;
+    uint64_t mi = v->m->total.misses - before->misses, cpu = v->m->total.on_cpu - before->on_cpu;
+    uint64_t act = h + la + mi + cpu;
+    fprintf(v->iter_csv, "%llu,%s,%llu,%llu,%llu,%.6f,", (unsigned long long)v->iter,
+            v->phase == MS_PHASE_PREFILL ? "prefill" : "decode", (unsigned long long)h, (unsigned long long)la,
+            (unsigned long long)mi, act ? (double)h / (double)act : 0.0);
+    if (st1.sem_n > st0->sem_n)
+        fprintf(v->iter_csv, "%.6f", (st1.sem_sum - st0->sem_sum) / (double)(st1.sem_n - st0->sem_n));
+    fputc(',', v->iter_csv);
+    if (st1.traj_n > st0->traj_n)
+        fprintf(v->iter_csv, "%.6f", (st1.traj_sum - st0->traj_sum) / (double)(st1.traj_n - st0->traj_n));
+    fputc('\n', v->iter_csv);
+}
+
 static int run_iteration(ms_view *v)
 {
+    ms_counts before = v->m->total;
+    ms_policy_stats st0;
+    if (v->iter_csv)
+        policy_stats_now(v, &st0);
     v->phase = v->batch->phase;
     v->batch_rows = v->batch->rows;
     build_activated_sets(v);
@@ -845,6 +877,8 @@ static int run_iteration(ms_view *v)
     begin_hook(v, v->now);
     if (v->pf->prefetch->on_iteration_end)
         v->pf->prefetch->on_iteration_end(v->pf_st, v);
+    if (v->iter_csv)
+        write_iteration_row(v, &before, &st0);
     v->m->total.iterations++;
     v->m->phase[v->phase].iterations++;
     return 0;
@@ -864,6 +898,15 @@ static void request_done(const ms_rslot *s, void *ctx)
         dvec_push(&v->tpot, (v->now - s->first_token_s) / decodes);
     dvec_push(&v->latency, v->now - s->arrival_s);
     v->m->requests++;
+    if (v->req_csv) {
+        fprintf(v->req_csv, "%llu,%.9f,", (unsigned long long)s->index, s->arrival_s);
+        if (s->first_iter == 0)
+            fprintf(v->req_csv, "%.9f", s->first_token_s - s->arrival_s);
+        fputc(',', v->req_csv);
+        if (decodes)
+            fprintf(v->req_csv, "%.9f", (v->now - s->first_token_s) / decodes);
+        fprintf(v->req_csv, ",%.9f\n", v->now - s->arrival_s);
+    }
 }
 
 /* Next-use pre-pass: replays the batch order without time and records, per
@@ -1131,6 +1174,31 @@ static int open_events(ms_view *v)
     return 0;
 }
 
+static int open_sample_csvs(ms_view *v)
+{
+    const char *ip = v->cfg->iterations_path, *rp = v->cfg->requests_path;
+    if (ip && !(v->iter_csv = fopen(ip, "w")))
+        return ms_fail(v->err, "iterations CSV %s: cannot open for writing", ip);
+    if (rp && !(v->req_csv = fopen(rp, "w")))
+        return ms_fail(v->err, "requests CSV %s: cannot open for writing", rp);
+    if (v->iter_csv)
+        fputs("iteration,phase,hits,late,misses,hit_rate,sem_score,traj_score\n", v->iter_csv);
+    if (v->req_csv)
+        fputs("request,arrival_s,ttft_s,tpot_s,latency_s\n", v->req_csv);
+    return 0;
+}
+
+/* Closes the sample CSVs; -1 (with err unless rc was already set) on a write failure. */
+static int close_sample_csvs(ms_view *v, int rc)
+{
+    if (v->iter_csv && fclose(v->iter_csv) && rc == 0)
+        rc = ms_fail(v->err, "iterations CSV %s: write failed", v->cfg->iterations_path);
+    if (v->req_csv && fclose(v->req_csv) && rc == 0)
+        rc = ms_fail(v->err, "requests CSV %s: write failed", v->cfg->requests_path);
+    v->iter_csv = v->req_csv = NULL;
+    return rc;
+}
+
 static int replay(ms_view *v, ms_trace_reader *rd)
 {
     ms_batcher b;
@@ -1183,7 +1251,7 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
     if ((v->pf->needs_future || v->cache->needs_future || v->sched->needs_future) && build_future(v, rd))
         goto done;
     init_host_tier(v);
-    if (open_events(v))
+    if (open_events(v) || open_sample_csvs(v))
         goto done;
     preload_cache(v);
     if (replay(v, rd))
@@ -1191,6 +1259,8 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
     out->makespan_s = v->now;
     if (v->pf->prefetch->state_bytes)
         out->policy_state_bytes = v->pf->prefetch->state_bytes(v->pf_st);
+    out->has_policy_stats = v->pf->prefetch->stats != NULL;
+    policy_stats_now(v, &out->policy_stats);
     summarise(&v->ttft, &out->ttft_mean_s, &out->ttft_p50_s, NULL, &out->ttft_p99_s);
     summarise(&v->tpot, &out->tpot_mean_s, &out->tpot_p50_s, NULL, &out->tpot_p99_s);
     summarise(&v->latency, &out->latency_mean_s, &out->latency_p50_s, &out->latency_p90_s, &out->latency_p99_s);
@@ -1198,6 +1268,7 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
 done:
     if (v->ev && fclose(v->ev) && rc == 0)
         rc = ms_fail(err, "--events %s: write failed", cfg->events_path);
+    rc = close_sample_csvs(v, rc);
     free_state(v);
     free(v);
     ms_reader_close(rd);

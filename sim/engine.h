@@ -16,6 +16,7 @@
 
 #include "err.h"
 #include "profile.h"
+#include "../policies/policy.h"
 
 typedef enum { MS_CAP_EXPERTS = 0, MS_CAP_BYTES = 1 } ms_cap_kind;
 
@@ -37,6 +38,15 @@ typedef struct {
     int train_set;                /* 0: --train auto (0.7 when a policy learns offline, else 0) */
     double train_frac;            /* --train: training split, not replayed (policies/policy.h ms_split) */
     int topk_fill;                /* --topk-fill: ms_topk_fill */
+    /* Optional per-sample CSVs (NULL: none), for figures:
+     * iterations_path, one row per replayed iteration:
+     *   iteration,phase,hits,late,misses,hit_rate,sem_score,traj_score
+     *   (the scores: the mean best similarity of that iteration's searches
+     *   by a prefetcher with a `stats` hook; empty when it made none);
+     * requests_path, one row per finished request:
+     *   request,arrival_s,ttft_s,tpot_s,latency_s (ttft/tpot empty when undefined). */
+    const char *iterations_path;
+    const char *requests_path;
 } ms_run_config;
 
 typedef struct {
@@ -63,6 +73,8 @@ typedef struct {
     double gpu_cache_capacity_bytes, gpu_cache_peak_bytes, host_bytes;
     double policy_sync_s, policy_async_s;
     double policy_state_bytes;            /* the prefetcher's learnt state at the end (map store, EAMC) */
+    int has_policy_stats;                 /* the prefetcher has a `stats` hook */
+    ms_policy_stats policy_stats;         /* its similarity totals at the end */
     uint64_t recorded_rows, recorded_agree; /* decode (row, layer, slot) cells with recorded residency */
     int future_exact;                     /* next-use pre-pass matched the replay order */
     /* the resolved training split */

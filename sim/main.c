@@ -31,6 +31,7 @@ static const char usage[] =
     "  sweep          run a sweep spec (INI): many simulations, one CSV row each\n"
     "  demo           generate a Mixtral-shaped trace and compare every policy combination\n"
     "  regress        replay a golden file's points and fail on hit-rate regressions\n"
+    "  figures        regenerate the papers' figures (PNG + PDF) from a trace or a synthetic one\n"
     "  trace info     metadata of a trace file\n"
     "  trace validate check every value of a trace file\n"
     "  trace import   convert a routing dump (--format route-csv) to trace format v1\n"
@@ -58,6 +59,8 @@ int main(int argc, char **argv)
         return ms_cli_demo(argc - 1, argv + 1);
     if (!strcmp(cmd, "regress"))
         return ms_cli_regress(argc - 1, argv + 1);
+    if (!strcmp(cmd, "figures"))
+        return ms_cli_figures(argc - 1, argv + 1);
     if (!strcmp(cmd, "trace")) {
         if (argc < 3)
             return ms_cli_usage("trace: missing subcommand (info, validate, import, stats, gen)");

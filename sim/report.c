@@ -93,6 +93,14 @@ cJSON *ms_report_metrics(const ms_metrics *m)
     cJSON_AddNumberToObject(o, "ssd_bytes", m->ssd_bytes);
     cJSON_AddNumberToObject(o, "makespan_s", m->makespan_s);
     cJSON_AddNumberToObject(o, "policy_state_bytes", m->policy_state_bytes);
+    if (m->has_policy_stats) {
+        const ms_policy_stats *ps = &m->policy_stats;
+        cJSON *sim = cJSON_AddObjectToObject(o, "similarity");
+        cJSON_AddNumberToObject(sim, "semantic_searches", (double)ps->sem_n);
+        cJSON_AddNumberToObject(sim, "semantic_mean", ratio(ps->sem_sum, (double)ps->sem_n));
+        cJSON_AddNumberToObject(sim, "trajectory_searches", (double)ps->traj_n);
+        cJSON_AddNumberToObject(sim, "trajectory_mean", ratio(ps->traj_sum, (double)ps->traj_n));
+    }
     cJSON_AddNumberToObject(o, "requests", (double)m->requests);
     cJSON_AddNumberToObject(o, "ttft_ms_mean", m->ttft_mean_s * 1e3);
     cJSON_AddNumberToObject(o, "ttft_ms_p50", m->ttft_p50_s * 1e3);

@@ -59,6 +59,7 @@ typedef struct {
     float *row;        /* [J] scratch: a guided layer's normalised row */
     uint32_t *order;   /* [J] scratch */
     uint64_t cur_req;  /* hitcount: request whose counts are in cur */
+    ms_policy_stats sim; /* best scores of the searches that found a map (stats hook) */
     /* offline fill */
     const ms_policy_env *env;
 } fmoe_pf;
@@ -318,8 +319,11 @@ static void fmoe_iteration(void *st, ms_view *v)
     charge(s, v, (double)s->store.n * s->D);
     int y = fmoe_semantic_search(&s->store, s->emb, &score);
     uint32_t last = (s->d < s->L ? s->d : s->L) - 1; /* layers [0, d) */
-    if (y >= 0)
-        guide(s, v, y, score, 0, last, -1);
+    if (y < 0)
+        return;
+    s->sim.sem_n++;
+    s->sim.sem_sum += score;
+    guide(s, v, y, score, 0, last, -1);
 }
 
 static void observe_layer(fmoe_pf *s, ms_view *v, uint32_t l)
@@ -346,6 +350,8 @@ static void fmoe_gate(void *st, ms_view *v, uint32_t l)
     int y = fmoe_traj_best(&s->store, &score);
     if (y < 0)
         return;
+    s->sim.traj_n++;
+    s->sim.traj_sum += score;
     if (s->code) {
         if (l + 1 + s->d < s->L)
             guide(s, v, y, score, l + 1 + s->d, s->L - 1, l);
@@ -385,9 +391,18 @@ static double fmoe_state_bytes(const void *st)
     return (double)fmoe_store_bytes(&((const fmoe_pf *)st)->store);
 }
 
+/* Similarity totals (fMoE Fig. 8, 14a): one semantic score per iteration
+ * with embeddings, one trajectory score per layer (hitcount: the count-matrix
+ * cosine), each the best match's cosine. */
+static void fmoe_stats(const void *st, ms_policy_stats *out)
+{
+    *out = ((const fmoe_pf *)st)->sim;
+}
+
 static const ms_prefetch_ops fmoe_ops = {
     .create = fmoe_create, .destroy = fmoe_destroy, .on_iteration = fmoe_iteration,
     .on_gate = fmoe_gate, .on_iteration_end = fmoe_iteration_end, .state_bytes = fmoe_state_bytes,
+    .stats = fmoe_stats,
 };
 const ms_policy_desc ms_policy_prefetch_fmoe = {
     .name = "fmoe", .kind = MS_KIND_PREFETCH, .params = fmoe_params, .prefetch = &fmoe_ops,
