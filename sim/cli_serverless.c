@@ -126,7 +126,44 @@ static FILE *open_out(const char *dir, const char *name, ms_err *err)
     return fp;
 }
 
+/* Everything one run holds, freed in one place on every path. */
+typedef struct {
+    ms_sl_batch train, bo, test;
+    ms_sl_table table, learnt[3];
+    ms_sl_plan plan;
+    uint32_t *real, *pred;
+    FILE *pc, *bl, *csv;
+} sl_run;
+
+static void sl_run_free(sl_run *r)
+{
+    FILE *files[] = {r->pc, r->bl, r->csv};
+    for (int i = 0; i < 3; i++)
+        if (files[i])
+            fclose(files[i]);
+    ms_sl_plan_free(&r->plan);
+    for (int s = 0; s < 3; s++)
+        ms_sl_table_free(&r->learnt[s]);
+    ms_sl_table_free(&r->table);
+    ms_sl_batch_free(&r->train);
+    ms_sl_batch_free(&r->bo);
+    ms_sl_batch_free(&r->test);
+    free(r->real);
+    free(r->pred);
+}
+
+static int run_stages(const sl_flags *f, sl_run *r, ms_err *err);
+
 static int run(const sl_flags *f, ms_err *err)
+{
+    sl_run r;
+    memset(&r, 0, sizeof r);
+    int rc = run_stages(f, &r, err);
+    sl_run_free(&r);
+    return rc ? -1 : render(f->out, err);
+}
+
+static int run_stages(const sl_flags *f, sl_run *r, ms_err *err)
 {
     ms_sl_platform plat;
     if (ms_sl_platform_load(f->profile, &plat, err))
@@ -143,45 +180,41 @@ static int run(const sl_flags *f, ms_err *err)
     if (!n_train || !n_bo || n_train + n_bo >= nreq)
         return ms_fail(err, "serverless: %llu requests cannot be split into training (%g), BO (%g) and test requests",
                        (unsigned long long)nreq, f->train, f->bo_split);
-    ms_sl_batch train, bo, test;
-    if (ms_sl_batch_load(f->trace, 0, n_train, &train, err) ||
-        ms_sl_batch_load(f->trace, n_train, n_train + n_bo, &bo, err) ||
-        ms_sl_batch_load(f->trace, n_train + n_bo, nreq, &test, err))
+    if (ms_sl_batch_load(f->trace, 0, n_train, &r->train, err) ||
+        ms_sl_batch_load(f->trace, n_train, n_train + n_bo, &r->bo, err) ||
+        ms_sl_batch_load(f->trace, n_train + n_bo, nreq, &r->test, err))
         return -1;
-    ms_sl_table table;
-    ms_sl_table_init(&table, L, J, K);
-    ms_sl_table_profile(&table, &train);
-    if (!table.n || !test.n || !bo.n)
+    ms_sl_table_init(&r->table, L, J, K);
+    ms_sl_table_profile(&r->table, &r->train);
+    if (!r->table.n || !r->test.n || !r->bo.n)
         return ms_fail(err, "serverless: empty key-value table or batch (training %zu, BO %zu, test %zu tokens)",
-                       train.n, bo.n, test.n);
+                       r->train.n, r->bo.n, r->test.n);
     if (mkdir(f->out, 0777) && errno != EEXIST)
         return ms_fail(err, "serverless: cannot create directory %s: %s", f->out, strerror(errno));
     ms_sl_pred_kind kind = !strcmp(f->predictor, "lina") ? MS_SL_PRED_LINA
                            : !strcmp(f->predictor, "position") ? MS_SL_PRED_POSITION : MS_SL_PRED_PAPER;
     double target = f->target_ms * 1e-3;
     size_t LJ = (size_t)L * J;
-    uint32_t *real = ms_xcalloc(LJ, sizeof *real), *pred = ms_xcalloc(LJ, sizeof *pred);
-    ms_sl_real_counts(&test, real);
+    uint32_t *real = r->real = ms_xcalloc(LJ, sizeof *real), *pred = r->pred = ms_xcalloc(LJ, sizeof *pred);
+    ms_sl_real_counts(&r->test, real);
     /* prediction accuracy (Fig. 10) on the test batch */
-    FILE *pc = open_out(f->out, "prediction.csv", err);
+    FILE *pc = r->pc = open_out(f->out, "prediction.csv", err);
     if (!pc)
         return -1;
     fputs("predictor,mean_abs_diff_per_expert,tokens\n", pc);
     static const char *pn[] = {"paper", "position", "lina"};
-    printf("test batch: %zu prompt tokens (requests %llu..%llu); table from %zu tokens, %zu keys\n", test.n,
-           (unsigned long long)(n_train + n_bo), (unsigned long long)nreq - 1, train.n, table.n);
+    printf("test batch: %zu prompt tokens (requests %llu..%llu); table from %zu tokens, %zu keys\n", r->test.n,
+           (unsigned long long)(n_train + n_bo), (unsigned long long)nreq - 1, r->train.n, r->table.n);
     for (int k = 0; k < 3; k++) {
-        ms_sl_predict(&table, (ms_sl_pred_kind)k, &test, pred);
+        ms_sl_predict(&r->table, (ms_sl_pred_kind)k, &r->test, pred);
         double e = ms_sl_pred_error(pred, real, LJ);
-        fprintf(pc, "%s,%.6f,%zu\n", pn[k], e, test.n);
+        fprintf(pc, "%s,%.6f,%zu\n", pn[k], e, r->test.n);
         printf("prediction error (%-8s): %.3f tokens per expert\n", pn[k], e);
     }
     /* BO (Alg. 2) with the three samplers on the BO batch */
-    FILE *bl = open_out(f->out, "bo.csv", err);
-    if (!bl) {
-        fclose(pc);
+    FILE *bl = r->bl = open_out(f->out, "bo.csv", err);
+    if (!bl)
         return -1;
-    }
     fputs("sampler,iter,cost_usd,best_usd\n", bl);
     ms_sl_bo_params bp;
     ms_sl_bo_defaults(&bp);
@@ -189,21 +222,22 @@ static int run(const sl_flags *f, ms_err *err)
     bp.seed = (unsigned long)f->seed;
     bp.grid = (int)f->grid;
     bp.target_s = target;
-    ms_sl_table learnt[3] = {{0}};
+    ms_sl_table *learnt = r->learnt;
     double test_cost[3];
-    ms_sl_plan plan;
-    ms_sl_plan_alloc(&plan, L, J);
+    ms_sl_plan *plan = &r->plan;
+    ms_sl_plan_alloc(plan, L, J);
     for (int s = 0; s < 3; s++) {
         bp.sampler = (ms_sl_sampler)s;
-        if (ms_sl_bo(&plat, &m, &table, kind, &bo, &bp, &learnt[s], bl, err))
+        if (ms_sl_bo(&plat, &m, &r->table, kind, &r->bo, &bp, &learnt[s], bl, err))
             return -1;
-        test_cost[s] = ms_sl_table_cost(&plat, &m, &learnt[s], kind, &test, target, bp.grid, pred, &plan);
-        ms_sl_predict(&learnt[s], kind, &test, pred);
+        test_cost[s] = ms_sl_table_cost(&plat, &m, &learnt[s], kind, &r->test, target, bp.grid, pred, plan);
+        ms_sl_predict(&learnt[s], kind, &r->test, pred);
         fprintf(pc, "%s+bo-%s,%.6f,%zu\n", f->predictor, s == 0 ? "multi-eps" : s == 1 ? "single-eps" : "random",
-                ms_sl_pred_error(pred, real, LJ), test.n);
+                ms_sl_pred_error(pred, real, LJ), r->test.n);
     }
     fclose(bl);
     fclose(pc);
+    r->bl = r->pc = NULL;
     /* the five deployments, billed on the test batch's real counts */
     static const char *scn[5] = {"predicted+BO", "real", "predicted-noBO", "LambdaML", "CPU-cluster"};
     scenario sc[5];
@@ -211,20 +245,20 @@ static int run(const sl_flags *f, ms_err *err)
     for (int s = 0; s < 5; s++)
         sc[s].name = scn[s];
     ms_sl_ods_info info;
-    const ms_sl_table *tabs[3] = {&learnt[0], NULL, &table};
+    const ms_sl_table *tabs[3] = {&learnt[0], NULL, &r->table};
     for (int s = 0; s < 3; s++) {
         if (tabs[s])
-            ms_sl_predict(tabs[s], kind, &test, pred);
-        if (ms_sl_ods(&plat, &m, tabs[s] ? pred : real, test.n, target, bp.grid, &plan, &info, err) ||
-            ms_sl_evaluate(&plat, &m, &plan, real, test.n, &sc[s].ev, err))
+            ms_sl_predict(tabs[s], kind, &r->test, pred);
+        if (ms_sl_ods(&plat, &m, tabs[s] ? pred : real, r->test.n, target, bp.grid, plan, &info, err) ||
+            ms_sl_evaluate(&plat, &m, plan, real, r->test.n, &sc[s].ev, err))
             return ms_fail_prefix(err, "%s", sc[s].name);
     }
     ms_sl_platform lam = plat;
-    ms_sl_fixed_plan(&lam, plat.lambdaml_mb, MS_SL_INDIRECT, &plan);
-    if (ms_sl_evaluate(&lam, &m, &plan, real, test.n, &sc[3].ev, err))
+    ms_sl_fixed_plan(&lam, plat.lambdaml_mb, MS_SL_INDIRECT, plan);
+    if (ms_sl_evaluate(&lam, &m, plan, real, r->test.n, &sc[3].ev, err))
         return ms_fail_prefix(err, "LambdaML");
-    ms_sl_cluster(&plat, &m, real, test.n, &sc[4].ev);
-    FILE *csv = open_out(f->out, "serverless.csv", err);
+    ms_sl_cluster(&plat, &m, real, r->test.n, &sc[4].ev);
+    FILE *csv = r->csv = open_out(f->out, "serverless.csv", err);
     if (!csv)
         return -1;
     fputs("scenario,cost_usd,latency_s,throughput_tok_s,inv_throughput_s_per_tok,tokens,serving_fixes,meets_target\n",
@@ -236,19 +270,11 @@ static int run(const sl_flags *f, ms_err *err)
                sc[s].ev.latency > 0 ? sc[s].ev.tokens / sc[s].ev.latency : 0, sc[s].ev.fixes);
     }
     fclose(csv);
+    r->csv = NULL;
     printf("\nvs LambdaML: predicted+BO costs %.1f %% less; test-batch cost after BO: multi-eps %.6g, "
            "single-eps %.6g, random %.6g USD\n",
            100 * (1 - sc[0].ev.cost / sc[3].ev.cost), test_cost[0], test_cost[1], test_cost[2]);
-    ms_sl_plan_free(&plan);
-    for (int s = 0; s < 3; s++)
-        ms_sl_table_free(&learnt[s]);
-    ms_sl_table_free(&table);
-    ms_sl_batch_free(&train);
-    ms_sl_batch_free(&bo);
-    ms_sl_batch_free(&test);
-    free(real);
-    free(pred);
-    return render(f->out, err);
+    return 0;
 }
 
 int ms_cli_serverless(int argc, char **argv)
