@@ -34,7 +34,8 @@ static const char usage[] =
     "  figures        regenerate the papers' figures (PNG + PDF) from a trace or a synthetic one\n"
     "  trace info     metadata of a trace file\n"
     "  trace validate check every value of a trace file\n"
-    "  trace import   convert a routing dump (--format route-csv) to trace format v1\n"
+    "  trace import   convert a routing dump (route-csv, jsonl, dense-csv, npy) to trace format v1\n"
+    "  trace workload set request arrivals from the Azure LLM trace or a Poisson process\n"
     "  trace stats    entropy, reuse, co-activation and skew of a trace\n"
     "  trace gen      write a seeded synthetic trace\n"
     "\n"
@@ -63,7 +64,7 @@ int main(int argc, char **argv)
         return ms_cli_figures(argc - 1, argv + 1);
     if (!strcmp(cmd, "trace")) {
         if (argc < 3)
-            return ms_cli_usage("trace: missing subcommand (info, validate, import, stats, gen)");
+            return ms_cli_usage("trace: missing subcommand (info, validate, import, stats, gen, workload)");
         const char *sub = argv[2];
         if (!strcmp(sub, "info"))
             return ms_cli_trace_info(argc - 2, argv + 2);
@@ -75,7 +76,9 @@ int main(int argc, char **argv)
             return ms_cli_trace_stats(argc - 2, argv + 2);
         if (!strcmp(sub, "gen"))
             return ms_cli_trace_gen(argc - 2, argv + 2);
-        return ms_cli_usage("trace: unknown subcommand '%s' (info, validate, import, stats, gen)", sub);
+        if (!strcmp(sub, "workload"))
+            return ms_cli_trace_workload(argc - 2, argv + 2);
+        return ms_cli_usage("trace: unknown subcommand '%s' (info, validate, import, stats, gen, workload)", sub);
     }
     return ms_cli_usage("unknown command '%s' (run `moesim --help`)", cmd);
 }

@@ -79,9 +79,9 @@ import_cli_test(dup_cell 1 "dup_cell.csv:7: field slot: duplicate cell step 0 la
 import_cli_test(no_input 1 "no/such.csv: cannot open"
   "trace|import|--format|route-csv|no/such.csv|${IMPORT_OUT}/no_input.h5" "${IMPORT_OUT}/no_input.h5")
 # Usage errors: exit 2.
-import_cli_test(unknown_format 2 "unknown format 'json' (known formats: route-csv)"
+import_cli_test(unknown_format 2 "unknown format 'json' (known formats: route-csv, jsonl, dense-csv, npy)"
   "trace|import|--format|json|${IMPORT_FIXTURES}/small.csv|${IMPORT_OUT}/x.h5")
-import_cli_test(no_format 2 "--format is required (route-csv)"
+import_cli_test(no_format 2 "--format is required (route-csv, jsonl, dense-csv, npy)"
   "trace|import|${IMPORT_FIXTURES}/small.csv|${IMPORT_OUT}/x.h5")
 import_cli_test(missing_out 2 "missing OUT.h5"
   "trace|import|--format|route-csv|${IMPORT_FIXTURES}/small.csv")

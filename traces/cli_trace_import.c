@@ -5,16 +5,29 @@
 
 #include "import.h"
 #include "../sim/cli.h"
+#include "../sim/params.h"
 
 typedef struct {
     const char *name;
-    int (*import)(const char *in, const char *out, ms_import_report *rep, ms_err *err);
+    int (*import)(const char *in, const char *out, const ms_import_opts *o, ms_import_report *rep, ms_err *err);
+    int takes_opts; /* model / dimension flags apply */
     const char *help;
 } import_format;
 
+/* route-csv carries its model in its header; it takes no model flags. */
+static int import_routecsv(const char *in, const char *out, const ms_import_opts *o, ms_import_report *rep,
+                           ms_err *err)
+{
+    (void)o;
+    return ms_import_routecsv(in, out, rep, err);
+}
+
 /* One line per importer; the usage text and error messages list this table. */
 static const import_format formats[] = {
-    {"route-csv", ms_import_routecsv, "route_trace v1 CSV (BigMoeOnEdge llama.cpp recorder)"},
+    {"route-csv", import_routecsv, 0, "route_trace v1 CSV (BigMoeOnEdge llama.cpp recorder)"},
+    {"jsonl", ms_import_jsonl, 1, "one JSON object per (request, token, layer) with top-k ids + weights"},
+    {"dense-csv", ms_import_densecsv, 1, "directory of layer<N>.csv, tokens x experts softmax probabilities"},
+    {"npy", ms_import_npy, 1, "NumPy array [tokens, layers, experts] of probabilities (Python converter)"},
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -29,7 +42,7 @@ static void known_formats(char *buf, size_t cap)
 
 static void print_usage(FILE *f)
 {
-    fputs("usage: moesim trace import --format FORMAT IN OUT.h5\n"
+    fputs("usage: moesim trace import --format FORMAT [options] IN OUT.h5\n"
           "\n"
           "Converts a routing dump IN to a trace file OUT.h5 (format v1) and prints\n"
           "what was imported, including cells the dump lacks (kept as id -1).\n"
@@ -38,16 +51,92 @@ static void print_usage(FILE *f)
           f);
     for (size_t i = 0; i < N_FORMATS; i++)
         fprintf(f, "  %-12s %s\n", formats[i].name, formats[i].help);
+    fputs("\n"
+          "options (jsonl, dense-csv, npy; route-csv reads them from its header):\n"
+          "  --model PROFILE     L, J, K, expert and dense bytes from a model profile\n"
+          "  --experts J         routed experts per layer (without --model; dense-csv: from the header)\n"
+          "  --layers L          MoE layers (default: from the data)\n"
+          "  --topk K            experts per token (jsonl default: the first line's list length)\n"
+          "  --expert-bytes B    bytes of one routed expert (required without --model)\n"
+          "  --dense-bytes B     non-expert bytes per layer (default 0 without --model)\n"
+          "  --fields K=N,...    jsonl field names; keys request, token, layer, experts, weights, phase\n"
+          "                      (defaults request_id, token_idx, layer, topk_ids, topk_weights, is_prompt)\n"
+          "  --prompt-len P      jsonl: tokens < P are the prompt (the phase field is then not read)\n"
+          "  --probs-kind KIND   jsonl: topk_renorm (default; weights sum to 1) or topk_raw\n"
+          "  --pattern GLOB      dense-csv: layer file names, '*' = layer number (default layer*.csv)\n",
+          f);
+}
+
+static int parse_u32_flag(const char *flag, const char *v, uint32_t lo, uint32_t *out)
+{
+    unsigned long long x;
+    if (ms_parse_u64(v, &x) || x < lo || x > UINT32_MAX)
+        return ms_cli_usage("trace import: %s: '%s' is not an integer >= %u", flag, v, lo);
+    *out = (uint32_t)x;
+    return 0;
+}
+
+static int parse_bytes_flag(const char *flag, const char *v, uint64_t lo, uint64_t *out)
+{
+    double b;
+    if (ms_parse_bytes(v, &b) || b < (double)lo || b > 1e18 || b != (double)(uint64_t)b)
+        return ms_cli_usage("trace import: %s: '%s' is not a byte count >= %llu", flag, v, (unsigned long long)lo);
+    *out = (uint64_t)b;
+    return 0;
+}
+
+/* Handles one model / format option at argv[*i]; 1 handled, 0 not an
+ * option of this kind, 2 usage error (already printed). */
+static int parse_opt(int argc, char **argv, int *i, ms_import_opts *o, int *n_opts)
+{
+    static const char *const names[] = {"--model",   "--experts",   "--layers",     "--topk",    "--expert-bytes",
+                                        "--dense-bytes", "--fields", "--prompt-len", "--pattern", "--probs-kind"};
+    const char *a = argv[*i];
+    size_t k = 0;
+    while (k < sizeof names / sizeof names[0] && strcmp(a, names[k]))
+        k++;
+    if (k == sizeof names / sizeof names[0])
+        return 0;
+    if (*i + 1 >= argc)
+        return ms_cli_usage("trace import: %s needs a value", a);
+    const char *v = argv[++*i];
+    (*n_opts)++;
+    int rc = 0;
+    switch (k) {
+    case 0: o->model = v; break;
+    case 1: rc = parse_u32_flag(a, v, 1, &o->experts); break;
+    case 2: rc = parse_u32_flag(a, v, 1, &o->layers); break;
+    case 3: rc = parse_u32_flag(a, v, 1, &o->topk); break;
+    case 4: rc = parse_bytes_flag(a, v, 1, &o->expert_bytes); break;
+    case 5: rc = parse_bytes_flag(a, v, 0, &o->dense_bytes); o->have_dense_bytes = 1; break;
+    case 6: o->fields = v; break;
+    case 7: rc = parse_u32_flag(a, v, 1, &o->prompt_len); break;
+    case 8: o->pattern = v; break;
+    default: {
+        ms_probs_kind pk;
+        if (ms_probs_kind_parse(v, &pk) || pk == MS_PROBS_FULL)
+            return ms_cli_usage("trace import: --probs-kind: '%s' is not topk_renorm or topk_raw", v);
+        o->probs_kind = (int)pk;
+    }
+    }
+    return rc ? 2 : 1;
 }
 
 int ms_cli_trace_import(int argc, char **argv)
 {
     const char *format = NULL, *pos[2] = {NULL, NULL};
-    int n_pos = 0;
+    int n_pos = 0, n_opts = 0;
     char known[256];
     known_formats(known, sizeof known);
+    ms_import_opts opts;
+    ms_import_opts_init(&opts);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int r = parse_opt(argc, argv, &i, &opts, &n_opts);
+        if (r == 2)
+            return 2;
+        if (r == 1)
+            continue;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             print_usage(stdout);
             return 0;
@@ -62,13 +151,13 @@ int ms_cli_trace_import(int argc, char **argv)
         } else if (n_pos < 2) {
             pos[n_pos++] = a;
         } else {
-            return ms_cli_usage("trace import: unexpected argument '%s' (usage: moesim trace import --format FORMAT IN OUT.h5)", a);
+            return ms_cli_usage("trace import: unexpected argument '%s' (usage: moesim trace import --format FORMAT [options] IN OUT.h5)", a);
         }
     }
     if (!format)
         return ms_cli_usage("trace import: --format is required (%s)", known);
     if (n_pos < 2)
-        return ms_cli_usage("trace import: missing %s (usage: moesim trace import --format FORMAT IN OUT.h5)",
+        return ms_cli_usage("trace import: missing %s (usage: moesim trace import --format FORMAT [options] IN OUT.h5)",
                             n_pos == 0 ? "IN and OUT.h5" : "OUT.h5");
     const import_format *fmt = NULL;
     for (size_t i = 0; i < N_FORMATS; i++)
@@ -77,9 +166,13 @@ int ms_cli_trace_import(int argc, char **argv)
     if (!fmt)
         return ms_cli_usage("trace import: unknown format '%s' (known formats: %s)", format, known);
 
+    if (n_opts && !fmt->takes_opts)
+        return ms_cli_usage("trace import: --format %s takes no model or field options (its header has them)",
+                            fmt->name);
+
     ms_import_report rep;
     ms_err err = {{0}};
-    if (fmt->import(pos[0], pos[1], &rep, &err) != 0)
+    if (fmt->import(pos[0], pos[1], &opts, &rep, &err) != 0)
         return ms_cli_error(err.msg);
     char line[2048];
     ms_import_report_format(&rep, line, sizeof line);

@@ -739,11 +739,11 @@ void ms_import_report_format(const ms_import_report *rep, char *buf, size_t cap)
     if (!cap)
         return;
     APPEND("imported %s: %llu request%s, %llu prefill iteration%s (%llu token rows) + %llu decode iterations, "
-           "%llu CSV rows; ",
+           "%llu %s; ",
            rep->input, (unsigned long long)rep->requests, rep->requests == 1 ? "" : "s",
            (unsigned long long)rep->prefill_iters, rep->prefill_iters == 1 ? "" : "s",
            (unsigned long long)rep->prefill_rows, (unsigned long long)rep->decode_iters,
-           (unsigned long long)rep->rows);
+           (unsigned long long)rep->rows, rep->row_unit[0] ? rep->row_unit : "CSV rows");
     uint64_t missing = rep->missing_prefill + rep->missing_decode;
     if (!missing) {
         APPEND("no missing cells");
@@ -759,7 +759,7 @@ void ms_import_report_format(const ms_import_report *rep, char *buf, size_t cap)
         const ms_missing_cell *c = &rep->first_missing[i];
         APPEND("%s", i ? "," : "");
         if (rep->requests > 1)
-            APPEND(" turn %llu", (unsigned long long)c->turn);
+            APPEND(" %s %llu", rep->row_unit[0] ? "request" : "turn", (unsigned long long)c->turn);
         APPEND(" step %u layer %u slot %u", c->step, c->layer, c->slot);
     }
     if (missing > rep->n_listed)
