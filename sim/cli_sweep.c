@@ -1,5 +1,6 @@
 /* `moesim sweep`: runs every point of a sweep spec (sweep_spec.h) and appends
- * one CSV row per point (sweep_csv.h), in worker processes (sweep_pool.h). */
+ * one CSV row per point (sweep_csv.h), in worker processes (sweep_pool.h) or,
+ * with --mpi, on the ranks of mpirun (sweep_mpi.h). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +14,13 @@
 #include "sweep_csv.h"
 #include "sweep_pool.h"
 #include "sweep_spec.h"
+#ifdef MS_HAVE_MPI
+#include "sweep_mpi.h"
+#endif
 
 static const char sweep_usage[] =
     "usage: moesim sweep SPEC [--jobs N] [--shard I/N] [--resume] [-o FILE] [--dry-run]\n"
+    "       mpirun -np N moesim sweep SPEC --mpi [--shard I/N] [--resume] [-o FILE]\n"
     "       moesim sweep --merge OUT SHARD.csv...\n"
     "\n"
     "Runs every point of SPEC (an INI file) and appends one CSV row per point, in point\n"
@@ -27,6 +32,9 @@ static const char sweep_usage[] =
     "  --shard I/N     run only the points p with p %% N == I (I is 0-based: 0/2 and 1/2), for job\n"
     "                  arrays (Slurm: --shard $SLURM_ARRAY_TASK_ID/N); the output becomes\n"
     "                  OUTPUT.shard-I-of-N.csv unless -o is given; join the shards with --merge\n"
+    "  --mpi           run the points on the ranks of mpirun instead of --jobs workers: rank 0\n"
+    "                  checks the spec, hands out points, writes the rows (the same bytes as\n"
+    "                  --jobs 1); needs a build with -DMOESIM_MPI=ON\n"
     "  --resume        keep the rows an interrupted run finished (a partial last line is cut)\n"
     "                  and run the rest; without it an existing output is an error\n"
     "  -o FILE         write FILE instead of the spec's output\n"
@@ -68,7 +76,7 @@ static const char sweep_usage[] =
 
 typedef struct {
     const char *spec, *output, *merge_out;
-    int jobs, resume, dry_run;
+    int jobs, resume, dry_run, mpi;
     int shard_i, shard_n;
 } sweep_flags;
 
@@ -116,6 +124,10 @@ static int parse_sweep_flags(int argc, char **argv, sweep_flags *f)
             f->resume = 1;
             continue;
         }
+        if (!strcmp(a, "--mpi")) {
+            f->mpi = 1;
+            continue;
+        }
         if (!strcmp(a, "--dry-run")) {
             f->dry_run = 1;
             continue;
@@ -151,6 +163,8 @@ static int parse_sweep_flags(int argc, char **argv, sweep_flags *f)
     }
     if (!f->spec)
         return ms_cli_usage("sweep: missing SPEC (see moesim sweep --help)");
+    if (f->mpi && f->jobs != 1)
+        return ms_cli_usage("sweep: --mpi and --jobs exclude each other (mpirun -np N sets the workers)");
     return 0;
 }
 
@@ -225,13 +239,37 @@ static char *shard_output(const char *out, int i, int n)
     return s;
 }
 
-static int run_sweep(const sweep_flags *f, const ms_sweep_spec *spec)
+/* The global indices of this shard's points, in order (*mine of them). */
+static uint64_t *shard_points(const sweep_flags *f, const ms_sweep_spec *spec, uint64_t *mine)
 {
-    uint64_t n = ms_sweep_npoints(spec), mine = 0;
+    uint64_t n = ms_sweep_npoints(spec);
     uint64_t *points = ms_xcalloc(n ? n : 1, sizeof *points);
+    *mine = 0;
     for (uint64_t p = 0; p < n; p++)
         if (p % (uint64_t)f->shard_n == (uint64_t)f->shard_i)
-            points[mine++] = p;
+            points[(*mine)++] = p;
+    return points;
+}
+
+/* Runs the jobs: forked workers, or the MPI ranks once they are told to go. */
+static int run_jobs(const sweep_flags *f, const ms_sweep_pool *pool, uint64_t njobs, uint64_t done, ms_err *err)
+{
+#ifdef MS_HAVE_MPI
+    if (f->mpi) {
+        int go = 1, rc = 0;
+        ms_sweep_mpi_start(&go, &rc, &done);
+        return ms_sweep_mpi_lead(pool, njobs, err);
+    }
+#else
+    (void)done;
+#endif
+    return ms_sweep_pool_run(pool, njobs, f->jobs, err);
+}
+
+static int run_sweep(const sweep_flags *f, const ms_sweep_spec *spec)
+{
+    uint64_t n = ms_sweep_npoints(spec), mine;
+    uint64_t *points = shard_points(f, spec, &mine);
     char *path = f->output ? ms_xstrdup(f->output)
                  : f->shard_n > 1 ? shard_output(ms_sweep_output(spec), f->shard_i, f->shard_n)
                                   : ms_xstrdup(ms_sweep_output(spec));
@@ -249,7 +287,7 @@ static int run_sweep(const sweep_flags *f, const ms_sweep_spec *spec)
         sweep_run r = {.spec = spec, .points = points + done, .fd = fd, .path = path, .written = done,
                        .total = mine, .base = done, .progress = isatty(2), .t0 = now_s()};
         ms_sweep_pool pool = {.ctx = &r, .init = worker_init, .job = run_job, .sink = sink_row};
-        if (ms_sweep_pool_run(&pool, mine - done, f->jobs, &err) || ms_sweep_csv_sync(fd, path, &err))
+        if (run_jobs(f, &pool, mine - done, done, &err) || ms_sweep_csv_sync(fd, path, &err))
             rc = ms_cli_error(err.msg);
         else {
             if (r.progress)
@@ -265,13 +303,9 @@ static int run_sweep(const sweep_flags *f, const ms_sweep_spec *spec)
     return rc;
 }
 
-int ms_cli_sweep(int argc, char **argv)
+/* A sweep in this process (with --mpi: on rank 0, the leader). */
+static int sweep_main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(sweep_usage, stdout);
-            return 0;
-        }
     sweep_flags f = {.jobs = 1, .shard_n = 1};
     int rc = parse_sweep_flags(argc, argv, &f);
     if (rc)
@@ -295,4 +329,64 @@ int ms_cli_sweep(int argc, char **argv)
     rc = run_sweep(&f, spec);
     ms_sweep_free(spec);
     return rc;
+}
+
+#ifdef MS_HAVE_MPI
+/* A worker rank: the leader has checked the flags and the spec; this rank
+ * loads the spec again (from the shared file system) and serves points. */
+static int sweep_mpi_worker(int argc, char **argv)
+{
+    int go = 0, rc = 0;
+    uint64_t done = 0;
+    ms_sweep_mpi_start(&go, &rc, &done);
+    if (!go)
+        return rc;
+    sweep_flags f = {.jobs = 1, .shard_n = 1};
+    ms_err err;
+    ms_sweep_spec *spec = NULL;
+    if (parse_sweep_flags(argc, argv, &f)) {
+        ms_sweep_mpi_work(NULL, "the flags do not parse on this rank");
+        return 1;
+    }
+    if (!(spec = ms_sweep_load(f.spec, &err))) {
+        ms_sweep_mpi_work(NULL, err.msg);
+        return 1;
+    }
+    uint64_t mine;
+    uint64_t *points = shard_points(&f, spec, &mine);
+    sweep_run r = {.spec = spec, .points = points + done, .fd = -1};
+    ms_sweep_pool pool = {.ctx = &r, .init = worker_init, .job = run_job, .sink = sink_row};
+    ms_sweep_mpi_work(&pool, NULL);
+    free(points);
+    ms_sweep_free(spec);
+    return 0;
+}
+
+static int sweep_mpi(int argc, char **argv)
+{
+    int rank, size;
+    ms_sweep_mpi_init(&rank, &size);
+    int rc = rank == 0 ? sweep_main(argc, argv) : sweep_mpi_worker(argc, argv);
+    ms_sweep_mpi_finalize(rc);
+    return rc;
+}
+#endif
+
+int ms_cli_sweep(int argc, char **argv)
+{
+    int mpi = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(sweep_usage, stdout);
+            return 0;
+        }
+        mpi |= !strcmp(argv[i], "--mpi");
+    }
+    if (!mpi)
+        return sweep_main(argc, argv);
+#ifdef MS_HAVE_MPI
+    return sweep_mpi(argc, argv);
+#else
+    return ms_cli_usage("sweep: --mpi: not built with MPI (configure with -DMOESIM_MPI=ON)");
+#endif
 }

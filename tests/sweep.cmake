@@ -1,4 +1,4 @@
-# `moesim sweep` (sim/cli_sweep.c, sweep_spec.c, sweep_csv.c, sweep_pool.c) and
+# `moesim sweep` (sim/cli_sweep.c, sweep_spec.c, sweep_csv.c, sweep_pool.c, sweep_mpi.c) and
 # the trace cache (traces/trace_cache.c).  tests/sweep/sweep_test.sh holds the
 # cases; `sweep.setup` makes two small traces and the 216-point reference CSV.
 set(SWEEP_SH ${CMAKE_CURRENT_SOURCE_DIR}/sweep/sweep_test.sh)
@@ -72,4 +72,15 @@ set_tests_properties(sweep.help PROPERTIES PASS_REGULAR_EXPRESSION "--shard I/N.
 # tests/trace_io.cmake; not under the sanitizers)
 if(NOT MOESIM_SANITIZE)
   sweep_case(trace_cache_once cache $<TARGET_FILE:trace_io_count_zstd>)
+endif()
+
+# --mpi: under mpirun when built with -DMOESIM_MPI=ON (Open MPI: root in CI
+# containers, 2 and 3 ranks on any core count, -q: no banner of mpirun's own on a
+# failing rank), else the one-line error of a build without MPI
+if(MOESIM_MPI)
+  sweep_case(mpi mpi ${MPIEXEC_NUMPROC_FLAG} ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe -q)
+else()
+  add_test(NAME sweep.mpi_not_built COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_fail.sh 2
+           "^moesim: sweep: --mpi: not built with MPI \\(configure with -DMOESIM_MPI=ON\\)$"
+           $<TARGET_FILE:moesim> sweep spec.ini --mpi)
 endif()
