@@ -16,6 +16,7 @@ int ms_cli_trace_import(int argc, char **argv);
 int ms_cli_trace_stats(int argc, char **argv);
 int ms_cli_trace_gen(int argc, char **argv);
 int ms_cli_trace_workload(int argc, char **argv);
+int ms_cli_trace_fit(int argc, char **argv);
 int ms_cli_serverless(int argc, char **argv);
 
 /* Prints "moesim: <msg>\n" to stderr and returns 1 (the error exit code). */

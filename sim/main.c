@@ -38,6 +38,7 @@ static const char usage[] =
     "  trace workload set request arrivals from the Azure LLM trace or a Poisson process\n"
     "  trace stats    entropy, reuse, co-activation and skew of a trace\n"
     "  trace gen      write a seeded synthetic trace\n"
+    "  trace fit      fit the generator's knobs to a trace (params for trace gen --params)\n"
     "\n"
     "`moesim <command> --help` describes each command.\n";
 
@@ -64,7 +65,7 @@ int main(int argc, char **argv)
         return ms_cli_figures(argc - 1, argv + 1);
     if (!strcmp(cmd, "trace")) {
         if (argc < 3)
-            return ms_cli_usage("trace: missing subcommand (info, validate, import, stats, gen, workload)");
+            return ms_cli_usage("trace: missing subcommand (info, validate, import, stats, gen, fit, workload)");
         const char *sub = argv[2];
         if (!strcmp(sub, "info"))
             return ms_cli_trace_info(argc - 2, argv + 2);
@@ -78,7 +79,9 @@ int main(int argc, char **argv)
             return ms_cli_trace_gen(argc - 2, argv + 2);
         if (!strcmp(sub, "workload"))
             return ms_cli_trace_workload(argc - 2, argv + 2);
-        return ms_cli_usage("trace: unknown subcommand '%s' (info, validate, import, stats, gen, workload)", sub);
+        if (!strcmp(sub, "fit"))
+            return ms_cli_trace_fit(argc - 2, argv + 2);
+        return ms_cli_usage("trace: unknown subcommand '%s' (info, validate, import, stats, gen, fit, workload)", sub);
     }
     return ms_cli_usage("unknown command '%s' (run `moesim --help`)", cmd);
 }

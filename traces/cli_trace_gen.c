@@ -1,5 +1,6 @@
-/* moesim trace gen --model NAME -o OUT.h5 [...]: writes a seeded synthetic
- * trace (traces/gen.h; every knob in traces/GENERATOR.md). */
+/* moesim trace gen (--model NAME | --params P.ini) -o OUT.h5 [...]: writes a
+ * seeded synthetic trace (traces/gen.h; every knob in traces/GENERATOR.md;
+ * params files in traces/gen_params.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,12 +9,14 @@
 #include "../sim/cli.h"
 #include "../sim/profile.h"
 #include "gen.h"
+#include "gen_params.h"
 
 #define MAX_SETTINGS 128
 
 static const char gen_usage[] =
-    "usage: moesim trace gen --model NAME -o OUT.h5 [--seed N] [--requests N]\n"
-    "                        [--layer-steps N] [--set KNOB=VALUE ...] [--help]\n";
+    "usage: moesim trace gen --model NAME -o OUT.h5 [--params P.ini] [--seed N] [--requests N]\n"
+    "                        [--layer-steps N] [--set KNOB=VALUE ...] [--help]\n"
+    "       moesim trace gen --params P.ini -o OUT.h5 [...]   (P.ini has a [model] section)\n";
 
 static const char gen_help[] =
     "\n"
@@ -24,7 +27,10 @@ static const char gen_help[] =
     "the previous layer's experts and to the previous decode step.  The same\n"
     "flags and seed always give the same file, byte for byte.\n"
     "\n"
-    "  --model NAME        model profile (required)\n"
+    "  --model NAME        model profile (required unless the params file has [model])\n"
+    "  --params P.ini      knobs ([gen]), shape ([model]) and per-layer popularity\n"
+    "                      ([popularity]) from a params file, e.g. one written by\n"
+    "                      moesim trace fit; flags and --set override its knobs\n"
     "  -o, --output OUT    trace file to write (required)\n"
     "  --seed N            same as --set seed=N\n"
     "  --requests N        same as --set requests=N\n"
@@ -36,7 +42,7 @@ static const char gen_help[] =
     "knobs (traces/GENERATOR.md explains each and the statistic it controls):\n";
 
 typedef struct {
-    const char *model, *out;
+    const char *model, *out, *params;
     const char *keys[MAX_SETTINGS], *values[MAX_SETTINGS];
     int n;
     int requests_given, layer_steps_given;
@@ -74,7 +80,7 @@ static int parse_args(int argc, char **argv, gen_args *a)
             return 1;
         int known = !strcmp(f, "--model") || !strcmp(f, "-o") || !strcmp(f, "--output") ||
                     !strcmp(f, "--seed") || !strcmp(f, "--requests") || !strcmp(f, "--layer-steps") ||
-                    !strcmp(f, "--set");
+                    !strcmp(f, "--set") || !strcmp(f, "--params");
         if (!known)
             return ms_cli_usage("trace gen: unknown %s '%s' (see moesim trace gen --help)",
                                 f[0] == '-' ? "option" : "argument", f);
@@ -90,6 +96,10 @@ static int parse_args(int argc, char **argv, gen_args *a)
             if (a->out)
                 return ms_cli_usage("trace gen: -o given twice");
             a->out = v;
+        } else if (!strcmp(f, "--params")) {
+            if (a->params)
+                return ms_cli_usage("trace gen: --params given twice");
+            a->params = v;
         } else if (!strcmp(f, "--seed")) {
             rc = remember(a, "seed", v, f);
         } else if (!strcmp(f, "--requests")) {
@@ -106,8 +116,8 @@ static int parse_args(int argc, char **argv, gen_args *a)
         a->requests_given |= !strcmp(a->keys[i], "requests");
         a->layer_steps_given |= !strcmp(a->keys[i], "layer_steps");
     }
-    if (!a->model)
-        return ms_cli_usage("trace gen: missing --model NAME");
+    if (!a->model && !a->params)
+        return ms_cli_usage("trace gen: missing --model NAME (or --params P.ini with a [model] section)");
     if (!a->out || !*a->out)
         return ms_cli_usage("trace gen: missing -o OUT.h5");
     return 0;
@@ -147,16 +157,37 @@ int ms_cli_trace_gen(int argc, char **argv)
     }
     if (rc)
         return rc;
-    ms_gen_params p;
-    ms_gen_defaults(&p);
-    if ((rc = apply_settings(&a, &p)))
-        return rc;
     ms_err err;
     ms_model model;
-    if (ms_model_load(a.model, &model, &err))
+    if (a.model && ms_model_load(a.model, &model, &err))
         return ms_cli_error(err.msg);
+    ms_gen_file file;
+    if (a.params) {
+        if (ms_gen_file_load(a.params, a.model ? &model : NULL, &file, &err))
+            return ms_cli_usage("%s", err.msg);
+        if (!a.model && !file.has_model) {
+            ms_gen_file_free(&file);
+            return ms_cli_usage("trace gen: %s has no [model] section: pass --model NAME", a.params);
+        }
+        if (a.model) { /* the profile's shape and bytes win over [model] */
+            file.p.layer_expert_bytes = NULL;
+            file.p.layer_dense_bytes = NULL;
+        } else {
+            model = file.model;
+        }
+    } else {
+        memset(&file, 0, sizeof file);
+        ms_gen_defaults(&file.p);
+    }
+    ms_gen_params p = file.p;
+    if ((rc = apply_settings(&a, &p))) {
+        ms_gen_file_free(&file);
+        return rc;
+    }
     ms_gen_summary sum;
-    if (ms_gen_write(&p, &model, a.out, &sum, &err))
+    rc = ms_gen_write(&p, &model, a.out, &sum, &err);
+    ms_gen_file_free(&file);
+    if (rc)
         return ms_cli_error(err.msg);
     print_summary(a.out, &model, &p, &sum);
     return 0;

@@ -93,6 +93,8 @@ static const knob knobs[] = {
      "1 = store prompt token ids (needs the model's vocab >= clusters)"},
     {"token_affinity", KNOB_DOUBLE, AT(token_affinity), "0.8", 0, 1,
      "probability that a prompt token id comes from its cluster's slice of the vocabulary"},
+    {"weight_power", KNOB_DOUBLE, AT(weight_power), "1", 0.05, 20,
+     "stored gate = gate^weight_power renormalised: > 1 sharper, < 1 flatter weights; ids unchanged"},
 };
 
 #define N_KNOBS (sizeof knobs / sizeof knobs[0])
@@ -235,6 +237,17 @@ static void format_knob(const ms_gen_params *p, const knob *k, char *buf, size_t
     }
 }
 
+void ms_gen_write_knobs(FILE *out, const ms_gen_params *p)
+{
+    for (size_t i = 0; i < N_KNOBS; i++) {
+        char item[96];
+        format_knob(p, &knobs[i], item, sizeof item);
+        char *eq = strchr(item, '=');
+        *eq = '\0';
+        fprintf(out, "%s = %s\n", item, eq + 1);
+    }
+}
+
 /* "moesim trace gen v1: seed=.. requests=.. layer_steps=.. <non-default knobs>" */
 static void describe_source(const ms_gen_params *p, char *out, size_t cap)
 {
@@ -257,6 +270,8 @@ static void describe_source(const ms_gen_params *p, char *out, size_t cap)
         }
         len += (size_t)snprintf(out + len, cap - len, " %s", item);
     }
+    if (p->popularity && len + 24 < cap)
+        snprintf(out + len, cap - len, " popularity=per-layer");
 }
 
 int ms_gen_meta(const ms_gen_params *p, const ms_model *m, ms_trace_meta *meta, ms_err *err)
@@ -277,8 +292,8 @@ int ms_gen_meta(const ms_gen_params *p, const ms_model *m, ms_trace_meta *meta, 
     meta->has_token_ids = p->token_ids != 0;
     ms_trace_meta_alloc_layers(meta);
     for (uint32_t l = 0; l < meta->L; l++) {
-        meta->expert_bytes[l] = m->expert_bytes;
-        meta->dense_bytes[l] = m->dense_bytes;
+        meta->expert_bytes[l] = p->layer_expert_bytes ? p->layer_expert_bytes[l] : m->expert_bytes;
+        meta->dense_bytes[l] = p->layer_dense_bytes ? p->layer_dense_bytes[l] : m->dense_bytes;
     }
     return 0;
 }
@@ -317,8 +332,9 @@ static void dirichlet_symmetric(gsl_rng *rng, uint32_t n, double a, double *alph
 }
 
 /* Scales a positive rows x cols matrix so that row i sums to row_target[i]
- * and every column sums to col_target (iterative proportional fitting). */
-static void sinkhorn(double *m, uint32_t rows, uint32_t cols, const double *row_target, double col_target)
+ * and column j sums to col_target[j] (iterative proportional fitting; the
+ * targets must have the same total). */
+static void sinkhorn(double *m, uint32_t rows, uint32_t cols, const double *row_target, const double *col_target)
 {
     for (size_t i = 0; i < (size_t)rows * cols; i++)
         if (m[i] < PREF_FLOOR)
@@ -329,7 +345,7 @@ static void sinkhorn(double *m, uint32_t rows, uint32_t cols, const double *row_
             for (uint32_t i = 0; i < rows; i++)
                 s += m[(size_t)i * cols + j];
             for (uint32_t i = 0; i < rows; i++)
-                m[(size_t)i * cols + j] *= col_target / s;
+                m[(size_t)i * cols + j] *= col_target[j] / s;
         }
         double worst = 0;
         for (uint32_t i = 0; i < rows; i++) {
@@ -361,34 +377,57 @@ static void build_transitions(gen_state *g)
         for (uint32_t i = 0; i < J; i++)
             dirichlet_symmetric(g->rng, J, g->p->trans_alpha, g->alpha, t + (size_t)i * J);
         if (g->p->balance)
-            sinkhorn(t, J, J, ones, 1.0);
+            sinkhorn(t, J, J, ones, ones);
     }
     free(ones);
 }
 
+/* Layer l's target popularity over the J experts, summing to 1: the
+ * params' popularity row (normalised), else uniform. */
+static void layer_popularity(const gen_state *g, uint32_t l, double *out)
+{
+    uint32_t J = g->J;
+    double s = 0;
+    for (uint32_t j = 0; j < J; j++)
+        s += out[j] = g->p->popularity ? g->p->popularity[(size_t)l * J + j] : 1.0;
+    for (uint32_t j = 0; j < J; j++)
+        out[j] = s > 0 ? out[j] / s : 1.0 / J;
+}
+
 /* Per layer, draws each cluster's preference and (optionally) balances the
  * cluster x expert matrix so that the popularity-weighted mean preference is
- * uniform over experts, as a load-balancing loss makes it: every expert is
- * equally popular over the trace, while each cluster stays skewed. */
+ * the layer's target popularity (uniform unless the params carry one), as a
+ * load-balancing loss makes it: every expert gets its share over the trace,
+ * while each cluster stays skewed.  Without balancing, a cluster's preference
+ * is a Dirichlet draw around the target popularity. */
 static void build_cluster_prefs(gen_state *g)
 {
     uint32_t C = g->C, L = g->L, J = g->J;
     double *mat = ms_xcalloc((size_t)C * J, sizeof *mat);
+    double *pop = ms_xcalloc(J, sizeof *pop);
     for (uint32_t l = 0; l < L; l++) {
+        layer_popularity(g, l, pop);
         for (uint32_t c = 0; c < C; c++) {
             double *row = mat + (size_t)c * J;
-            dirichlet_symmetric(g->rng, J, g->p->pref_alpha, g->alpha, row);
+            if (g->p->popularity && !g->p->balance) {
+                for (uint32_t j = 0; j < J; j++)
+                    g->alpha[j] = g->p->pref_alpha * J * (pop[j] > PREF_FLOOR ? pop[j] : PREF_FLOOR);
+                gsl_ran_dirichlet(g->rng, J, g->alpha, row);
+            } else {
+                dirichlet_symmetric(g->rng, J, g->p->pref_alpha, g->alpha, row);
+            }
             for (uint32_t j = 0; j < J; j++)
                 row[j] *= g->cluster_w[c];
         }
         if (g->p->balance)
-            sinkhorn(mat, C, J, g->cluster_w, 1.0 / J);
+            sinkhorn(mat, C, J, g->cluster_w, pop);
         for (uint32_t c = 0; c < C; c++)
             for (uint32_t j = 0; j < J; j++) {
                 double v = mat[(size_t)c * J + j] / g->cluster_w[c];
                 g->pref[((size_t)c * L + l) * J + j] = v > PREF_FLOOR ? v : PREF_FLOOR;
             }
     }
+    free(pop);
     free(mat);
 }
 
@@ -537,6 +576,22 @@ static void row_preference(gen_state *g, uint32_t l, const int32_t *prev_layer_i
         g->base[j] /= s;
 }
 
+/* The stored view of a gate: as drawn, or sharpened / flattened by
+ * gate^power renormalised (order, hence the top-k ids, unchanged). */
+static void store_gate(double power, const double *gate, uint32_t J, float *pf)
+{
+    if (power == 1) {
+        for (uint32_t j = 0; j < J; j++)
+            pf[j] = (float)gate[j];
+        return;
+    }
+    double s = 0;
+    for (uint32_t j = 0; j < J; j++)
+        s += pow(gate[j], power);
+    for (uint32_t j = 0; j < J; j++)
+        pf[j] = (float)(s > 0 ? pow(gate[j], power) / s : 1.0 / J);
+}
+
 /* Draws the gate of every layer for one token row into g->cur and fills the
  * row's top-k (and full probs when stored). */
 static void gen_row(gen_state *g, ms_request *r, uint32_t row, int decode)
@@ -562,8 +617,7 @@ static void gen_row(gen_state *g, ms_request *r, uint32_t row, int decode)
             gsl_ran_dirichlet(g->rng, J, g->alpha, gate);
         }
         float *pf = m->probs_kind == MS_PROBS_FULL ? r->probs + ms_probs_index(m, row, l) : g->pf;
-        for (uint32_t j = 0; j < J; j++)
-            pf[j] = (float)gate[j];
+        store_gate(g->p->weight_power, gate, J, pf);
         int32_t *ids = r->topk_ids + ms_topk_index(m, row, l);
         float *w = r->topk_w + ms_topk_index(m, row, l);
         topk_float(pf, J, K, ids);

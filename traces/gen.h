@@ -59,6 +59,13 @@ typedef struct {
     int probs;               /* MS_GEN_PROBS_AUTO or an ms_probs_kind */
     uint32_t token_ids;      /* 1: store prompt token ids drawn from the cluster's vocabulary slice */
     double token_affinity;   /* probability a prompt token comes from its cluster's slice */
+    double weight_power;     /* stored gate = gate^weight_power renormalised (1 = as drawn) */
+    /* Not knobs (no text form; a params file carries them, traces/gen_params.h).
+     * Borrowed: the caller keeps them alive while the params are used. */
+    const double *popularity;        /* [L][J] per-layer expert popularity (each layer's
+                                        row is normalised on use), NULL = uniform */
+    const uint64_t *layer_expert_bytes; /* [L] bytes of one expert per layer, NULL = model's */
+    const uint64_t *layer_dense_bytes;  /* [L] dense bytes per layer, NULL = model's */
 } ms_gen_params;
 
 /* Totals of one generation run. */
@@ -79,6 +86,8 @@ void ms_gen_defaults(ms_gen_params *p);
 int ms_gen_set(ms_gen_params *p, const char *key, const char *value, ms_err *err);
 /* Checks the knobs against each other and against the model. */
 int ms_gen_validate(const ms_gen_params *p, const ms_model *model, ms_err *err);
+/* Writes every knob as an INI line "key = value" (doubles to 9 digits). */
+void ms_gen_write_knobs(FILE *out, const ms_gen_params *p);
 /* Prints one line per knob: name, default, range, meaning. */
 void ms_gen_print_knobs(FILE *out);
 /* The probs kind the knobs select for this model (resolves auto). */

@@ -1,0 +1,45 @@
+# CLI tests of `moesim trace fit` and `moesim trace gen --params` (the fit's
+# statistics are checked in unit/test_fit.c).  Bad params files: one line
+# "FILE:LINE: ..." on stderr naming section, key and value; exit 2.
+set(FIT_FAIL ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_fail.sh)
+set(FIT_DATA ${CMAKE_CURRENT_SOURCE_DIR}/data/fit)
+set(FIT_OUT ${CMAKE_CURRENT_BINARY_DIR}/fit_never.h5)
+
+function(params_fail name code regex)
+  add_test(NAME fit.cli.${name} COMMAND ${FIT_FAIL} ${code} "${regex}" $<TARGET_FILE:moesim> ${ARGN})
+endfunction()
+
+params_fail(unknown_knob 2 "bad_unknown_knob.ini:2: \\[gen\\] unknown knob 'gate_alfa'"
+  trace gen --model mixtral-8x7b --params ${FIT_DATA}/bad_unknown_knob.ini -o ${FIT_OUT})
+params_fail(out_of_range 2 "bad_range.ini:3: \\[gen\\] knob gate_alpha=0 is out of range \\[0.01, 1000\\]"
+  trace gen --model mixtral-8x7b --params ${FIT_DATA}/bad_range.ini -o ${FIT_OUT})
+params_fail(key_twice 2 "bad_twice.ini:3: \\[gen\\] seed given twice"
+  trace gen --model mixtral-8x7b --params ${FIT_DATA}/bad_twice.ini -o ${FIT_OUT})
+params_fail(unknown_section 2 "bad_section.ini:3: unknown section \\[genn\\]"
+  trace gen --model mixtral-8x7b --params ${FIT_DATA}/bad_section.ini -o ${FIT_OUT})
+params_fail(missing_model_key 2 "bad_missing_key.ini: missing required key 'dense_bytes' in \\[model\\]"
+  trace gen --params ${FIT_DATA}/bad_missing_key.ini -o ${FIT_OUT})
+params_fail(bytes_length 2 "bad_bytes_len.ini:5: \\[model\\] expert_bytes: 3 values, expected 1 or moe_layers = 2"
+  trace gen --params ${FIT_DATA}/bad_bytes_len.ini -o ${FIT_OUT})
+params_fail(popularity_length 2 "bad_pop_len.ini:9: \\[popularity\\] layer1: 3 values, expected experts = 4"
+  trace gen --params ${FIT_DATA}/bad_pop_len.ini -o ${FIT_OUT})
+params_fail(popularity_value 2 "bad_pop_value.ini:8: \\[popularity\\] layer0: 'x' is not a non-negative number"
+  trace gen --params ${FIT_DATA}/bad_pop_value.ini -o ${FIT_OUT})
+params_fail(popularity_missing_layer 2 "bad_pop_missing_layer.ini: \\[popularity\\] layer1 is missing"
+  trace gen --params ${FIT_DATA}/bad_pop_missing_layer.ini -o ${FIT_OUT})
+params_fail(popularity_shape_mismatch 2 "bad_pop_missing_layer.ini:8: \\[popularity\\] layer0: 4 values, expected experts = 8"
+  trace gen --model mixtral-8x7b --params ${FIT_DATA}/bad_pop_missing_layer.ini -o ${FIT_OUT})
+params_fail(no_model 2 "no_model.ini has no \\[model\\] section: pass --model NAME"
+  trace gen --params ${FIT_DATA}/no_model.ini -o ${FIT_OUT})
+params_fail(missing_file 2 "nope.ini: cannot open params file"
+  trace gen --params ${FIT_DATA}/nope.ini -o ${FIT_OUT})
+params_fail(fit_missing_output 2 "trace fit: missing -o PARAMS.ini" trace fit x.h5)
+params_fail(fit_bad_passes 2 "trace fit: --passes '0' is not an integer in \\[1, 8\\]" trace fit x.h5 -o p.ini --passes 0)
+params_fail(fit_not_a_trace 1 "good_tiny.ini: not an HDF5 file" trace fit ${FIT_DATA}/good_tiny.ini -o ${CMAKE_CURRENT_BINARY_DIR}/fit_never.ini)
+
+# A params file alone (shape, per-layer bytes, popularity with a continued
+# line) gives a trace; the per-layer bytes reach it.
+add_test(NAME fit.cli.gen_params_only COMMAND ${CMAKE_COMMAND} -E env
+  sh -c "$<TARGET_FILE:moesim> trace gen --params ${FIT_DATA}/good_tiny.ini -o fit_tiny.h5 && $<TARGET_FILE:moesim> trace info fit_tiny.h5")
+set_tests_properties(fit.cli.gen_params_only PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}
+  PASS_REGULAR_EXPRESSION "model: +tiny.*layers \\(L\\): +2.*experts \\(J\\): +4.*requests: +3.*expert bytes: +min 100, max 200")
