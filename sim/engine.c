@@ -7,6 +7,7 @@
  * copy whose start time falls before T, so state changes at T see exactly the
  * copies that began earlier. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,7 @@ struct ms_view {
     uint8_t *queued;        /* a prefetch request waits in the heap */
     uint8_t *outcome;       /* this layer's OUT_* for activated experts */
     uint32_t *qgen;
+    double *qissue;         /* issue time of the queued prefetch request of x */
     double *ready_t;
     uint64_t *protect;      /* == stamp: activated by the running layer */
     uint64_t *mark;         /* == iteration + 1: activated in the running iteration */
@@ -289,18 +291,23 @@ static int qbefore(const qentry *a, const qentry *b)
     return a->seq < b->seq;
 }
 
+/* Places q at hole i and moves it up to its place. */
+static void sift_up(ms_view *v, size_t i, qentry q)
+{
+    while (i > 0 && qbefore(&q, &v->heap[(i - 1) / 2])) {
+        v->heap[i] = v->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    v->heap[i] = q;
+}
+
 static void heap_push(ms_view *v, qentry q)
 {
     if (v->hn == v->hcap) {
         v->hcap = v->hcap ? 2 * v->hcap : 256;
         v->heap = ms_xrealloc(v->heap, v->hcap, sizeof *v->heap);
     }
-    size_t i = v->hn++;
-    while (i > 0 && qbefore(&q, &v->heap[(i - 1) / 2])) {
-        v->heap[i] = v->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    v->heap[i] = q;
+    sift_up(v, v->hn++, q);
 }
 
 /* Places q at hole i and moves it down to its place among heap[0..hn). */
@@ -320,12 +327,22 @@ static void sift_down(ms_view *v, size_t i, qentry q)
     v->heap[i] = q;
 }
 
+/* Removes and returns heap[i]. */
+static qentry heap_take(ms_view *v, size_t i)
+{
+    qentry out = v->heap[i], last = v->heap[--v->hn];
+    if (i < v->hn) {
+        if (i > 0 && qbefore(&last, &v->heap[(i - 1) / 2]))
+            sift_up(v, i, last);
+        else
+            sift_down(v, i, last);
+    }
+    return out;
+}
+
 static qentry heap_pop(ms_view *v)
 {
-    qentry top = v->heap[0], last = v->heap[--v->hn];
-    if (v->hn)
-        sift_down(v, 0, last);
-    return top;
+    return heap_take(v, 0);
 }
 
 static int entry_valid(const ms_view *v, const qentry *q)
@@ -499,16 +516,46 @@ static void start_copy(ms_view *v, const qentry *q, double start)
 }
 
 /* Starts every queued copy whose start time is before T. */
+/* The copy the engine starts next and when: once the link is free (or, if
+ * nothing has been issued by then, at the earliest issue time), the best
+ * entry issued by that time.  A request whose asynchronous decision cost has
+ * not elapsed yet never holds back the ones already issued.  The usual case
+ * (the best entry is already issued) costs nothing; otherwise a scan. */
+static int next_copy(const ms_view *v, size_t *idx, double *start)
+{
+    if (v->heap[0].issue_t <= v->link_free) {
+        *idx = 0;
+        *start = v->link_free;
+        return 1;
+    }
+    double earliest = INFINITY;
+    for (size_t i = 0; i < v->hn; i++)
+        if (entry_valid(v, &v->heap[i]))
+            earliest = fmin(earliest, v->heap[i].issue_t);
+    if (!isfinite(earliest))
+        return 0;
+    double t = fmax(v->link_free, earliest);
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < v->hn; i++)
+        if (entry_valid(v, &v->heap[i]) && v->heap[i].issue_t <= t &&
+            (best == SIZE_MAX || qbefore(&v->heap[i], &v->heap[best])))
+            best = i;
+    *idx = best;
+    *start = t;
+    return 1;
+}
+
 static void advance(ms_view *v, double T)
 {
     for (;;) {
         drop_invalid_top(v);
         if (!v->hn || v->failed)
             return;
-        double start = fmax(v->link_free, v->heap[0].issue_t);
-        if (start >= T)
+        size_t i;
+        double start;
+        if (!next_copy(v, &i, &start) || start >= T)
             return;
-        qentry q = heap_pop(v);
+        qentry q = heap_take(v, i);
         start_copy(v, &q, start);
     }
 }
@@ -532,14 +579,20 @@ void ms_view_prefetch(ms_view *v, uint32_t l, uint32_t e, double priority)
     uint32_t x = l * v->J + e;
     if (v->cached[x])
         return;
+    /* the decision exists once this hook's charged work is done; a request
+     * that was already queued keeps its earlier issue time (a new priority
+     * does not make it wait again) */
+    double issue_t = v->hook_t + v->sync_delay + v->async_delay;
     if (!v->queued[x]) {
         v->queued[x] = 1;
         v->n_queued++;
         v->m->prefetch_issued++;
+        v->qissue[x] = issue_t;
     }
+    issue_t = fmin(issue_t, v->qissue[x]);
     compact_heap(v);
     v->qgen[x]++;
-    qentry q = {x, v->qgen[x], 0, priority, v->hook_t + v->async_delay, v->seq++};
+    qentry q = {x, v->qgen[x], 0, priority, issue_t, v->seq++};
     heap_push(v, q);
 }
 
@@ -877,6 +930,7 @@ static int run_iteration(ms_view *v)
     begin_hook(v, v->now);
     if (v->pf->prefetch->on_iteration_end)
         v->pf->prefetch->on_iteration_end(v->pf_st, v);
+    v->now += v->sync_delay; /* a synchronous cost here delays the next iteration */
     if (v->iter_csv)
         write_iteration_row(v, &before, &st0);
     v->m->total.iterations++;
@@ -1115,6 +1169,7 @@ static void alloc_state(ms_view *v)
     v->queued = ms_xcalloc(nx, 1);
     v->outcome = ms_xcalloc(nx, 1);
     v->qgen = ms_xcalloc(nx, sizeof *v->qgen);
+    v->qissue = ms_xcalloc(nx, sizeof *v->qissue);
     v->ready_t = ms_xcalloc(nx, sizeof *v->ready_t);
     v->protect = ms_xcalloc(nx, sizeof *v->protect);
     v->mark = ms_xcalloc(nx, sizeof *v->mark);
@@ -1137,7 +1192,7 @@ static void free_state(ms_view *v)
         v->cache->cache->destroy(v->cache_st);
     if (v->sched && v->sched_st && v->sched->sched->destroy)
         v->sched->sched->destroy(v->sched_st);
-    void *arrays[] = {v->cached, v->transient, v->from_prefetch, v->queued, v->outcome, v->qgen, v->ready_t,
+    void *arrays[] = {v->cached, v->transient, v->from_prefetch, v->queued, v->outcome, v->qgen, v->qissue, v->ready_t,
                       v->protect, v->mark, v->act_pos, v->score, v->acts, v->n_acts, v->layer_bytes, v->layer_params, v->dense_bytes,
                       v->dense_params, v->in_host, v->host_used_at, v->heap, v->use_n, v->use_cap, v->use_cur,
                       v->ttft.v, v->tpot.v, v->latency.v};
