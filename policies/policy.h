@@ -182,6 +182,7 @@ typedef struct {
     const ms_param_spec *params;   /* terminated by {NULL}; may be a lone {NULL} */
     int needs_future;              /* asks the engine for the next-use pre-pass */
     int uses_training;             /* learns from the training split: --train auto becomes 0.7 */
+    int (*learns)(const ms_params *p); /* optional: decides uses_training from the parameters */
     const ms_prefetch_ops *prefetch;
     const ms_cache_ops *cache;
     const ms_sched_ops *sched;

@@ -1014,13 +1014,17 @@ static int build_future(ms_view *v, ms_trace_reader *rd)
 static int spec_learns(ms_policy_kind kind, const char *spec)
 {
     char name[64];
-    size_t n = strcspn(spec, ":");
-    if (n >= sizeof name)
+    const char *kv;
+    ms_err ignored;
+    if (ms_spec_split(spec, name, sizeof name, &kv, &ignored))
         return 0;
-    memcpy(name, spec, n);
-    name[n] = 0;
     const ms_policy_desc *d = ms_policy_find(kind, name);
-    return d && d->uses_training;
+    if (!d)
+        return 0;
+    ms_params p;
+    if (d->learns && !ms_params_parse(d->params, kv, name, &p, &ignored))
+        return d->learns(&p);
+    return d->uses_training;
 }
 
 static int resolve_split(ms_view *v)

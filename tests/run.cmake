@@ -42,6 +42,10 @@ run_test(bad_topk_fill ${FAIL} 2 "--topk-fill half: expected zero or even" $<TAR
 # the resolved split is part of the config: static learns, so auto = 0.7 (3 of 4 requests)
 run_test(train_auto_in_config moesim run --trace ${T} --cache static --cache-experts 64 --json)
 set_tests_properties(run.train_auto_in_config PROPERTIES PASS_REGULAR_EXPRESSION "\"topk_fill\":[ \t]*\"zero\".*\"train\":[ \t]*{[^}]*\"frac\":[ \t]*0.7,[^}]*\"by\":[ \t]*\"request\",[^}]*\"requests\":[ \t]*3")
+# an online fMoE store learns nothing offline: --train auto stays 0 (the whole trace replays)
+run_test(fmoe_online_no_split moesim run --trace ${T} --prefetch fmoe:store=online --cache lru --cache-experts 32 --json)
+set_tests_properties(run.fmoe_online_no_split PROPERTIES PASS_REGULAR_EXPRESSION "\"train\":[ \t]*{[^}]*\"frac\":[ \t]*0,[^}]*\"by\":[ \t]*\"none\"")
+
 # learnt state in the metrics: a full fMoE store of 10 maps x (64-dim embedding + 32 x 8 probs) x 4 B
 run_test(fmoe_state_bytes moesim run --trace ${T} --prefetch fmoe:capacity=10 --cache lru --cache-experts 32 --train 0.5 --json)
 set_tests_properties(run.fmoe_state_bytes PROPERTIES PASS_REGULAR_EXPRESSION "\"policy_state_bytes\":[ \t]*12800[,}]")

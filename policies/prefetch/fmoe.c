@@ -399,6 +399,13 @@ static void fmoe_stats(const void *st, ms_policy_stats *out)
     *out = ((const fmoe_pf *)st)->sim;
 }
 
+/* Only the offline store learns from the training split; an online store
+ * starts empty, so --train auto replays the whole trace. */
+static int fmoe_learns(const ms_params *p)
+{
+    return !strcmp(ms_param_str(p, "store"), "offline");
+}
+
 static const ms_prefetch_ops fmoe_ops = {
     .create = fmoe_create, .destroy = fmoe_destroy, .on_iteration = fmoe_iteration,
     .on_gate = fmoe_gate, .on_iteration_end = fmoe_iteration_end, .state_bytes = fmoe_state_bytes,
@@ -406,6 +413,6 @@ static const ms_prefetch_ops fmoe_ops = {
 };
 const ms_policy_desc ms_policy_prefetch_fmoe = {
     .name = "fmoe", .kind = MS_KIND_PREFETCH, .params = fmoe_params, .prefetch = &fmoe_ops,
-    .uses_training = 1,
+    .uses_training = 1, .learns = fmoe_learns,
     .summary = "fMoE: expert maps searched by semantics and trajectory, similarity-aware threshold",
 };
