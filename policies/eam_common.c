@@ -97,6 +97,7 @@ void eam_set_free(eam_set *s)
 void eam_set_clear(eam_set *s)
 {
     s->n = 0;
+    s->version++;
 }
 
 void eam_set_push(eam_set *s, const double *m)
@@ -108,6 +109,7 @@ void eam_set_push(eam_set *s, const double *m)
     }
     memcpy(s->m + (size_t)s->n * dim, m, dim * sizeof *m);
     s->n++;
+    s->version++;
 }
 
 uint32_t eam_match(const eam_set *c, const double *cur, eam_mode mode, uint32_t l_now)
@@ -123,6 +125,117 @@ uint32_t eam_match(const eam_set *c, const double *cur, eam_mode mode, uint32_t 
             best = i;
         }
     }
+    return best;
+}
+
+/* ------------------------------------------------------------------ */
+/* incremental paper-mode matching: eam_row_cosine split into its per-row
+ * parts, each computed by the same operations in the same order */
+
+void eam_matcher_init(eam_matcher *m, uint32_t L, uint32_t J)
+{
+    memset(m, 0, sizeof *m);
+    m->L = L;
+    m->J = J;
+    m->last = ms_xcalloc((size_t)L * J, sizeof *m->last);
+    m->y = ms_xcalloc(J, sizeof *m->y);
+}
+
+void eam_matcher_free(eam_matcher *m)
+{
+    free(m->sum);
+    free(m->norm2);
+    free(m->cos);
+    free(m->last);
+    free(m->y);
+    memset(m, 0, sizeof *m);
+}
+
+/* eam_row_cosine's sum and squared norm of the normalised row (0 for a zero row). */
+static double normalised_norm2(const double *a, double sa, uint32_t J)
+{
+    double na = 0;
+    for (uint32_t e = 0; e < J; e++) {
+        double x = a[e] / sa;
+        na += x * x;
+    }
+    return na;
+}
+
+static void refresh_entries(eam_matcher *m, const eam_set *c)
+{
+    if (c->n > m->n_cap) {
+        m->n_cap = c->n;
+        m->sum = ms_xrealloc(m->sum, (size_t)m->n_cap * m->L, sizeof *m->sum);
+        m->norm2 = ms_xrealloc(m->norm2, (size_t)m->n_cap * m->L, sizeof *m->norm2);
+        m->cos = ms_xrealloc(m->cos, (size_t)m->n_cap * m->L, sizeof *m->cos);
+    }
+    for (uint32_t i = 0; i < c->n; i++)
+        for (uint32_t l = 0; l < m->L; l++) {
+            const double *row = eam_set_at(c, i) + (size_t)l * m->J;
+            size_t k = (size_t)i * m->L + l;
+            m->sum[k] = row_sum(row, m->J);
+            m->norm2[k] = m->sum[k] > 0 ? normalised_norm2(row, m->sum[k], m->J) : 0.0;
+        }
+    m->n = c->n;
+    m->set = c;
+    m->version = c->version;
+    m->primed = 0;
+}
+
+/* cos[i][l] for every entry i against cur's row l (eam_row_cosine(entry row, cur row)). */
+static void update_row(eam_matcher *m, const eam_set *c, const double *cur_row, uint32_t l)
+{
+    uint32_t J = m->J;
+    double sb = row_sum(cur_row, J), nb = 0;
+    if (sb > 0)
+        for (uint32_t e = 0; e < J; e++) {
+            m->y[e] = cur_row[e] / sb;
+            nb += m->y[e] * m->y[e];
+        }
+    for (uint32_t i = 0; i < m->n; i++) {
+        size_t k = (size_t)i * m->L + l;
+        double sa = m->sum[k];
+        if (!(sa > 0) || !(sb > 0)) {
+            m->cos[k] = 0.0; /* a zero row: cosine 0 */
+            continue;
+        }
+        const double *a = eam_set_at(c, i) + (size_t)l * J;
+        double dot = 0;
+        for (uint32_t e = 0; e < J; e++)
+            dot += a[e] / sa * m->y[e];
+        m->cos[k] = dot / (sqrt(m->norm2[k]) * sqrt(nb));
+    }
+}
+
+uint32_t eam_matcher_match(eam_matcher *m, const eam_set *c, const double *cur, double *dist)
+{
+    if (c != m->set || c->version != m->version)
+        refresh_entries(m, c);
+    size_t J = m->J;
+    for (uint32_t l = 0; l < m->L; l++) {
+        const double *row = cur + l * J;
+        double *last = m->last + l * J;
+        if (m->primed && !memcmp(row, last, J * sizeof *row))
+            continue;
+        update_row(m, c, row, l);
+        memcpy(last, row, J * sizeof *row);
+    }
+    m->primed = 1;
+    uint32_t best = UINT32_MAX;
+    double min_d = INFINITY;
+    for (uint32_t i = 0; i < m->n; i++) {
+        double s = 0; /* eam_distance: sum over l in order, then 1 - s / L */
+        for (uint32_t l = 0; l < m->L; l++)
+            s += m->cos[(size_t)i * m->L + l];
+        double d = 1.0 - s / m->L;
+        if (min_d > d) {
+            min_d = d;
+            best = i;
+        }
+    }
+    if (dist)
+        *dist = min_d;
     return best;
 }
 

@@ -49,7 +49,8 @@ double eam_priority_code(double count, uint32_t l, uint32_t l_now, uint32_t L);
 
 typedef struct {
     uint32_t L, J, n, cap;
-    double *m; /* [cap][L][J] raw counts */
+    double *m;        /* [cap][L][J] raw counts */
+    uint64_t version; /* bumped by every push and clear (eam_matcher's cue) */
 } eam_set;
 
 void eam_set_init(eam_set *s, uint32_t L, uint32_t J);
@@ -65,6 +66,36 @@ static inline const double *eam_set_at(const eam_set *s, uint32_t i)
  * ties go to the lowest index); paper mode uses eam_distance, code mode
  * eam_distance_code at l_now.  UINT32_MAX when the set is empty. */
 uint32_t eam_match(const eam_set *c, const double *cur, eam_mode mode, uint32_t l_now);
+
+/* Paper-mode matching, incremental: the same argmin of Eq. (1) as
+ * eam_match(c, cur, EAM_MODE_PAPER, .) (ties to the lowest index) and the
+ * same distance bit for bit (the per-row cosines are computed with the same
+ * operations in the same order as eam_row_cosine and summed over l in order).
+ * It keeps per entry its row sums, its rows' squared norms after
+ * row-normalising (both recomputed only when the collection changed: another
+ * set, or its version moved) and its cosine with every row of the cur last
+ * matched, plus a copy of that cur; a match recomputes the cosines of only
+ * the rows of cur that differ from the copy (all of them after a change of
+ * the collection).  Cost per match: O(n L) plus O(n J) per changed row,
+ * instead of O(n L J). */
+typedef struct {
+    uint32_t L, J, n, n_cap;
+    const eam_set *set; /* the collection the entry stats describe */
+    uint64_t version;   /* its version then */
+    int primed;         /* cos and last describe a previous cur */
+    double *sum;        /* [n][L] entry row sums */
+    double *norm2;      /* [n][L] squared norms of the row-normalised entry rows */
+    double *cos;        /* [n][L] eam_row_cosine(entry row l, last row l) */
+    double *last;       /* [L][J] cur at the previous match */
+    double *y;          /* [J] scratch: a cur row divided by its sum */
+} eam_matcher;
+
+void eam_matcher_init(eam_matcher *m, uint32_t L, uint32_t J);
+void eam_matcher_free(eam_matcher *m);
+/* Index of the entry of c (c->L, c->J equal to the matcher's) nearest cur,
+ * UINT32_MAX when c is empty; its Eq. (1) distance in *dist when dist is not
+ * NULL (INFINITY when empty). */
+uint32_t eam_matcher_match(eam_matcher *m, const eam_set *c, const double *cur, double *dist);
 
 /* K-means with Eq. (1) as the distance over the row-normalised samples:
  * k-means++ initialisation drawn from rng (first centre uniform, then each

@@ -18,6 +18,9 @@ void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32
     s->map = ms_xcalloc((size_t)cap * L * J, sizeof *s->map);
     s->dot = ms_xcalloc(cap, sizeof *s->dot);
     s->norm2 = ms_xcalloc(cap, sizeof *s->norm2);
+    s->emb_norm2 = ms_xcalloc(cap, sizeof *s->emb_norm2);
+    s->map_norm2 = ms_xcalloc(cap, sizeof *s->map_norm2);
+    s->row_norm2 = ms_xcalloc((size_t)cap * L, sizeof *s->row_norm2);
 }
 
 void fmoe_store_free(fmoe_store *s)
@@ -26,6 +29,9 @@ void fmoe_store_free(fmoe_store *s)
     free(s->map);
     free(s->dot);
     free(s->norm2);
+    free(s->emb_norm2);
+    free(s->map_norm2);
+    free(s->row_norm2);
     memset(s, 0, sizeof *s);
 }
 
@@ -73,14 +79,48 @@ double fmoe_rdy(uint32_t d, uint32_t L, double score_sem, double score_map)
     return w * score_sem + (1.0 - w) * score_map;
 }
 
-static uint32_t most_redundant(const fmoe_store *s, const float *emb, const float *map)
+/* |a|^2 summed in fmoe_cosine's order. */
+static double norm2_of(const float *a, size_t n)
+{
+    double aa = 0;
+    for (size_t i = 0; i < n; i++)
+        aa += (double)a[i] * a[i];
+    return aa;
+}
+
+/* fmoe_cosine(a, b, n) given aa = |a|^2 and bb = |b|^2. */
+static double cosine_with_norms(const float *a, double aa, const float *b, double bb, size_t n)
+{
+    if (!(aa > 0 && bb > 0))
+        return 0.0;
+    double ab = 0;
+    for (size_t i = 0; i < n; i++)
+        ab += (double)a[i] * b[i];
+    return ab / (sqrt(aa) * sqrt(bb));
+}
+
+/* RDY against entry y; ee = |emb|^2, mm = |map|^2. */
+static double rdy_cached(const fmoe_store *s, uint32_t y, const float *emb, double ee, const float *map, double mm)
 {
     size_t LJ = (size_t)s->L * s->J;
+    double sem = s->D ? cosine_with_norms(emb, ee, s->emb + (size_t)y * s->D, s->emb_norm2[y], s->D) : 0.0;
+    double map_score = cosine_with_norms(map, mm, s->map + (size_t)y * LJ, s->map_norm2[y], LJ);
+    return fmoe_rdy(s->d, s->L, sem, map_score);
+}
+
+double fmoe_store_rdy(const fmoe_store *s, uint32_t y, const float *emb, const float *map)
+{
+    double ee = s->D ? norm2_of(emb, s->D) : 0.0;
+    return rdy_cached(s, y, emb, ee, map, norm2_of(map, (size_t)s->L * s->J));
+}
+
+static uint32_t most_redundant(const fmoe_store *s, const float *emb, const float *map)
+{
+    double ee = s->D ? norm2_of(emb, s->D) : 0.0, mm = norm2_of(map, (size_t)s->L * s->J);
     uint32_t best = 0;
     double best_rdy = -INFINITY;
     for (uint32_t y = 0; y < s->n; y++) {
-        double sem = s->D ? fmoe_cosine(emb, s->emb + (size_t)y * s->D, s->D) : 0.0;
-        double r = fmoe_rdy(s->d, s->L, sem, fmoe_cosine(map, s->map + (size_t)y * LJ, LJ));
+        double r = rdy_cached(s, y, emb, ee, map, mm);
         if (r > best_rdy) {
             best = y;
             best_rdy = r;
@@ -96,6 +136,10 @@ uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map)
     if (s->D)
         memcpy(s->emb + (size_t)y * s->D, emb, s->D * sizeof *emb);
     memcpy(s->map + (size_t)y * LJ, map, LJ * sizeof *map);
+    s->emb_norm2[y] = s->D ? norm2_of(emb, s->D) : 0.0;
+    s->map_norm2[y] = norm2_of(map, LJ);
+    for (uint32_t l = 0; l < s->L; l++)
+        s->row_norm2[(size_t)y * s->L + l] = norm2_of(map + (size_t)l * s->J, s->J);
     fmoe_traj_reset(s);
     return y;
 }
@@ -114,13 +158,11 @@ void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P)
         s->traj_norm2 += (double)P[j] * P[j];
     for (uint32_t y = 0; y < s->n; y++) {
         const float *row = s->map + ((size_t)y * s->L + l) * s->J;
-        double dot = 0, nn = 0;
-        for (uint32_t j = 0; j < s->J; j++) {
+        double dot = 0;
+        for (uint32_t j = 0; j < s->J; j++)
             dot += (double)P[j] * row[j];
-            nn += (double)row[j] * row[j];
-        }
         s->dot[y] += dot;
-        s->norm2[y] += nn;
+        s->norm2[y] += s->row_norm2[(size_t)y * s->L + l]; /* cached |m_y[l]|^2 */
     }
     s->observed++;
 }

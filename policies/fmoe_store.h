@@ -7,7 +7,12 @@
  * carries the running state of the incremental trajectory search: per entry
  * the dot product with the observed trajectory and the squared norm of the
  * entry's prefix over the same layers, plus the trajectory's squared norm.
- * Observing a layer costs O(C x J); nothing is recomputed from scratch. */
+ * Observing a layer costs O(C x J); nothing is recomputed from scratch.
+ * Per entry the store caches the squared norms of its embedding, its whole
+ * map and each layer's row of it (set when the entry is written), so that
+ * deduplication and the trajectory search never recompute them; every cached
+ * value is summed in the same order as the direct formula, so the results
+ * are the same bit for bit. */
 #ifndef MS_FMOE_STORE_H
 #define MS_FMOE_STORE_H
 
@@ -19,6 +24,9 @@ typedef struct {
     uint32_t n;               /* entries held */
     float *emb;               /* [cap][D] */
     float *map;               /* [cap][L][J] */
+    double *emb_norm2;        /* [cap] |e_y|^2 (when D > 0) */
+    double *map_norm2;        /* [cap] |m_y|^2 over the whole map */
+    double *row_norm2;        /* [cap][L] |m_y[l]|^2 */
     /* incremental trajectory search (reset at each iteration) */
     double *dot;              /* [cap] m_y[0..observed) . traj */
     double *norm2;            /* [cap] |m_y[0..observed)|^2 */
@@ -42,6 +50,10 @@ int fmoe_semantic_search(const fmoe_store *s, const float *e_new, double *score)
 /* RDY(x, y) = (d/L) score_sem + ((L-d)/L) score_map (seed 000, "Expert map
  * deduplication"). */
 double fmoe_rdy(uint32_t d, uint32_t L, double score_sem, double score_map);
+/* RDY((emb, map), entry y) from the cached norms of y: equal to
+ * fmoe_rdy(d, L, fmoe_cosine(emb, e_y, D), fmoe_cosine(map, m_y, L J))
+ * (the semantic term 0 when D = 0). */
+double fmoe_store_rdy(const fmoe_store *s, uint32_t y, const float *emb, const float *map);
 /* Adds (emb, map): appended while n < C, else it replaces argmax_y RDY(x, y)
  * over whole maps (ties to the lower index); emb is ignored when D = 0 (the
  * semantic term is then 0).  Returns the entry index.  Resets the

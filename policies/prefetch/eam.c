@@ -29,7 +29,10 @@
  * rebuild_after EAMs), in the background (no modelled cost).
  *
  * Matching cost: (EAMC entries x L x J) x policy_op_s per match, charged
- * asynchronously (it delays only the prefetches the match issues). */
+ * asynchronously (it delays only the prefetches the match issues).  The
+ * simulator itself matches incrementally in paper mode (eam_matcher:
+ * only the rows of cur_eam that changed since the last match are
+ * recomputed), with the same result bit for bit. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -42,6 +45,7 @@ typedef struct {
     double threshold;
     eam_tracker tr;
     eam_set eamc, collected;
+    eam_matcher matcher; /* paper mode: incremental eam_match */
     gsl_rng *rng;
     double *last_prio; /* [L][J] priority last submitted (paper mode) */
     uint64_t rebuilds;
@@ -60,6 +64,7 @@ static void eam_destroy(void *st)
     eam_tracker_free(&s->tr);
     eam_set_free(&s->eamc);
     eam_set_free(&s->collected);
+    eam_matcher_free(&s->matcher);
     if (s->rng)
         gsl_rng_free(s->rng);
     free(s->last_prio);
@@ -95,6 +100,7 @@ static void *eam_create(const ms_params *p, const ms_policy_env *env, ms_err *er
     eam_tracker_init(&s->tr, s->L, s->J, window);
     eam_set_init(&s->eamc, s->L, s->J);
     eam_set_init(&s->collected, s->L, s->J);
+    eam_matcher_init(&s->matcher, s->L, s->J);
     s->rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(s->rng, (unsigned long)env->seed);
     s->last_prio = ms_xcalloc((size_t)s->L * s->J, sizeof *s->last_prio);
@@ -150,7 +156,8 @@ static void charge_match(const eam_state *s, ms_view *v)
 /* Algorithm 1 PREFETCH(m, cur_eam, eamc, cur_l, q), lines 15-27. */
 static void prefetch_paper(eam_state *s, ms_view *v, uint32_t l)
 {
-    const double *p_eam = eam_set_at(&s->eamc, eam_match(&s->eamc, s->tr.cur, EAM_MODE_PAPER, l));
+    /* lines 16-21: eam_match(&s->eamc, cur, EAM_MODE_PAPER, l), computed incrementally */
+    const double *p_eam = eam_set_at(&s->eamc, eam_matcher_match(&s->matcher, &s->eamc, s->tr.cur, NULL));
     for (uint32_t f = l + 1; f < s->L; f++) { /* line 22: fl in layers[cur_l + 1 : n_layers] */
         const double *row = p_eam + (size_t)f * s->J;
         double n_token = 0; /* line 23 */

@@ -5,7 +5,9 @@
  * takes 0.5 ms latency + 1 ms = 1.5 ms, expert compute 0.1 ms, dense work
  * 0.2 ms; layers are 0-based. */
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "fixtures.h"
@@ -80,6 +82,106 @@ static void test_code_masking_changes_match(void)
     CHECK_NEAR(eam_distance(A, cur2, 2, 2), eam_distance(B, cur2, 2, 2), TOL);
     CHECK_EQ_INT(eam_match(&c, cur2, EAM_MODE_PAPER, 0), 0);
     eam_set_free(&c);
+}
+
+/* ------------------------------------------------------------------ */
+/* incremental paper-mode matcher == direct argmin of eam_distance */
+
+#define MT_L 6
+#define MT_J 5
+#define MT_P 9
+
+/* A random count row: zero with probability 1/4, else counts in [0, 3]. */
+static void random_row(gsl_rng *r, double *row)
+{
+    int zero = gsl_rng_uniform_int(r, 4) == 0;
+    for (uint32_t e = 0; e < MT_J; e++)
+        row[e] = zero ? 0.0 : (double)gsl_rng_uniform_int(r, 4);
+}
+
+/* MT_P random entries; entries 3 and 7 duplicate entries 1 and 2 (exact ties). */
+static void random_collection(gsl_rng *r, eam_set *c)
+{
+    double m[MT_P][MT_L * MT_J];
+    eam_set_clear(c);
+    for (uint32_t i = 0; i < MT_P; i++) {
+        for (uint32_t l = 0; l < MT_L; l++)
+            random_row(r, m[i] + l * MT_J);
+        if (i == 3 || i == 7)
+            memcpy(m[i], m[i == 3 ? 1 : 2], sizeof m[i]);
+        eam_set_push(c, m[i]);
+    }
+}
+
+static uint32_t direct_argmin(const eam_set *c, const double *cur, double *dist)
+{
+    uint32_t best = UINT32_MAX;
+    double bd = INFINITY;
+    for (uint32_t i = 0; i < c->n; i++) {
+        double d = eam_distance(eam_set_at(c, i), cur, c->L, c->J);
+        if (d < bd) {
+            bd = d;
+            best = i;
+        }
+    }
+    *dist = bd;
+    return best;
+}
+
+static void test_incremental_matcher(void)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 2024);
+    eam_set c;
+    eam_set_init(&c, MT_L, MT_J);
+    eam_matcher m;
+    eam_matcher_init(&m, MT_L, MT_J);
+    double cur[MT_L * MT_J] = {0}; /* starts all zero: every distance is 1, a tie -> entry 0 */
+    double d_inc = 0, d_dir = 0;
+    CHECK_EQ_INT(eam_matcher_match(&m, &c, cur, &d_inc), UINT32_MAX); /* empty collection */
+    random_collection(r, &c);
+    uint32_t ties = 0, zero_rows = 0, rebuilds = 0, wholes = 0;
+    for (int step = 0; step < 4000; step++) {
+        uint32_t what = (uint32_t)gsl_rng_uniform_int(r, 100), l = (uint32_t)gsl_rng_uniform_int(r, MT_L);
+        if (what < 70) { /* the engine's case: layer l's row grows */
+            for (uint32_t e = 0; e < MT_J; e++)
+                cur[l * MT_J + e] += (double)gsl_rng_uniform_int(r, 3);
+        } else if (what < 80) { /* a row drops to zero */
+            memset(cur + l * MT_J, 0, MT_J * sizeof *cur);
+            zero_rows++;
+        } else if (what < 88) { /* a new batch: every row may change */
+            for (uint32_t k = 0; k < MT_L; k++)
+                random_row(r, cur + k * MT_J);
+            wholes++;
+        } else if (what < 93) { /* the collection is rebuilt (same set, new version) */
+            random_collection(r, &c);
+            rebuilds++;
+        } else if (what < 96) { /* cur becomes a copy of an entry's duplicate: distance 0, tie 1 == 3 */
+            memcpy(cur, eam_set_at(&c, 3), sizeof cur);
+        } /* else: nothing changed since the last match */
+        uint32_t want = direct_argmin(&c, cur, &d_dir);
+        uint32_t got = eam_matcher_match(&m, &c, cur, &d_inc);
+        CHECK_EQ_INT(got, want);
+        CHECK_NEAR(d_inc, d_dir, 1e-12);
+        CHECK_EQ_INT(eam_match(&c, cur, EAM_MODE_PAPER, 0), want);
+        ties += want == 1 && eam_distance(eam_set_at(&c, 3), cur, MT_L, MT_J) == d_dir;
+    }
+    /* the sequence really exercised every case */
+    CHECK(ties > 0);
+    CHECK(zero_rows > 100);
+    CHECK(rebuilds > 100);
+    CHECK(wholes > 100);
+    /* another set with the same version still refreshes the entry stats */
+    eam_set c2;
+    eam_set_init(&c2, MT_L, MT_J);
+    random_collection(r, &c2);
+    c2.version = c.version;
+    CHECK_EQ_INT(eam_matcher_match(&m, &c2, cur, &d_inc), direct_argmin(&c2, cur, &d_dir));
+    CHECK_NEAR(d_inc, d_dir, 1e-12);
+    eam_set_free(&c2);
+    eam_matcher_free(&m);
+    eam_set_free(&c);
+    gsl_rng_free(r);
 }
 
 /* Six 1 x 2 EAMs: three near expert 0, three near expert 1. */
@@ -452,6 +554,7 @@ int main(void)
     test_distance();
     test_priorities();
     test_code_masking_changes_match();
+    test_incremental_matcher();
     test_kmeans();
     test_training_windows();
     ms_platform p = test_platform();

@@ -2,7 +2,10 @@
  * formula on hand-built inputs, then exact hit / miss counts through ms_run
  * on hand-built traces. */
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
+
+#include <gsl/gsl_rng.h>
 
 #include "check.h"
 #include "fixtures.h"
@@ -146,6 +149,86 @@ static void test_rdy_replacement(void)
     /* x again: y1 now equals x (RDY 1) -> y1 replaced again */
     CHECK_EQ_INT(fmoe_store_add(&s, ex, mx), 1);
     fmoe_store_free(&s);
+}
+
+/* Cached-norm RDY == the direct formula, on a seeded random stream of adds
+ * into a full store (zero maps and zero embeddings included), for D > 0 and
+ * D = 0; the replaced entry is the direct argmax (ties to the lower index),
+ * and the trajectory search's prefix norms (cached per layer) equal the
+ * direct sums. */
+#define RC_C 6
+#define RC_L 4
+#define RC_J 5
+#define RC_D 3
+
+static void random_vec(gsl_rng *r, float *v, size_t n)
+{
+    int zero = gsl_rng_uniform_int(r, 8) == 0;
+    for (size_t i = 0; i < n; i++)
+        v[i] = zero ? 0.0f : (float)gsl_rng_uniform_int(r, 4) / 4.0f;
+}
+
+static uint32_t direct_most_redundant(const fmoe_store *s, const float *emb, const float *map)
+{
+    size_t LJ = (size_t)s->L * s->J;
+    uint32_t best = 0;
+    double best_rdy = -INFINITY;
+    for (uint32_t y = 0; y < s->n; y++) {
+        double sem = s->D ? fmoe_cosine(emb, s->emb + (size_t)y * s->D, s->D) : 0.0;
+        double direct = fmoe_rdy(s->d, s->L, sem, fmoe_cosine(map, fmoe_store_map(s, y), LJ));
+        CHECK_NEAR(fmoe_store_rdy(s, y, emb, map), direct, 1e-12);
+        if (direct > best_rdy) {
+            best = y;
+            best_rdy = direct;
+        }
+    }
+    return best;
+}
+
+static void check_prefix_norms(gsl_rng *r, fmoe_store *s)
+{
+    float P[RC_J];
+    fmoe_traj_reset(s);
+    for (uint32_t l = 0; l < RC_L; l++) {
+        random_vec(r, P, RC_J);
+        fmoe_traj_observe(s, l, P);
+        for (uint32_t y = 0; y < s->n; y++) {
+            double nn = 0;
+            for (size_t i = 0; i < (size_t)(l + 1) * RC_J; i++)
+                nn += (double)fmoe_store_map(s, y)[i] * fmoe_store_map(s, y)[i];
+            CHECK_NEAR(s->norm2[y], nn, 1e-12);
+        }
+    }
+}
+
+static void test_rdy_cached_equals_direct(void)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 7);
+    for (uint32_t D = 0; D <= RC_D; D += RC_D) {
+        fmoe_store s;
+        fmoe_store_init(&s, RC_C, RC_L, RC_J, D, 1);
+        float emb[RC_D], map[RC_L * RC_J];
+        uint32_t replaced = 0, distinct_victims = 0, seen[RC_C] = {0};
+        for (int k = 0; k < 300; k++) {
+            random_vec(r, emb, RC_D);
+            random_vec(r, map, RC_L * RC_J);
+            uint32_t want = s.n < RC_C ? s.n : direct_most_redundant(&s, emb, map);
+            uint32_t got = fmoe_store_add(&s, emb, map);
+            CHECK_EQ_INT(got, want);
+            if (k >= RC_C) {
+                replaced++;
+                distinct_victims += !seen[got]++;
+            }
+            if (k % 50 == 0)
+                check_prefix_norms(r, &s);
+        }
+        CHECK_EQ_INT(replaced, 300 - RC_C);
+        CHECK(distinct_victims > 1); /* the cached norms of replaced entries were refreshed */
+        check_prefix_norms(r, &s);
+        fmoe_store_free(&s);
+    }
+    gsl_rng_free(r);
 }
 
 /* ---- engine level ---- */
@@ -405,6 +488,7 @@ int main(void)
     test_delta_selection();
     test_priorities_and_keys();
     test_rdy_replacement();
+    test_rdy_cached_equals_direct();
     test_engine_trajectory();
     test_engine_async_cost();
     test_engine_semantic();
