@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <string.h>
+
+#include "check.h"
 #include "sim/profile.h"
 #include "traces/gen.h"
 #include "traces/import.h"
@@ -59,5 +62,40 @@ static inline ms_platform ms_fixture_exact_platform(void)
     p.ssd_bw = 1e9;
     return p;
 }
+
+/* The n-th event of `kind` (0-based) for expert (l, e) in a --events CSV:
+ * its start and end; -1 when absent. */
+static inline int ms_fixture_find_event(const char *events, const char *kind, int l, int e, int nth, double *t0, double *t1)
+{
+    FILE *f = fopen(events, "r");
+    char line[512], k[64];
+    int it, el, ee;
+    double a, b;
+    if (!f || !fgets(line, sizeof line, f)) {
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%63[^,],%lf,%lf,%d,%d,%d", k, &a, &b, &it, &el, &ee) == 6 && !strcmp(k, kind) &&
+            el == l && ee == e && nth-- == 0) {
+            *t0 = a;
+            *t1 = b;
+            fclose(f);
+            return 0;
+        }
+    }
+    fclose(f);
+    return -1;
+}
+
+/* Checks an event's start and end, given in milliseconds, to 1e-12 s. */
+#define CHECK_EVENT(ev, kind, l, e, nth, start, end)                                                            \
+    do {                                                                                                        \
+        double _s = -1, _e = -1;                                                                                \
+        CHECK(ms_fixture_find_event(ev, kind, l, e, nth, &_s, &_e) == 0);                                       \
+        CHECK_NEAR(_s, (start)*1e-3, 1e-12);                                                                    \
+        CHECK_NEAR(_e, (end)*1e-3, 1e-12);                                                                      \
+    } while (0)
 
 #endif

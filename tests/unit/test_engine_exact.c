@@ -77,36 +77,6 @@ static ms_metrics run(const char *trace, const ms_platform *p, const char *prefe
     return m;
 }
 
-/* Returns the start and end of the n-th event of `kind` (0-based) for expert
- * (l, e), or -1 when absent. */
-static int find_event(const char *events, const char *kind, int l, int e, int nth, double *t0, double *t1)
-{
-    FILE *f = fopen(events, "r");
-    char line[512], k[64];
-    int it, el, ee;
-    double a, b;
-    fgets(line, sizeof line, f);
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "%63[^,],%lf,%lf,%d,%d,%d", k, &a, &b, &it, &el, &ee) == 6 && !strcmp(k, kind) &&
-            el == l && ee == e && nth-- == 0) {
-            *t0 = a;
-            *t1 = b;
-            fclose(f);
-            return 0;
-        }
-    }
-    fclose(f);
-    return -1;
-}
-
-#define CHECK_EVENT(ev, kind, l, e, nth, start, end)                                                            \
-    do {                                                                                                        \
-        double _s = -1, _e = -1;                                                                                \
-        CHECK(find_event(ev, kind, l, e, nth, &_s, &_e) == 0);                                                  \
-        CHECK_NEAR(_s, (start)*MS, TOL);                                                                        \
-        CHECK_NEAR(_e, (end)*MS, TOL);                                                                          \
-    } while (0)
-
 /* No prefetch, LRU over 2 experts: hand timeline in the comments. */
 static void test_lru_on_demand(const ms_platform *p)
 {

@@ -264,39 +264,6 @@ static ms_metrics run(const char *trace, const ms_platform *p, const char *prefe
     return m;
 }
 
-/* The n-th event of `kind` (0-based) for expert (l, e): start and end. */
-static int find_event(const char *events, const char *kind, int l, int e, int nth, double *t0, double *t1)
-{
-    FILE *f = fopen(events, "r");
-    char line[512], k[64];
-    int it, el, ee;
-    double a, b;
-    if (!f || !fgets(line, sizeof line, f)) {
-        if (f)
-            fclose(f);
-        return -1;
-    }
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "%63[^,],%lf,%lf,%d,%d,%d", k, &a, &b, &it, &el, &ee) == 6 && !strcmp(k, kind) &&
-            el == l && ee == e && nth-- == 0) {
-            *t0 = a;
-            *t1 = b;
-            fclose(f);
-            return 0;
-        }
-    }
-    fclose(f);
-    return -1;
-}
-
-#define CHECK_EVENT(ev, kind, l, e, nth, start, end)                                                            \
-    do {                                                                                                        \
-        double _s = -1, _e = -1;                                                                                \
-        CHECK(find_event(ev, kind, l, e, nth, &_s, &_e) == 0);                                                  \
-        CHECK_NEAR(_s, (start)*MS, TOL);                                                                        \
-        CHECK_NEAR(_e, (end)*MS, TOL);                                                                          \
-    } while (0)
-
 /* L = 2, J = 4, K = 1: iterations {0, 1}, {0, 2}, {3, 1} (as test_engine_exact). */
 static const int route_a[3 * 2] = {0, 1, 0, 2, 3, 1};
 
