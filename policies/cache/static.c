@@ -12,12 +12,17 @@ typedef struct {
     uint32_t nx, J;
 } static_state;
 
+typedef struct {
+    static_state *s;
+    const ms_trace_meta *m;
+} count_ctx;
+
 static int count_iteration(void *ctx, uint64_t req_index, const ms_request *r, uint32_t it, ms_err *err)
 {
     (void)req_index;
     (void)err;
-    const ms_trace_meta *m = ((const ms_policy_env *)((void **)ctx)[1])->meta;
-    static_state *s = ((void **)ctx)[0];
+    static_state *s = ((count_ctx *)ctx)->s;
+    const ms_trace_meta *m = ((count_ctx *)ctx)->m;
     const ms_iteration *iter = &r->iters[it];
     for (uint32_t row = iter->row0; row < iter->row0 + iter->n_rows; row++)
         for (uint32_t l = 0; l < m->L; l++)
@@ -39,8 +44,8 @@ static void *static_create(const ms_params *p, const ms_policy_env *env, ms_err 
     ms_policy_env counted = *env;
     if (env->split.frac == 0) /* no split: count every request */
         counted.split = (ms_split){.frac = 1, .train_requests = env->meta->n_requests};
-    void *ctx[2] = {s, &counted};
-    if (ms_train_foreach(&counted, count_iteration, ctx, err)) {
+    count_ctx ctx = {s, env->meta};
+    if (ms_train_foreach(&counted, count_iteration, &ctx, err)) {
         free(s->count);
         free(s);
         return NULL;
