@@ -1,0 +1,146 @@
+/* The simulated timeline: the executor contract over the timing model. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "exec.h"
+#include "timing.h"
+
+typedef struct {
+    const ms_platform *p;
+    uint32_t L, J;
+    double stream_end[MS_STREAMS];
+    double *copy_end;   /* [L*J] end of the latest copy of each expert */
+    ms_event next;      /* id of the next event */
+    ms_event ring_id[MS_EXEC_SIM_EVENTS];
+    double ring_t0[MS_EXEC_SIM_EVENTS], ring_t1[MS_EXEC_SIM_EVENTS];
+} sim_exec;
+
+double ms_exec_sim_duration(const ms_platform *p, const ms_op *op)
+{
+    switch (op->kind) {
+    case MS_OP_DENSE:
+        return ms_t_dense_gpu(p, op->bytes, op->params, op->tokens);
+    case MS_OP_COPY:
+        return op->from_ssd ? ms_t_copy_ssd_h2d(p, op->bytes) : ms_t_copy_h2d(p, op->bytes);
+    case MS_OP_EXPERT_GPU:
+        return ms_t_expert_gpu(p, op->bytes, op->params, op->tokens);
+    case MS_OP_EXPERT_CPU:
+        return ms_t_expert_cpu(p, op->bytes, op->params, op->tokens);
+    default:
+        return 0;
+    }
+}
+
+static int lookup(const sim_exec *s, ms_event ev, double *t0, double *t1, ms_err *err)
+{
+    size_t i = (size_t)ev % MS_EXEC_SIM_EVENTS;
+    if (ev < 0 || ev >= s->next || s->ring_id[i] != ev) {
+        ms_fail(err, "simulated executor: event %lld is unknown or older than the last %d events", (long long)ev,
+                MS_EXEC_SIM_EVENTS);
+        return -1;
+    }
+    *t0 = s->ring_t0[i];
+    *t1 = s->ring_t1[i];
+    return 0;
+}
+
+static int has_expert(const sim_exec *s, const ms_op *op, ms_err *err)
+{
+    if (op->layer < s->L && op->expert < s->J)
+        return 1;
+    ms_fail(err, "simulated executor: expert (%u, %u) outside %u layers x %u experts", op->layer, op->expert, s->L,
+            s->J);
+    return 0;
+}
+
+static int sim_submit(void *st, const ms_op *op, ms_event *out, ms_err *err)
+{
+    sim_exec *s = st;
+    int expert_op = op->kind == MS_OP_COPY || op->kind == MS_OP_EXPERT_GPU;
+    if (op->kind < 0 || op->kind >= MS_OP_KINDS || (expert_op && !has_expert(s, op, err))) {
+        if (op->kind < 0 || op->kind >= MS_OP_KINDS)
+            ms_fail(err, "simulated executor: unknown op kind %d", (int)op->kind);
+        return -1;
+    }
+    ms_stream k = ms_op_stream(op->kind);
+    double start = fmax(op->not_before_s, s->stream_end[k]);
+    if (op->after != MS_NO_EVENT) {
+        double a0, a1;
+        if (lookup(s, op->after, &a0, &a1, err))
+            return -1;
+        start = fmax(start, a1);
+    }
+    size_t x = expert_op ? (size_t)op->layer * s->J + op->expert : 0;
+    if (op->kind == MS_OP_EXPERT_GPU)
+        start = fmax(start, s->copy_end[x]);
+    double end = start + ms_exec_sim_duration(s->p, op);
+    s->stream_end[k] = end;
+    if (op->kind == MS_OP_COPY)
+        s->copy_end[x] = end;
+    ms_event ev = s->next++;
+    size_t i = (size_t)ev % MS_EXEC_SIM_EVENTS;
+    s->ring_id[i] = ev;
+    s->ring_t0[i] = start;
+    s->ring_t1[i] = end;
+    *out = ev;
+    return 0;
+}
+
+static int sim_wait(void *st, ms_event ev, double *start_s, double *end_s, ms_err *err)
+{
+    return lookup(st, ev, start_s, end_s, err);
+}
+
+static int sim_release(void *st, uint32_t layer, uint32_t expert, ms_err *err)
+{
+    (void)st, (void)layer, (void)expert, (void)err;
+    return 0;
+}
+
+/* Time 0: copies before the run (a preloaded cache) are ready at 0. */
+static int sim_begin(void *st, ms_err *err)
+{
+    (void)err;
+    sim_exec *s = st;
+    for (int k = 0; k < MS_STREAMS; k++)
+        s->stream_end[k] = 0;
+    for (size_t x = 0; x < (size_t)s->L * s->J; x++)
+        s->copy_end[x] = 0;
+    return 0;
+}
+
+static void sim_destroy(void *st)
+{
+    sim_exec *s = st;
+    if (!s)
+        return;
+    free(s->copy_end);
+    free(s);
+}
+
+static const ms_exec_ops sim_ops = {
+    .name = "sim",
+    .submit = sim_submit,
+    .wait = sim_wait,
+    .release = sim_release,
+    .begin = sim_begin,
+    .destroy = sim_destroy,
+};
+
+int ms_exec_sim_create(const ms_platform *p, uint32_t layers, uint32_t experts, ms_exec *out, ms_err *err)
+{
+    if (!p || !layers || !experts) {
+        ms_fail(err, "simulated executor: needs a platform profile and at least one layer and expert");
+        return -1;
+    }
+    sim_exec *s = ms_xcalloc(1, sizeof *s);
+    s->p = p;
+    s->L = layers;
+    s->J = experts;
+    s->copy_end = ms_xcalloc((size_t)layers * experts, sizeof *s->copy_end);
+    for (size_t i = 0; i < MS_EXEC_SIM_EVENTS; i++)
+        s->ring_id[i] = MS_NO_EVENT;
+    out->ops = &sim_ops;
+    out->st = s;
+    return 0;
+}
