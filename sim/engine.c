@@ -17,7 +17,7 @@
 #include "../policies/gate.h"
 #include "batcher.h"
 #include "engine.h"
-#include "timing.h"
+#include "exec.h"
 
 enum { OUT_HIT = 1, OUT_LATE = 2, OUT_MISS = 3 };
 
@@ -84,6 +84,9 @@ struct ms_view {
     /* next-use pre-pass: sorted iteration indices per expert */
     uint32_t **use_it;
     uint32_t *use_n, *use_cap, *use_cur;
+    /* the executor every op goes through (sim/exec.h) */
+    ms_exec *exec;
+    ms_exec own_exec;       /* the simulated timeline, when cfg->exec is NULL */
     /* results */
     ms_metrics *m;
     dvec ttft, tpot, latency;
@@ -383,6 +386,39 @@ static void dequeue_prefetch(ms_view *v, uint32_t x)
 }
 
 /* ------------------------------------------------------------------ */
+/* the executor (sim/exec.h): every op goes through it, and its times are
+ * the engine's; a failure (only real backends fail) ends the run */
+
+static int exec_failed(ms_view *v)
+{
+    v->failed = 1;
+    return -1;
+}
+
+/* Submits op and waits for it: its start and end on the executor's clock. */
+static int exec_run(ms_view *v, ms_op *op, double *start, double *end)
+{
+    ms_event ev;
+    op->iteration = v->iter;
+    if (ms_exec_submit(v->exec, op, &ev, v->err) || ms_exec_wait(v->exec, ev, start, end, v->err))
+        return exec_failed(v);
+    return 0;
+}
+
+static void release_slot(ms_view *v, uint32_t x)
+{
+    if (!v->failed && ms_exec_release(v->exec, x / v->J, x % v->J, v->err))
+        exec_failed(v);
+}
+
+static ms_op expert_op(const ms_view *v, ms_op_kind kind, uint32_t x)
+{
+    uint32_t l = x / v->J;
+    return (ms_op){.kind = kind, .layer = l, .expert = x % v->J, .bytes = v->layer_bytes[l],
+                   .params = v->layer_params[l], .after = MS_NO_EVENT};
+}
+
+/* ------------------------------------------------------------------ */
 /* cache slots */
 
 static void evict(ms_view *v, uint32_t x)
@@ -399,6 +435,7 @@ static void evict(ms_view *v, uint32_t x)
     if (v->cache->cache->on_evict)
         v->cache->cache->on_evict(v->cache_st, v, x / v->J, x % v->J);
     event(v, "evict", v->clock, v->clock, x, bytes);
+    release_slot(v, x);
 }
 
 /* Frees room for x by evicting the cache policy's victims; -1 when nothing
@@ -503,15 +540,21 @@ static void start_copy(ms_view *v, const qentry *q, double start)
     } else {
         v->m->demand_copies++;
     }
-    int from_ssd = host_fetch(v, x);
-    double dur = from_ssd ? ms_t_copy_ssd_h2d(v->cfg->platform, bytes) : ms_t_copy_h2d(v->cfg->platform, bytes);
-    if (from_ssd)
+    ms_op op = expert_op(v, MS_OP_COPY, x);
+    op.from_ssd = host_fetch(v, x);
+    op.demand = q->demand;
+    op.issue_s = q->issue_t;
+    op.not_before_s = start;
+    double t0, t1;
+    if (exec_run(v, &op, &t0, &t1))
+        return;
+    if (op.from_ssd)
         v->m->ssd_bytes += bytes;
-    v->ready_t[x] = start + dur;
-    v->link_free = start + dur;
+    v->ready_t[x] = t1;
+    v->link_free = t1;
     v->m->pcie_bytes += bytes;
     v->m->pcie_copies++;
-    event(v, q->demand ? "copy_demand" : "copy_prefetch", start, start + dur, x, bytes);
+    event(v, q->demand ? "copy_demand" : "copy_prefetch", t0, t1, x, bytes);
     v->clock = v->now;
 }
 
@@ -565,7 +608,7 @@ static void start_demands(ms_view *v)
 {
     for (;;) {
         drop_invalid_top(v);
-        if (!v->hn || !v->heap[0].demand)
+        if (!v->hn || !v->heap[0].demand || v->failed)
             return;
         qentry q = heap_pop(v);
         start_copy(v, &q, fmax(v->link_free, q.issue_t));
@@ -793,27 +836,31 @@ static void order_by_ready(uint32_t *order, const double *ready, uint32_t n)
 static double compute_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, const uint8_t *on_cpu, double t_start)
 {
     uint32_t l = v->layer;
-    const ms_platform *p = v->cfg->platform;
     uint32_t *order = ms_xcalloc(n ? n : 1, sizeof *order);
     double *ready = ms_xcalloc(n ? n : 1, sizeof *ready);
     for (uint32_t i = 0; i < n; i++)
         ready[i] = on_cpu[i] ? INFINITY : fmax(v->ready_t[l * v->J + acts[i].expert], 0.0);
     order_by_ready(order, ready, n);
     double gpu = t_start, cpu = t_start, stall = 0;
-    for (uint32_t j = 0; j < n; j++) {
+    for (uint32_t j = 0; j < n && !v->failed; j++) {
         uint32_t i = order[j];
         uint32_t x = l * v->J + acts[i].expert;
+        ms_op op = expert_op(v, on_cpu[i] ? MS_OP_EXPERT_CPU : MS_OP_EXPERT_GPU, x);
+        op.tokens = acts[i].tokens;
+        op.issue_s = op.not_before_s = t_start;
+        double start, end;
+        if (exec_run(v, &op, &start, &end))
+            break;
         if (on_cpu[i]) {
-            double d = ms_t_expert_cpu(p, v->layer_bytes[l], v->layer_params[l], acts[i].tokens);
-            event(v, "compute_cpu", cpu, cpu + d, x, 0);
-            cpu += d;
+            event(v, "compute_cpu", start, end, x, 0);
+            cpu = end;
             continue;
         }
-        double start = fmax(gpu, ready[i]);
         stall += start - gpu;
-        double d = ms_t_expert_gpu(p, v->layer_bytes[l], v->layer_params[l], acts[i].tokens);
-        event(v, "compute_gpu", start, start + d, x, 0);
-        gpu = start + d;
+        event(v, "compute_gpu", start, end, x, 0);
+        gpu = end;
+        if (v->transient[x])
+            release_slot(v, x);
         v->transient[x] = 0;
     }
     free(order);
@@ -838,7 +885,6 @@ static void expire_prefetches_of_layer(ms_view *v, uint32_t l)
 
 static int run_layer(ms_view *v, uint32_t l)
 {
-    const ms_platform *p = v->cfg->platform;
     double t0 = v->now;
     advance(v, t0);
     v->layer = l;
@@ -847,8 +893,12 @@ static int run_layer(ms_view *v, uint32_t l)
     begin_hook(v, t0);
     if (v->pf->prefetch->on_layer_start)
         v->pf->prefetch->on_layer_start(v->pf_st, v, l);
-    double dense_start = t0 + v->sync_delay;
-    double t_gate = dense_start + ms_t_dense_gpu(p, v->dense_bytes[l], v->dense_params[l], v->batch_rows);
+    ms_op dense = {.kind = MS_OP_DENSE, .layer = l, .expert = UINT32_MAX, .tokens = v->batch_rows,
+                   .bytes = v->dense_bytes[l], .params = v->dense_params[l], .after = MS_NO_EVENT};
+    dense.issue_s = dense.not_before_s = t0 + v->sync_delay;
+    double dense_start, t_gate;
+    if (exec_run(v, &dense, &dense_start, &t_gate))
+        return -1;
     event_layer(v, "dense", dense_start, t_gate);
     advance(v, t_gate);
     v->now = v->clock = t_gate;
@@ -1148,6 +1198,34 @@ static void preload_cache(ms_view *v)
     free(es);
 }
 
+/* The experts resident before the run get their copies (a real backend
+ * fills their slots), then the executor's clock starts: they are ready at 0. */
+static int start_executor(ms_view *v)
+{
+    for (uint32_t x = 0; x < v->NX; x++) {
+        if (!v->cached[x])
+            continue;
+        ms_op op = expert_op(v, MS_OP_COPY, x);
+        op.iteration = UINT64_MAX;
+        ms_event ev;
+        if (ms_exec_submit(v->exec, &op, &ev, v->err))
+            return exec_failed(v);
+    }
+    return ms_exec_begin(v->exec, v->err) ? exec_failed(v) : 0;
+}
+
+static int open_executor(ms_view *v)
+{
+    if (v->cfg->exec) {
+        v->exec = v->cfg->exec;
+        return 0;
+    }
+    if (ms_exec_sim_create(v->cfg->platform, v->L, v->J, &v->own_exec, v->err))
+        return -1;
+    v->exec = &v->own_exec;
+    return 0;
+}
+
 static void init_host_tier(ms_view *v)
 {
     v->in_host = ms_xcalloc(v->NX, 1);
@@ -1310,10 +1388,10 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
     if ((v->pf->needs_future || v->cache->needs_future || v->sched->needs_future) && build_future(v, rd))
         goto done;
     init_host_tier(v);
-    if (open_events(v) || open_sample_csvs(v))
+    if (open_events(v) || open_sample_csvs(v) || open_executor(v))
         goto done;
     preload_cache(v);
-    if (replay(v, rd))
+    if (start_executor(v) || replay(v, rd))
         goto done;
     out->makespan_s = v->now;
     if (v->pf->prefetch->state_bytes)
@@ -1328,6 +1406,8 @@ done:
     if (v->ev && fclose(v->ev) && rc == 0)
         rc = ms_fail(err, "--events %s: write failed", cfg->events_path);
     rc = close_sample_csvs(v, rc);
+    if (v->exec == &v->own_exec)
+        ms_exec_destroy(&v->own_exec);
     free_state(v);
     free(v);
     ms_reader_close(rd);

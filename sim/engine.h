@@ -47,6 +47,11 @@ typedef struct {
      *   request,arrival_s,ttft_s,tpot_s,latency_s (ttft/tpot empty when undefined). */
     const char *iterations_path;
     const char *requests_path;
+    /* The executor every op goes through (sim/exec.h).  NULL: the simulated
+     * timeline of `platform`, which the engine makes and frees.  Otherwise
+     * the caller's, which must not be shared with another run; its times are
+     * the engine's (`moesim validate` passes a tee onto a real backend). */
+    struct ms_exec *exec;
 } ms_run_config;
 
 typedef struct {
