@@ -4,6 +4,8 @@
 #ifndef MS_CLI_H
 #define MS_CLI_H
 
+#include "engine.h"
+
 int ms_cli_run(int argc, char **argv);
 int ms_cli_list(int argc, char **argv);
 int ms_cli_demo(int argc, char **argv);
@@ -18,6 +20,22 @@ int ms_cli_trace_gen(int argc, char **argv);
 int ms_cli_trace_workload(int argc, char **argv);
 int ms_cli_trace_fit(int argc, char **argv);
 int ms_cli_serverless(int argc, char **argv);
+int ms_cli_validate(int argc, char **argv);
+
+/* The flags of `moesim run` (see its --help), shared with `moesim validate`:
+ * fills cfg and f; f->cmd names the command in messages; f->extra (or
+ * NULL) sees every "--flag value" first and returns 1 when it took it, 0
+ * when it is not its flag, 2 after printing a usage error.  Returns 0 or the
+ * usage exit code 2. */
+typedef struct {
+    const char *cmd;
+    const char *model, *platform;
+    int json;
+    int cap_flags;
+    int (*extra)(void *ctx, const char *flag, const char *val);
+    void *ctx;
+} ms_run_flags;
+int ms_cli_parse_run_flags(int argc, char **argv, ms_run_config *cfg, ms_run_flags *f);
 
 /* Prints "moesim: <msg>\n" to stderr and returns 1 (the error exit code). */
 int ms_cli_error(const char *msg);

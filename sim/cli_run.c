@@ -34,29 +34,23 @@ static const char run_usage[] =
     "                      the mass the top-k leaves, spread evenly\n"
     "  --json              print {\"config\": ..., \"metrics\": ...} instead of the table\n";
 
-typedef struct {
-    const char *model, *platform;
-    int json;
-    int cap_flags;
-} run_flags;
-
-static int need_value(int i, int argc, char **argv)
+static int need_value(const char *cmd, int i, int argc, char **argv)
 {
     if (i + 1 >= argc)
-        return ms_cli_usage("run: %s needs a value", argv[i]);
+        return ms_cli_usage("%s: %s needs a value", cmd, argv[i]);
     return 0;
 }
 
-static int parse_count(const char *flag, const char *s, double min, double max, double *out)
+static int parse_count(const char *cmd, const char *flag, const char *s, double min, double max, double *out)
 {
     unsigned long long u;
     if (ms_parse_u64(s, &u) || (double)u < min || (double)u > max)
-        return ms_cli_usage("run: %s %s: expected a whole number in [%g, %g]", flag, s, min, max);
+        return ms_cli_usage("%s: %s %s: expected a whole number in [%g, %g]", cmd, flag, s, min, max);
     *out = (double)u;
     return 0;
 }
 
-static int parse_run_flags(int argc, char **argv, ms_run_config *cfg, run_flags *f)
+int ms_cli_parse_run_flags(int argc, char **argv, ms_run_config *cfg, ms_run_flags *f)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -70,10 +64,15 @@ static int parse_run_flags(int argc, char **argv, ms_run_config *cfg, run_flags 
             continue;
         }
         if (strncmp(a, "--", 2))
-            return ms_cli_usage("run: unexpected argument '%s' (see moesim run --help)", a);
-        if (need_value(i, argc, argv))
+            return ms_cli_usage("%s: unexpected argument '%s' (see moesim %s --help)", f->cmd, a, f->cmd);
+        if (need_value(f->cmd, i, argc, argv))
             return 2;
         const char *val = argv[++i];
+        int extra = f->extra ? f->extra(f->ctx, a, val) : 0;
+        if (extra == 1)
+            continue;
+        if (extra)
+            return 2;
         if (!strcmp(a, "--trace"))
             cfg->trace_path = val;
         else if (!strcmp(a, "--model"))
@@ -91,31 +90,31 @@ static int parse_run_flags(int argc, char **argv, ms_run_config *cfg, run_flags 
         else if (!strcmp(a, "--cache-experts") || !strcmp(a, "--cache-bytes") || !strcmp(a, "--cache-gb")) {
             f->cap_flags++;
             if (!strcmp(a, "--cache-experts")) {
-                if (parse_count(a, val, 1, 1e9, &x))
+                if (parse_count(f->cmd, a, val, 1, 1e9, &x))
                     return 2;
                 cfg->cap_kind = MS_CAP_EXPERTS;
             } else if (!strcmp(a, "--cache-bytes")) {
                 if (ms_parse_bytes(val, &x) || !(x > 0))
-                    return ms_cli_usage("run: --cache-bytes %s: expected a positive size such as 4000MiB", val);
+                    return ms_cli_usage("%s: --cache-bytes %s: expected a positive size such as 4000MiB", f->cmd, val);
                 cfg->cap_kind = MS_CAP_BYTES;
             } else {
                 if (ms_parse_double(val, &x) || !(x > 0))
-                    return ms_cli_usage("run: --cache-gb %s: expected a positive number", val);
+                    return ms_cli_usage("%s: --cache-gb %s: expected a positive number", f->cmd, val);
                 x *= 1e9;
                 cfg->cap_kind = MS_CAP_BYTES;
             }
             cfg->cap_value = x;
         } else if (!strcmp(a, "--distance")) {
-            if (parse_count(a, val, 0, 1024, &x))
+            if (parse_count(f->cmd, a, val, 0, 1024, &x))
                 return 2;
             cfg->distance = (uint32_t)x;
         } else if (!strcmp(a, "--batch")) {
-            if (parse_count(a, val, 1, 65536, &x))
+            if (parse_count(f->cmd, a, val, 1, 65536, &x))
                 return 2;
             cfg->max_batch = (uint32_t)x;
         } else if (!strcmp(a, "--host-bytes")) {
             if (ms_parse_bytes(val, &x) || !(x > 0))
-                return ms_cli_usage("run: --host-bytes %s: expected a positive size", val);
+                return ms_cli_usage("%s: --host-bytes %s: expected a positive size", f->cmd, val);
             cfg->host_bytes = x;
         } else if (!strcmp(a, "--train")) {
             if (!strcmp(val, "auto")) {
@@ -123,7 +122,7 @@ static int parse_run_flags(int argc, char **argv, ms_run_config *cfg, run_flags 
                 continue;
             }
             if (ms_parse_double(val, &x) || !(x >= 0 && x < 1))
-                return ms_cli_usage("run: --train %s: expected auto or a fraction in [0, 1)", val);
+                return ms_cli_usage("%s: --train %s: expected auto or a fraction in [0, 1)", f->cmd, val);
             cfg->train_set = 1;
             cfg->train_frac = x;
         } else if (!strcmp(a, "--topk-fill")) {
@@ -132,19 +131,19 @@ static int parse_run_flags(int argc, char **argv, ms_run_config *cfg, run_flags 
             else if (!strcmp(val, "even"))
                 cfg->topk_fill = MS_FILL_EVEN;
             else
-                return ms_cli_usage("run: --topk-fill %s: expected zero or even", val);
+                return ms_cli_usage("%s: --topk-fill %s: expected zero or even", f->cmd, val);
         } else if (!strcmp(a, "--seed")) {
             unsigned long long u;
             if (ms_parse_u64(val, &u))
-                return ms_cli_usage("run: --seed %s: expected a whole number", val);
+                return ms_cli_usage("%s: --seed %s: expected a whole number", f->cmd, val);
             cfg->seed = u;
         } else
-            return ms_cli_usage("run: unknown option '%s' (see moesim run --help)", a);
+            return ms_cli_usage("%s: unknown option '%s' (see moesim %s --help)", f->cmd, a, f->cmd);
     }
     if (!cfg->trace_path)
-        return ms_cli_usage("run: --trace FILE is required");
+        return ms_cli_usage("%s: --trace FILE is required", f->cmd);
     if (f->cap_flags != 1)
-        return ms_cli_usage("run: give exactly one of --cache-experts, --cache-bytes, --cache-gb");
+        return ms_cli_usage("%s: give exactly one of --cache-experts, --cache-bytes, --cache-gb", f->cmd);
     return 0;
 }
 
@@ -157,8 +156,8 @@ int ms_cli_run(int argc, char **argv)
         }
     ms_run_config cfg = {.prefetch_spec = "none", .cache_spec = "lru", .sched_spec = "gpu",
                          .distance = 1, .max_batch = 1, .seed = 1};
-    run_flags f = {.platform = "rtx3090-pcie4"};
-    int rc = parse_run_flags(argc, argv, &cfg, &f);
+    ms_run_flags f = {.cmd = "run", .platform = "rtx3090-pcie4"};
+    int rc = ms_cli_parse_run_flags(argc, argv, &cfg, &f);
     if (rc)
         return rc;
     ms_err err;

@@ -1132,11 +1132,18 @@ static int setup_layer_sizes(ms_view *v)
     v->layer_params = ms_xcalloc(v->L, sizeof(double));
     v->dense_bytes = ms_xcalloc(v->L, sizeof(double));
     v->dense_params = ms_xcalloc(v->L, sizeof(double));
+    double scale = v->cfg->work_scale > 0 ? v->cfg->work_scale : 1.0;
     for (uint32_t l = 0; l < v->L; l++) {
         v->layer_bytes[l] = (double)v->meta->expert_bytes[l];
         v->dense_bytes[l] = (double)v->meta->dense_bytes[l];
         v->layer_params[l] = model ? (double)model->expert_params : v->layer_bytes[l] / 2.0;
         v->dense_params[l] = model ? (double)model->dense_params : v->dense_bytes[l] / 2.0;
+        if (scale != 1.0) {
+            v->layer_bytes[l] *= scale;
+            v->layer_params[l] *= scale;
+            v->dense_bytes[l] *= scale;
+            v->dense_params[l] *= scale;
+        }
         if (v->layer_bytes[l] <= 0)
             return ms_fail(v->err, "%s: layer %u has expert_bytes 0", v->cfg->trace_path, l);
     }

@@ -52,6 +52,10 @@ typedef struct {
      * the caller's, which must not be shared with another run; its times are
      * the engine's (`moesim validate` passes a tee onto a real backend). */
     struct ms_exec *exec;
+    /* 0 or 1: work as profiled.  Otherwise every expert's and every layer's
+     * dense bytes and parameters are multiplied by it (validate
+     * --expert-scale: real backends run the same shrunken work). */
+    double work_scale;
 } ms_run_config;
 
 typedef struct {
