@@ -20,6 +20,7 @@ int ms_cli_trace_gen(int argc, char **argv);
 int ms_cli_trace_workload(int argc, char **argv);
 int ms_cli_trace_fit(int argc, char **argv);
 int ms_cli_serverless(int argc, char **argv);
+int ms_cli_calibrate(int argc, char **argv);
 int ms_cli_validate(int argc, char **argv);
 
 /* The flags of `moesim run` (see its --help), shared with `moesim validate`:

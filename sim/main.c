@@ -31,6 +31,8 @@ static const char usage[] =
     "  sweep          run a sweep spec (INI): many simulations, one CSV row each\n"
     "  demo           generate a Mixtral-shaped trace and compare every policy combination\n"
     "  regress        replay a golden file's points and fail on hit-rate regressions\n"
+    "  calibrate      measure a real backend (host, cuda) and fit a platform profile to it\n"
+    "  validate       run a trace's policies on the simulator and a real backend at once; compare\n"
     "  figures        regenerate the papers' figures (PNG + PDF) from a trace or a synthetic one\n"
     "  trace info     metadata of a trace file\n"
     "  trace validate check every value of a trace file\n"
@@ -61,6 +63,10 @@ int main(int argc, char **argv)
         return ms_cli_demo(argc - 1, argv + 1);
     if (!strcmp(cmd, "regress"))
         return ms_cli_regress(argc - 1, argv + 1);
+    if (!strcmp(cmd, "calibrate"))
+        return ms_cli_calibrate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "validate"))
+        return ms_cli_validate(argc - 1, argv + 1);
     if (!strcmp(cmd, "figures"))
         return ms_cli_figures(argc - 1, argv + 1);
     if (!strcmp(cmd, "trace")) {

@@ -16,7 +16,7 @@ static const char *const shipped_models[] = {
     "phi-3.5-moe", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "switch-base-128",
 };
 static const char *const shipped_platforms[] = {
-    "a5000-pcie4", "gh200", "h100-pcie5", "h200", "rtx3090-pcie4", "v100-pcie3",
+    "a5000-pcie4", "gh200", "h100-pcie5", "h200", "host-ci", "rtx3090-pcie4", "v100-pcie3",
 };
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -200,7 +200,9 @@ static void test_shipped_platforms(void)
         if (rc)
             continue;
         CHECK(!strcmp(p.name, shipped_platforms[i]));
-        CHECK(p.h2d_bw > 0 && p.hbm_bw > p.h2d_bw && p.pageable_bw <= p.h2d_bw);
+        /* a GPU's memory outruns its link and pinned copies outrun pageable ones; host-ci's
+         * "GPU" is the host backend's compute thread (an FFN slower than memcpy) */
+        CHECK(p.h2d_bw > 0 && (!strcmp(p.name, "host-ci") || (p.hbm_bw > p.h2d_bw && p.pageable_bw <= p.h2d_bw)));
         CHECK(p.copy_engines >= 1 && p.cpu_cores >= 1);
         CHECK(strlen(p.source) < sizeof p.source);
         /* every figure keeps its line, even when citations are shortened */

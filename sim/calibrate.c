@@ -1,0 +1,543 @@
+/* Calibration: measurement plan, fits and profile (calibrate.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_fit.h>
+
+#include "calibrate.h"
+
+#define KIB 1024.0
+#define CONSISTENT_TOL 1e-9 /* relative slack when checking a point's side of the crossover */
+
+/* ---- fits ---- */
+
+static void residuals(const double *model, const double *y, int n, double *rms, double *max)
+{
+    double ss = 0, mx = 0;
+    for (int i = 0; i < n; i++) {
+        double r = (model[i] - y[i]) / y[i];
+        ss += r * r;
+        mx = fmax(mx, fabs(r));
+    }
+    *rms = n ? sqrt(ss / n) : 0;
+    *max = mx;
+}
+
+static int check_points(const char *what, const double *x, const double *y, int n, int need, ms_err *err)
+{
+    if (n < need)
+        return ms_fail(err, "calibrate: %s fit needs at least %d points (got %d)", what, need, n);
+    for (int i = 0; i < n; i++)
+        if (!(y[i] > 0 && isfinite(y[i]) && x[i] >= 0 && isfinite(x[i])))
+            return ms_fail(err, "calibrate: %s point %d: time %g s at %g is not a positive finite time", what, i,
+                           y[i], x[i]);
+    return 0;
+}
+
+double ms_fit_copy_eval(const ms_fit_copy *f, double bytes)
+{
+    return f->latency_s + bytes / f->bw;
+}
+
+int ms_fit_copy_line(const double *bytes, const double *secs, int n, ms_fit_copy *out, ms_err *err)
+{
+    if (check_points("copy", bytes, secs, n, 2, err))
+        return -1;
+    double w[MS_CALIB_MAX_POINTS], model[MS_CALIB_MAX_POINTS];
+    if (n > MS_CALIB_MAX_POINTS)
+        return ms_fail(err, "calibrate: copy fit of %d points (at most %d)", n, MS_CALIB_MAX_POINTS);
+    for (int i = 0; i < n; i++)
+        w[i] = 1.0 / (secs[i] * secs[i]);
+    double c0, c1, cov00, cov01, cov11, chisq;
+    gsl_fit_wlinear(bytes, 1, w, 1, secs, 1, (size_t)n, &c0, &c1, &cov00, &cov01, &cov11, &chisq);
+    if (c0 < 0) /* a negative latency is noise: fit through the origin */
+        gsl_fit_wmul(bytes, 1, w, 1, secs, 1, (size_t)n, &c1, &cov11, &chisq), c0 = 0;
+    if (!(c1 > 0) || !isfinite(c1))
+        return ms_fail(err, "calibrate: copy time does not grow with bytes (slope %g s/B)", c1);
+    out->latency_s = c0;
+    out->bw = 1.0 / c1;
+    out->n = n;
+    for (int i = 0; i < n; i++)
+        model[i] = ms_fit_copy_eval(out, bytes[i]);
+    residuals(model, secs, n, &out->rms_rel, &out->max_rel);
+    return 0;
+}
+
+double ms_fit_roof_eval(const ms_fit_roof *f, double bytes, double params, double tokens)
+{
+    return f->launch_s + fmax(bytes / f->bw, 2.0 * params * tokens / f->flops);
+}
+
+/* One candidate split: the first k points memory-bound.  0 when consistent. */
+static int roof_candidate(const double *t, const double *y, int n, int k, double *launch, double *mem_s,
+                          double *slope)
+{
+    int m = n - k;
+    if (m < 2)
+        return -1;
+    double w[MS_CALIB_MAX_POINTS], cov00, cov01, cov11, chisq;
+    for (int i = 0; i < n; i++)
+        w[i] = 1.0 / (y[i] * y[i]);
+    gsl_fit_wlinear(t + k, 1, w + k, 1, y + k, 1, (size_t)m, launch, slope, &cov00, &cov01, &cov11, &chisq);
+    if (*slope > 0 && *launch < 0) { /* a negative launch time is noise: through the origin */
+        gsl_fit_wmul(t + k, 1, w + k, 1, y + k, 1, (size_t)m, slope, &cov11, &chisq);
+        *launch = 0;
+    }
+    if (!(*slope > 0))
+        return -1;
+    if (k == 0) {
+        *mem_s = *slope * t[0];
+        return 0;
+    }
+    double sw = 0, swy = 0; /* weighted mean minimising the relative residuals: sum(1/y) / sum(1/y^2) */
+    for (int i = 0; i < k; i++)
+        sw += w[i], swy += w[i] * y[i];
+    *mem_s = swy / sw - *launch;
+    if (!(*mem_s > 0))
+        return -1;
+    for (int i = 0; i < n; i++) {
+        double c = *slope * t[i];
+        if (i < k ? c > *mem_s * (1 + CONSISTENT_TOL) : c < *mem_s * (1 - CONSISTENT_TOL))
+            return -1;
+    }
+    return 0;
+}
+
+int ms_fit_roofline(const double *tokens, const double *secs, int n, double bytes, double params, ms_fit_roof *out,
+                    ms_err *err)
+{
+    if (check_points("roofline", tokens, secs, n, 2, err))
+        return -1;
+    if (n > MS_CALIB_MAX_POINTS || !(bytes > 0) || !(params > 0))
+        return ms_fail(err, "calibrate: roofline fit of %d points over %g bytes, %g params", n, bytes, params);
+    for (int i = 1; i < n; i++)
+        if (!(tokens[i] > tokens[i - 1]))
+            return ms_fail(err, "calibrate: roofline tokens must increase (%g after %g)", tokens[i], tokens[i - 1]);
+    double best = INFINITY, model[MS_CALIB_MAX_POINTS];
+    for (int k = 0; k < n; k++) {
+        double launch, mem_s, slope;
+        if (roof_candidate(tokens, secs, n, k, &launch, &mem_s, &slope))
+            continue;
+        ms_fit_roof f = {.launch_s = launch, .bw = bytes / mem_s, .flops = 2.0 * params / slope, .mem_points = k,
+                         .n = n};
+        for (int i = 0; i < n; i++)
+            model[i] = ms_fit_roof_eval(&f, bytes, params, tokens[i]);
+        residuals(model, secs, n, &f.rms_rel, &f.max_rel);
+        if (f.rms_rel < best - 1e-12) { /* ties (to rounding) keep the fewer memory-bound points */
+            best = f.rms_rel;
+            *out = f;
+        }
+    }
+    if (!isfinite(best))
+        return ms_fail(err, "calibrate: no roofline fits the %d points (time does not grow with tokens, or a "
+                       "negative launch time: noisy timings? more --reps on a quieter machine)", n);
+    return 0;
+}
+
+/* ---- plan ---- */
+
+int ms_calib_sizes(double max_bytes, double *sizes)
+{
+    int n = 0;
+    for (double b = 4 * KIB; b <= max_bytes && n < MS_CALIB_MAX_POINTS; b *= 4)
+        sizes[n++] = b;
+    return n;
+}
+
+int ms_calib_tokens(unsigned max_tokens, double *tokens)
+{
+    int n = 0;
+    unsigned t = 1;
+    for (; t <= max_tokens && n < MS_CALIB_MAX_POINTS - 1; t *= 2)
+        tokens[n++] = t;
+    if (tokens[n - 1] != max_tokens)
+        tokens[n++] = max_tokens;
+    return n;
+}
+
+/* ---- measurements through the contract ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static ms_op make_op(ms_op_kind kind, uint32_t expert, uint32_t tokens, double bytes, double params)
+{
+    ms_op op = {.kind = kind, .layer = 0, .expert = kind == MS_OP_DENSE ? UINT32_MAX : expert, .tokens = tokens,
+                .bytes = bytes, .params = params, .demand = 1, .after = MS_NO_EVENT, .iteration = 0};
+    return op;
+}
+
+/* Duration (end - start) of one op, submitted alone and waited for. */
+static int time_op(ms_exec *x, const ms_op *op, double *dur, ms_err *err)
+{
+    ms_event ev;
+    double t0, t1;
+    if (ms_exec_submit(x, op, &ev, err) || ms_exec_wait(x, ev, &t0, &t1, err))
+        return -1;
+    *dur = t1 - t0;
+    return 0;
+}
+
+static int median_op(ms_exec *x, const ms_op *op, int reps, double *out, ms_err *err)
+{
+    double v[64];
+    int r = reps < 64 ? reps : 64;
+    for (int i = 0; i < r; i++)
+        if (time_op(x, op, &v[i], err))
+            return -1;
+    *out = median(v, r);
+    return 0;
+}
+
+static int measure_copies(ms_exec *x, ms_calib *c, FILE *progress, ms_err *err)
+{
+    static const char *const names[] = {"H2D pinned", "D2H pinned", "H2D pageable", "D2H pageable"};
+    for (int k = 0; k < MS_CAL_COPIES; k++) {
+        int to_device = k == MS_CAL_H2D || k == MS_CAL_H2D_PAGEABLE;
+        int pageable = k >= MS_CAL_H2D_PAGEABLE;
+        for (int i = 0; i < c->nsizes; i++)
+            if (x->ops->time_copy(x->st, c->sizes[i], to_device, pageable, c->reps, &c->copy_s[k][i], err))
+                return -1;
+        if (progress)
+            fprintf(progress, "measured %s copies: %d sizes x %d reps\n", names[k], c->nsizes, c->reps);
+    }
+    return 0;
+}
+
+static int measure_tokens(ms_exec *x, ms_calib *c, FILE *progress, ms_err *err)
+{
+    for (int i = 0; i < c->ntokens; i++) {
+        uint32_t t = (uint32_t)c->tokens[i];
+        ms_op dense = make_op(MS_OP_DENSE, 0, t, c->dense_bytes, c->dense_params);
+        ms_op cpu = make_op(MS_OP_EXPERT_CPU, 0, t, c->expert_bytes, c->expert_params);
+        if (x->ops->time_expert(x->st, t, c->reps, &c->expert_s[i], err) ||
+            median_op(x, &dense, c->reps, &c->dense_s[i], err) || median_op(x, &cpu, c->reps, &c->cpu_s[i], err))
+            return -1;
+    }
+    if (progress)
+        fprintf(progress, "measured expert FFN, dense stand-in and CPU expert: %d token counts x %d reps\n",
+                c->ntokens, c->reps);
+    return 0;
+}
+
+/* One copy of expert (0,1) and one GPU expert op on the resident (0,0):
+ * alone, then submitted together. */
+static int measure_overlap(ms_exec *x, ms_calib *c, FILE *progress, ms_err *err)
+{
+    ms_op load = make_op(MS_OP_COPY, 0, 0, c->expert_bytes, 0);
+    ms_op copy = make_op(MS_OP_COPY, 1, 0, c->expert_bytes, 0);
+    ms_op run = make_op(MS_OP_EXPERT_GPU, 0, c->max_tokens, c->expert_bytes, c->expert_params);
+    double dur;
+    if (time_op(x, &load, &dur, err))
+        return -1;
+    double ca[64], ea[64], ct[64], et[64];
+    int r = c->reps < 64 ? c->reps : 64;
+    for (int i = 0; i < r; i++) {
+        if (time_op(x, &copy, &ca[i], err) || ms_exec_release(x, 0, 1, err) || time_op(x, &run, &ea[i], err))
+            return -1;
+        ms_event e1, e2;
+        double a0, a1, b0, b1;
+        if (ms_exec_submit(x, &copy, &e1, err) || ms_exec_submit(x, &run, &e2, err) ||
+            ms_exec_wait(x, e1, &a0, &a1, err) || ms_exec_wait(x, e2, &b0, &b1, err) ||
+            ms_exec_release(x, 0, 1, err))
+            return -1;
+        ct[i] = a1 - a0;
+        et[i] = b1 - b0;
+    }
+    if (ms_exec_release(x, 0, 0, err))
+        return -1;
+    c->copy_alone_s = median(ca, r);
+    c->expert_alone_s = median(ea, r);
+    c->copy_together_s = median(ct, r);
+    c->expert_together_s = median(et, r);
+    if (progress)
+        fprintf(progress, "measured copy/compute overlap: %d reps\n", r);
+    return 0;
+}
+
+int ms_calib_fit(ms_calib *c, ms_err *err)
+{
+    static const char *const names[] = {"H2D pinned", "D2H pinned", "H2D pageable", "D2H pageable"};
+    for (int k = 0; k < MS_CAL_COPIES; k++)
+        if (ms_fit_copy_line(c->sizes, c->copy_s[k], c->nsizes, &c->copy[k], err))
+            return ms_fail_prefix(err, "%s", names[k]);
+    if (ms_fit_roofline(c->tokens, c->expert_s, c->ntokens, c->expert_bytes, c->expert_params, &c->expert, err))
+        return ms_fail_prefix(err, "expert FFN");
+    if (ms_fit_roofline(c->tokens, c->cpu_s, c->ntokens, c->expert_bytes, c->expert_params, &c->cpu, err))
+        return ms_fail_prefix(err, "CPU expert");
+    if (c->dense_params > 0 &&
+        ms_fit_roofline(c->tokens, c->dense_s, c->ntokens, c->dense_bytes, c->dense_params, &c->dense, err))
+        return ms_fail_prefix(err, "dense stand-in");
+    double model[MS_CALIB_MAX_POINTS];
+    if (!(c->dense_params > 0))
+        return 0;
+    for (int i = 0; i < c->ntokens; i++)
+        model[i] = ms_fit_roof_eval(&c->expert, c->dense_bytes, c->dense_params, c->tokens[i]);
+    residuals(model, c->dense_s, c->ntokens, &c->dense_pred_rms_rel, &c->dense_pred_max_rel);
+    return 0;
+}
+
+int ms_calib_run(ms_exec *x, double max_bytes, int reps, ms_calib *c, FILE *progress, ms_err *err)
+{
+    if (!x->ops->time_copy || !x->ops->time_expert)
+        return ms_fail(err, "calibrate: the %s executor has no calibration probes (a real backend is needed)",
+                       x->ops->name);
+    c->reps = reps;
+    c->nsizes = ms_calib_sizes(max_bytes, c->sizes);
+    c->ntokens = ms_calib_tokens(c->max_tokens, c->tokens);
+    if (c->nsizes < 2)
+        return ms_fail(err, "calibrate: --max-bytes %.0f leaves %d copy size(s); at least 16 KiB is needed", max_bytes,
+                       c->nsizes);
+    if (ms_exec_begin(x, err) || measure_copies(x, c, progress, err) || measure_tokens(x, c, progress, err) ||
+        measure_overlap(x, c, progress, err))
+        return -1;
+    return ms_calib_fit(c, err);
+}
+
+/* ---- output ---- */
+
+static void fmt_bytes(double b, char *buf, size_t cap)
+{
+    if (b >= KIB * KIB * KIB)
+        snprintf(buf, cap, "%g GiB", b / (KIB * KIB * KIB));
+    else if (b >= KIB * KIB)
+        snprintf(buf, cap, "%g MiB", b / (KIB * KIB));
+    else
+        snprintf(buf, cap, "%g KiB", b / KIB);
+}
+
+static double slowdown(double together, double alone)
+{
+    return alone > 0 ? together / alone : 0;
+}
+
+void ms_calib_print(const ms_calib *c, FILE *out)
+{
+    static const char *const names[] = {"H2D pinned", "D2H pinned", "H2D pageable", "D2H pageable"};
+    fprintf(out, "%-14s %10s %14s %14s %8s\n", "copy", "bytes", "measured_us", "fitted_us", "resid");
+    for (int k = 0; k < MS_CAL_COPIES; k++)
+        for (int i = 0; i < c->nsizes; i++) {
+            char b[32];
+            fmt_bytes(c->sizes[i], b, sizeof b);
+            double f = ms_fit_copy_eval(&c->copy[k], c->sizes[i]);
+            fprintf(out, "%-14s %10s %14.3f %14.3f %+7.1f%%\n", names[k], b, c->copy_s[k][i] * 1e6, f * 1e6,
+                    100 * (f - c->copy_s[k][i]) / c->copy_s[k][i]);
+        }
+    fprintf(out, "\n%-14s %8s %14s %14s %8s %12s\n", "compute", "tokens", "measured_ms", "fitted_ms", "resid",
+            "GFLOP/s");
+    const struct { const char *name; const double *s; const ms_fit_roof *f; double bytes, params; } rows[] = {
+        {"expert FFN", c->expert_s, &c->expert, c->expert_bytes, c->expert_params},
+        {"dense", c->dense_s, c->dense_params > 0 ? &c->dense : &c->expert, c->dense_bytes, c->dense_params},
+        {"CPU expert", c->cpu_s, &c->cpu, c->expert_bytes, c->expert_params},
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+        for (int i = 0; i < c->ntokens; i++) {
+            double f = ms_fit_roof_eval(rows[r].f, rows[r].bytes, rows[r].params, c->tokens[i]);
+            fprintf(out, "%-14s %8.0f %14.4f %14.4f %+7.1f%% %12.2f\n", rows[r].name, c->tokens[i],
+                    rows[r].s[i] * 1e3, f * 1e3, 100 * (f - rows[r].s[i]) / rows[r].s[i],
+                    2 * rows[r].params * c->tokens[i] / rows[r].s[i] / 1e9);
+        }
+    fprintf(out, "\nfits (residuals relative: RMS / max)\n");
+    for (int k = 0; k < MS_CAL_COPIES; k++)
+        fprintf(out, "  %-14s latency %.3f us, bandwidth %.2f GB/s   (%.1f%% / %.1f%%)\n", names[k],
+                c->copy[k].latency_s * 1e6, c->copy[k].bw / 1e9, 100 * c->copy[k].rms_rel, 100 * c->copy[k].max_rel);
+    const struct { const char *name; const ms_fit_roof *f; } fits[] = {
+        {"expert FFN", &c->expert}, {"dense", &c->dense}, {"CPU expert", &c->cpu}};
+    for (size_t r = 0; r < 3; r++) {
+        if (r == 1 && !(c->dense_params > 0))
+            continue;
+        fprintf(out, "  %-14s launch %.1f us, bandwidth %.2f GB/s, %.2f GFLOP/s, %d memory-bound point(s)   "
+                "(%.1f%% / %.1f%%)\n", fits[r].name, fits[r].f->launch_s * 1e6, fits[r].f->bw / 1e9,
+                fits[r].f->flops / 1e9, fits[r].f->mem_points, 100 * fits[r].f->rms_rel, 100 * fits[r].f->max_rel);
+    }
+    fprintf(out, "  dense predicted by the expert fit: %.1f%% / %.1f%%\n", 100 * c->dense_pred_rms_rel,
+            100 * c->dense_pred_max_rel);
+    fprintf(out, "overlap (%u tokens): copy alone %.3f ms, with compute %.3f ms (x%.2f); expert alone %.3f ms, with "
+            "copy %.3f ms (x%.2f)\n", c->max_tokens, c->copy_alone_s * 1e3, c->copy_together_s * 1e3,
+            slowdown(c->copy_together_s, c->copy_alone_s), c->expert_alone_s * 1e3, c->expert_together_s * 1e3,
+            slowdown(c->expert_together_s, c->expert_alone_s));
+}
+
+static void write_points(FILE *fp, const char *what, const double *x, const double *y, int n, const char *unit)
+{
+    fprintf(fp, "# %s (%s: seconds):", what, unit);
+    for (int i = 0; i < n; i++)
+        fprintf(fp, "%s %.0f:%.4g", i % 4 ? "" : "\n#  ", x[i], y[i]);
+    fputc('\n', fp);
+}
+
+/* "#   text" in lines under 120 characters (inih reads lines up to 198), split at spaces. */
+static void write_wrapped(FILE *fp, const char *text)
+{
+    while (*text) {
+        size_t n = strlen(text);
+        if (n > 110) {
+            n = 110;
+            while (n > 40 && text[n] != ' ')
+                n--;
+        }
+        fprintf(fp, "#   %.*s\n", (int)n, text);
+        text += n;
+        while (*text == ' ')
+            text++;
+    }
+}
+
+static void write_comments(FILE *fp, const ms_calib *c, const ms_calib_meta *m)
+{
+    static const char *const names[] = {"H2D pinned", "D2H pinned", "H2D pageable", "D2H pageable"};
+    fprintf(fp, "# Platform profile measured by:\n");
+    write_wrapped(fp, m->command);
+    if (m->conditions)
+        fprintf(fp, "# Conditions: %s\n", m->conditions);
+    fprintf(fp, "# Expert: %.0f bytes, %.0f params; dense stand-in: %.0f bytes, %.0f params; %d reps (medians).\n",
+            c->expert_bytes, c->expert_params, c->dense_bytes, c->dense_params, c->reps);
+    fprintf(fp, "# Fit residuals, (model - measured) / measured, RMS / max:\n");
+    for (int k = 0; k < MS_CAL_COPIES; k++)
+        fprintf(fp, "#   %-13s latency %.4g s, bw %.4g B/s: %.2f%% / %.2f%% over %d sizes\n", names[k],
+                c->copy[k].latency_s, c->copy[k].bw, 100 * c->copy[k].rms_rel, 100 * c->copy[k].max_rel,
+                c->copy[k].n);
+    const struct { const char *name; const ms_fit_roof *f; } fits[] = {
+        {"expert FFN", &c->expert}, {"dense", &c->dense}, {"CPU expert", &c->cpu}};
+    for (int r = 0; r < 3; r++)
+        if (r != 1 || c->dense_params > 0)
+            fprintf(fp, "#   %-13s launch %.4g s, bw %.4g B/s, %.4g FLOP/s, %d memory-bound: %.2f%% / %.2f%%\n",
+                    fits[r].name, fits[r].f->launch_s, fits[r].f->bw, fits[r].f->flops, fits[r].f->mem_points,
+                    100 * fits[r].f->rms_rel, 100 * fits[r].f->max_rel);
+    fprintf(fp, "#   dense predicted by the expert fit: %.2f%% / %.2f%%\n", 100 * c->dense_pred_rms_rel,
+            100 * c->dense_pred_max_rel);
+    fprintf(fp, "# Overlap (%u tokens): copy alone %.4g s, with compute %.4g s (x%.3f); expert alone %.4g s, "
+            "with a copy %.4g s (x%.3f)\n", c->max_tokens, c->copy_alone_s, c->copy_together_s,
+            slowdown(c->copy_together_s, c->copy_alone_s), c->expert_alone_s, c->expert_together_s,
+            slowdown(c->expert_together_s, c->expert_alone_s));
+    fprintf(fp, "# Measured points:\n");
+    for (int k = 0; k < MS_CAL_COPIES; k++)
+        write_points(fp, names[k], c->sizes, c->copy_s[k], c->nsizes, "bytes");
+    write_points(fp, "expert FFN", c->tokens, c->expert_s, c->ntokens, "tokens");
+    write_points(fp, "dense stand-in", c->tokens, c->dense_s, c->ntokens, "tokens");
+    write_points(fp, "CPU expert", c->tokens, c->cpu_s, c->ntokens, "tokens");
+}
+
+static void write_sections(FILE *fp, const ms_calib *c, const ms_calib_meta *m)
+{
+    fprintf(fp, "[platform]\nname = %s\ndescription = %s\n\n", m->name, m->description);
+    fprintf(fp, "[gpu]\ngpu_mem_bytes = %.0f\nhbm_bw = %.6g\ngpu_flops = %.6g\nlaunch_s = %.6g\n\n",
+            m->gpu_mem_bytes, c->expert.bw, c->expert.flops, c->expert.launch_s);
+    fprintf(fp, "[link]\nh2d_bw = %.6g\nh2d_latency_s = %.6g\nd2h_bw = %.6g\nd2h_latency_s = %.6g\n"
+            "pageable_bw = %.6g\ncopy_engines = 1\n\n", c->copy[MS_CAL_H2D].bw, c->copy[MS_CAL_H2D].latency_s,
+            c->copy[MS_CAL_D2H].bw, c->copy[MS_CAL_D2H].latency_s, c->copy[MS_CAL_H2D_PAGEABLE].bw);
+    fprintf(fp, "[cpu]\ncpu_cores = %u\ndram_bw = %.6g\ncpu_flops_per_core = %.6g\ncpu_launch_s = %.6g\n\n",
+            m->cpu_threads, c->cpu.bw, c->cpu.flops / m->cpu_threads, c->cpu.launch_s);
+    fprintf(fp, "[ssd]\nssd_bw = 7GB/s\nssd_latency_s = 8e-5\n\n[policy]\npolicy_op_s = 1e-9\n\n");
+}
+
+static const char *roof_status(const ms_fit_roof *f)
+{
+    return f->mem_points ? "measured" : "derived";
+}
+
+static void write_source(FILE *fp, const ms_calib *c, const ms_calib_meta *m)
+{
+    const ms_fit_copy *h = &c->copy[MS_CAL_H2D], *d = &c->copy[MS_CAL_D2H], *p = &c->copy[MS_CAL_H2D_PAGEABLE];
+    fprintf(fp, "[source]\n");
+    fprintf(fp, "gpu_mem_bytes = estimate host MemTotal (the host backend's device memory is host memory)\n");
+    fprintf(fp, "hbm_bw = %s expert FFN roofline fit, %d memory-bound of %d points%s, resid RMS %.2f%% max %.2f%%\n",
+            roof_status(&c->expert), c->expert.mem_points, c->expert.n,
+            c->expert.mem_points ? "" : " (none: crossover set at the first point)", 100 * c->expert.rms_rel,
+            100 * c->expert.max_rel);
+    fprintf(fp, "gpu_flops = measured expert FFN roofline fit over tokens %.0f..%.0f, resid RMS %.2f%% max %.2f%%\n",
+            c->tokens[0], c->tokens[c->ntokens - 1], 100 * c->expert.rms_rel, 100 * c->expert.max_rel);
+    fprintf(fp, "launch_s = measured intercept of the expert FFN roofline fit, resid RMS %.2f%% max %.2f%%\n",
+            100 * c->expert.rms_rel, 100 * c->expert.max_rel);
+    fprintf(fp, "h2d_bw = measured fit of %d pinned H2D sizes (pinned: %s), resid RMS %.2f%% max %.2f%%\n", h->n,
+            m->pinned_note, 100 * h->rms_rel, 100 * h->max_rel);
+    fprintf(fp, "h2d_latency_s = measured intercept of the pinned H2D fit, resid RMS %.2f%% max %.2f%%\n",
+            100 * h->rms_rel, 100 * h->max_rel);
+    fprintf(fp, "d2h_bw = measured fit of %d pinned D2H sizes (pinned: %s), resid RMS %.2f%% max %.2f%%\n", d->n,
+            m->pinned_note, 100 * d->rms_rel, 100 * d->max_rel);
+    fprintf(fp, "d2h_latency_s = measured intercept of the pinned D2H fit, resid RMS %.2f%% max %.2f%%\n",
+            100 * d->rms_rel, 100 * d->max_rel);
+    fprintf(fp, "pageable_bw = measured fit of %d pageable H2D sizes, resid RMS %.2f%% max %.2f%%\n", p->n,
+            100 * p->rms_rel, 100 * p->max_rel);
+    fprintf(fp, "copy_engines = derived the backend has one copy stream\n");
+    fprintf(fp, "cpu_cores = derived threads of the backend's CPU expert stream\n");
+    fprintf(fp, "dram_bw = %s CPU expert roofline fit, %d memory-bound of %d points, resid RMS %.2f%% max %.2f%%\n",
+            roof_status(&c->cpu), c->cpu.mem_points, c->cpu.n, 100 * c->cpu.rms_rel, 100 * c->cpu.max_rel);
+    fprintf(fp, "cpu_flops_per_core = measured CPU expert roofline fit / cpu_cores, resid RMS %.2f%% max %.2f%%\n",
+            100 * c->cpu.rms_rel, 100 * c->cpu.max_rel);
+    fprintf(fp, "cpu_launch_s = measured intercept of the CPU expert roofline fit\n");
+    fprintf(fp, "ssd_bw = estimate not measured: NVMe PCIe 4.0 x4 sequential read as in h100-pcie5\n");
+    fprintf(fp, "ssd_latency_s = estimate not measured: ~80 us NVMe read latency as in h100-pcie5\n");
+    fprintf(fp, "policy_op_s = estimate not measured: ~1 ns of host time per multiply-add of policy work\n");
+}
+
+int ms_calib_write_profile(const ms_calib *c, const ms_calib_meta *m, const char *path, ms_err *err)
+{
+    FILE *fp = fopen(path, "w");
+    if (!fp)
+        return ms_fail(err, "calibrate: --out %s: cannot open for writing: %s", path, strerror(errno));
+    write_comments(fp, c, m);
+    write_sections(fp, c, m);
+    write_source(fp, c, m);
+    if (fclose(fp))
+        return ms_fail(err, "calibrate: --out %s: write failed: %s", path, strerror(errno));
+    return 0;
+}
+
+static void csv_series(FILE *fp, const char *name, const double *x, const double *y, int n, int by_bytes,
+                       double (*eval)(const void *, double), const void *f)
+{
+    for (int i = 0; i < n; i++) {
+        double m = eval(f, x[i]);
+        fprintf(fp, "%s,%.0f,%.0f,%.9g,%.9g,%.6f\n", name, by_bytes ? x[i] : 0, by_bytes ? 0 : x[i], y[i], m,
+                (m - y[i]) / y[i]);
+    }
+}
+
+static double eval_copy(const void *f, double x)
+{
+    return ms_fit_copy_eval(f, x);
+}
+
+typedef struct {
+    const ms_fit_roof *f;
+    double bytes, params;
+} roof_ctx;
+
+static double eval_roof(const void *p, double x)
+{
+    const roof_ctx *r = p;
+    return ms_fit_roof_eval(r->f, r->bytes, r->params, x);
+}
+
+int ms_calib_write_csv(const ms_calib *c, const char *path, ms_err *err)
+{
+    static const char *const names[] = {"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"};
+    FILE *fp = fopen(path, "w");
+    if (!fp)
+        return ms_fail(err, "calibrate: --csv %s: cannot open for writing: %s", path, strerror(errno));
+    fputs("series,bytes,tokens,seconds,fitted_s,rel_residual\n", fp);
+    for (int k = 0; k < MS_CAL_COPIES; k++)
+        csv_series(fp, names[k], c->sizes, c->copy_s[k], c->nsizes, 1, eval_copy, &c->copy[k]);
+    roof_ctx e = {&c->expert, c->expert_bytes, c->expert_params};
+    roof_ctx d = {c->dense_params > 0 ? &c->dense : &c->expert, c->dense_bytes, c->dense_params};
+    roof_ctx u = {&c->cpu, c->expert_bytes, c->expert_params};
+    csv_series(fp, "expert_ffn", c->tokens, c->expert_s, c->ntokens, 0, eval_roof, &e);
+    csv_series(fp, "dense", c->tokens, c->dense_s, c->ntokens, 0, eval_roof, &d);
+    csv_series(fp, "cpu_expert", c->tokens, c->cpu_s, c->ntokens, 0, eval_roof, &u);
+    if (fclose(fp))
+        return ms_fail(err, "calibrate: --csv %s: write failed: %s", path, strerror(errno));
+    return 0;
+}

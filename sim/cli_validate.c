@@ -1,0 +1,233 @@
+/* `moesim validate`: a trace's policies on the simulated timeline and on a
+ * real backend at once (sim/validate.h), with the error between them. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/backend.h"
+#include "cli.h"
+#include "params.h"
+#include "validate.h"
+
+static const char validate_usage[] =
+    "usage: moesim validate --backend host|cuda --trace FILE --model M --platform CALIBRATED.ini\n"
+    "                       --cache-experts N [run options] [validate options]\n"
+    "\n"
+    "Runs the trace's policies once: every copy, dense and expert op goes to the simulated\n"
+    "timeline of the platform profile (which makes the decisions) and, in the same order, to\n"
+    "the real backend; then compares per-iteration latency, hit / late / miss counts and\n"
+    "per-layer times.  Exits 1 when the median or p95 per-iteration error is past tolerance.\n"
+    "\n"
+    "  --backend host|cuda   host: threads, memcpy and a CPU FFN; cuda: the GPU (CUDA builds)\n"
+    "  --platform INI        the backend's calibrated profile (moesim calibrate --out)\n"
+    "  --model NAME|INI      model profile: expert and dense dimensions the backend runs\n"
+    "  --expert-scale F      shrink every expert and the dense stand-in by F in (0, 1]\n"
+    "                        (the FFN intermediate size is rounded; the report states it)\n"
+    "  --tolerance T         largest median relative per-iteration error (default 0.05)\n"
+    "  --p95-tolerance T     largest p95 error (default 2 x --tolerance)\n"
+    "  --cpu-threads N       threads of the backend's CPU expert stream (default 1)\n"
+    "  --iterations-csv F    one row per iteration: sim and real latency, error, counts\n"
+    "  --layers-csv F        one row per layer: mean sim and real layer time\n"
+    "  run options: --prefetch --cache --sched --distance --batch --offline --seed --train\n"
+    "               --topk-fill --events, as for moesim run (--cache-experts only)\n";
+
+typedef struct {
+    const char *backend;
+    double scale, tolerance, p95_tolerance;
+    unsigned long long cpu_threads;
+    const char *iters_csv, *layers_csv;
+} validate_flags;
+
+static int positive_number(const char *flag, const char *val, double max, double *out)
+{
+    if (ms_parse_double(val, out) || !(*out > 0) || *out > max)
+        return ms_cli_usage("validate: %s %s: expected a number in (0, %g]", flag, val, max);
+    return 1;
+}
+
+static int validate_flag(void *ctx, const char *flag, const char *val)
+{
+    validate_flags *v = ctx;
+    if (!strcmp(flag, "--backend")) {
+        if (strcmp(val, "host") && strcmp(val, "cuda"))
+            return ms_cli_usage("validate: --backend %s: expected host or cuda", val);
+        v->backend = val;
+        return 1;
+    }
+    if (!strcmp(flag, "--expert-scale"))
+        return positive_number(flag, val, 1, &v->scale);
+    if (!strcmp(flag, "--tolerance"))
+        return positive_number(flag, val, 100, &v->tolerance);
+    if (!strcmp(flag, "--p95-tolerance"))
+        return positive_number(flag, val, 100, &v->p95_tolerance);
+    if (!strcmp(flag, "--cpu-threads")) {
+        if (ms_parse_u64(val, &v->cpu_threads) || v->cpu_threads < 1 || v->cpu_threads > 1024)
+            return ms_cli_usage("validate: --cpu-threads %s: expected a whole number in [1, 1024]", val);
+        return 1;
+    }
+    if (!strcmp(flag, "--iterations-csv")) {
+        v->iters_csv = val;
+        return 1;
+    }
+    if (!strcmp(flag, "--layers-csv")) {
+        v->layers_csv = val;
+        return 1;
+    }
+    return 0;
+}
+
+/* The most token rows one op can carry: max_batch prompts in one prefill. */
+static int trace_max_tokens(const char *path, uint32_t max_batch, uint32_t *out, ms_err *err)
+{
+    ms_trace_reader *rd = ms_reader_open(path, err);
+    if (!rd)
+        return -1;
+    const ms_trace_meta *m = ms_reader_meta(rd);
+    uint64_t most = 1;
+    for (uint64_t i = 0; i < m->n_requests; i++)
+        if (m->req_prompt_len[i] > most)
+            most = m->req_prompt_len[i];
+    ms_reader_close(rd);
+    uint64_t t = most * max_batch;
+    if (t > UINT32_MAX)
+        return ms_fail(err, "validate: %s: %llu token rows in one batch is too many", path, (unsigned long long)t);
+    *out = (uint32_t)t;
+    return 0;
+}
+
+/* The scale the backend really runs: the FFN size rounds to whole rows. */
+static double effective_scale(const ms_backend_config *c)
+{
+    return c->model->expert_ffn ? (double)ms_backend_expert_ffn(c) / c->model->expert_ffn : c->expert_scale;
+}
+
+static void print_counts(const ms_validate_result *r)
+{
+    printf("  %-10s %12s %12s\n", "", "simulated", "real");
+    printf("  %-10s %12llu %12llu\n", "hits", (unsigned long long)r->sim.hits, (unsigned long long)r->real.hits);
+    printf("  %-10s %12llu %12llu\n", "late", (unsigned long long)r->sim.late, (unsigned long long)r->real.late);
+    printf("  %-10s %12llu %12llu\n", "misses", (unsigned long long)r->sim.misses, (unsigned long long)r->real.misses);
+    printf("  %-10s %12llu %12llu\n", "on CPU", (unsigned long long)r->sim.cpu, (unsigned long long)r->real.cpu);
+}
+
+/* Every layer when there are few, else the five furthest apart. */
+static void print_layers(const ms_validate_result *r)
+{
+    uint32_t L = r->L, shown = L <= 8 ? L : 5;
+    uint8_t *done = calloc(L ? L : 1, 1);
+    printf("  %-6s %12s %12s %9s%s\n", "layer", "sim ms", "real ms", "diff", L <= 8 ? "" : "   (5 furthest apart)");
+    for (uint32_t n = 0; n < shown && done; n++) {
+        uint32_t best = UINT32_MAX;
+        double best_d = -1;
+        for (uint32_t l = 0; l < L; l++) {
+            double d = r->layer_real_s[l] > 0 ? fabs(r->layer_sim_s[l] - r->layer_real_s[l]) / r->layer_real_s[l] : 0;
+            if (!done[l] && (L <= 8 ? best == UINT32_MAX : d > best_d)) {
+                best = l;
+                best_d = d;
+            }
+        }
+        done[best] = 1;
+        double s = r->layer_sim_s[best], q = r->layer_real_s[best];
+        printf("  %-6u %12.4f %12.4f %8.1f%%\n", best, s * 1e3, q * 1e3, q > 0 ? 100 * (s - q) / q : 0.0);
+    }
+    free(done);
+}
+
+static void print_report(const ms_run_config *cfg, const ms_model *model, const validate_flags *v, double scale,
+                         const ms_validate_result *r)
+{
+    printf("validate: %s on backend %s against platform %s\n", cfg->trace_path, v->backend, cfg->platform->name);
+    printf("  policies %s + %s + %s, GPU cache %g experts, batch %u\n", cfg->prefetch_spec, cfg->cache_spec,
+           cfg->sched_spec, cfg->cap_value, cfg->max_batch);
+    printf("  model %s, expert scale %.4g (FFN %u -> %.0f): %.2f MB per expert as run\n", model->name, scale,
+           model->expert_ffn, fmax(1.0, round(model->expert_ffn * scale)), model->expert_bytes * scale / 1e6);
+    printf("  %llu iterations, %llu ops; total simulated %.4f s, real %.4f s\n", (unsigned long long)r->iterations,
+           (unsigned long long)r->ops, r->sim_total_s, r->real_total_s);
+    printf("  per-iteration latency error: median %.2f %%, p95 %.2f %%, max %.2f %% (tolerance %.2f %% / %.2f %%)\n",
+           100 * r->err_median, 100 * r->err_p95, 100 * r->err_max, 100 * v->tolerance, 100 * v->p95_tolerance);
+    print_counts(r);
+    print_layers(r);
+}
+
+static int check_run_flags(const ms_run_flags *f, const ms_run_config *cfg, const validate_flags *v)
+{
+    if (!v->backend)
+        return ms_cli_usage("validate: --backend host|cuda is required");
+    if (!f->model)
+        return ms_cli_usage("validate: --model is required (the backend runs the model's expert dimensions)");
+    if (!f->platform)
+        return ms_cli_usage("validate: --platform is required (the backend's calibrated profile: moesim calibrate "
+                            "--backend %s --out FILE.ini)", v->backend);
+    if (cfg->cap_kind != MS_CAP_EXPERTS)
+        return ms_cli_usage("validate: give the GPU cache as --cache-experts N (the backend's slot pool)");
+    return 0;
+}
+
+static int run_validation(ms_run_config *cfg, const ms_model *model, const validate_flags *v)
+{
+    ms_err err;
+    uint32_t max_tokens = 1;
+    if (ms_backend_available(v->backend, &err) != 1 || trace_max_tokens(cfg->trace_path, cfg->max_batch, &max_tokens, &err))
+        return ms_cli_error(err.msg);
+    ms_trace_reader *rd = ms_reader_open(cfg->trace_path, &err);
+    if (!rd)
+        return ms_cli_error(err.msg);
+    uint32_t L = ms_reader_meta(rd)->L, J = ms_reader_meta(rd)->J;
+    ms_reader_close(rd);
+    ms_backend_config bc = {.model = model, .layers = L, .experts = J, .slots = (uint32_t)ceil(cfg->cap_value) + J,
+                            .max_tokens = max_tokens, .expert_scale = v->scale, .cpu_threads = (uint32_t)v->cpu_threads};
+    double scale = effective_scale(&bc);
+    ms_exec real;
+    if (ms_backend_create(v->backend, &bc, &real, &err))
+        return ms_cli_error(err.msg);
+    cfg->work_scale = scale;
+    ms_validate_result r;
+    ms_metrics m;
+    int rc = ms_validate(cfg, &real, v->iters_csv, v->layers_csv, &r, &m, &err);
+    ms_exec_destroy(&real);
+    if (rc)
+        return ms_cli_error(err.msg);
+    print_report(cfg, model, v, scale, &r);
+    char msg[256] = "";
+    if (r.err_median > v->tolerance)
+        snprintf(msg, sizeof msg, "validate: median per-iteration latency error %.2f %% exceeds --tolerance %.2f %%",
+                 100 * r.err_median, 100 * v->tolerance);
+    else if (r.err_p95 > v->p95_tolerance)
+        snprintf(msg, sizeof msg, "validate: p95 per-iteration latency error %.2f %% exceeds --p95-tolerance %.2f %%",
+                 100 * r.err_p95, 100 * v->p95_tolerance);
+    printf("%s\n", msg[0] ? "FAIL" : "PASS");
+    ms_metrics_free(&m);
+    ms_validate_result_free(&r);
+    if (fflush(stdout))
+        return ms_cli_error("validate: cannot write the report to standard output");
+    return msg[0] ? ms_cli_error(msg) : 0;
+}
+
+int ms_cli_validate(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(validate_usage, stdout);
+            return 0;
+        }
+    ms_run_config cfg = {.prefetch_spec = "none", .cache_spec = "lru", .sched_spec = "gpu",
+                         .distance = 1, .max_batch = 1, .seed = 1};
+    validate_flags v = {.scale = 1, .tolerance = 0.05, .cpu_threads = 1};
+    ms_run_flags f = {.cmd = "validate", .extra = validate_flag, .ctx = &v};
+    int rc = ms_cli_parse_run_flags(argc, argv, &cfg, &f);
+    if (rc || (rc = check_run_flags(&f, &cfg, &v)))
+        return rc;
+    if (!(v.p95_tolerance > 0))
+        v.p95_tolerance = 2 * v.tolerance;
+    if (f.json)
+        return ms_cli_usage("validate: --json is not supported; use --iterations-csv and --layers-csv");
+    ms_err err;
+    ms_model model;
+    ms_platform platform;
+    if (ms_model_load(f.model, &model, &err) || ms_platform_load(f.platform, &platform, &err))
+        return ms_cli_error(err.msg);
+    cfg.model = &model;
+    cfg.platform = &platform;
+    return run_validation(&cfg, &model, &v);
+}
