@@ -48,7 +48,7 @@ typedef struct {
 struct host_exec {
     uint32_t H, F, M, L, J, S, T;
     size_t expert_elems;  /* bf16 weights per expert */
-    size_t dense_cols;    /* dense buffer is [H][dense_cols] */
+    size_t dense_cols;    /* each layer's dense weights are [H][dense_cols] */
     uint16_t *store;      /* [L*J][expert_elems] */
     uint16_t *slot_buf;   /* [S][expert_elems] */
     uint16_t *dense;
@@ -67,6 +67,9 @@ struct host_exec {
     fifo q[MS_STREAMS];
     worker w[MS_STREAMS];
     ms_ffn_scratch probe;
+    int cold;             /* evict the caches before every compute / CPU op */
+    unsigned char *evict_buf; /* EVICT_SPAN bytes of pages really mapped (not the shared zero page) */
+    volatile uint64_t evict_sink;
     double t0;
     char pinned_note[160];
 };
@@ -84,7 +87,7 @@ static double total_bytes(const host_exec *h)
 {
     double e = (double)h->expert_elems * 2;
     double scratch = (double)h->T * (2.0 * h->F + (double)(h->dense_cols > h->H ? h->dense_cols : h->H)) * 4;
-    return e * h->L * h->J + e * h->S + (double)h->H * h->dense_cols * 2 + (double)h->T * h->H * 4 +
+    return e * h->L * h->J + e * h->S + (double)h->L * h->H * h->dense_cols * 2 + (double)h->T * h->H * 4 +
            scratch * (MS_STREAMS + 1);
 }
 
@@ -99,7 +102,7 @@ static int check_memory(const host_exec *h, const ms_backend_config *c, ms_err *
                    "host backend: needs %.0f MiB (store %u x %u experts x %.2f MiB = %.0f MiB, %u slots = %.0f "
                    "MiB, dense %.0f MiB) but only %.0f MiB of host memory is available; try --expert-scale %g",
                    need / MIB, h->L, h->J, e / MIB, e * h->L * h->J / MIB, h->S, e * h->S / MIB,
-                   (double)h->H * h->dense_cols * 2 / MIB, avail / MIB, scale > 0 ? scale : 0.001);
+                   (double)h->L * h->H * h->dense_cols * 2 / MIB, avail / MIB, scale > 0 ? scale : 0.001);
 }
 
 /* Fixed weights in [-1/64, 1/64] (a repeating block: any fixed data will do). */
@@ -120,7 +123,7 @@ static int alloc_buffers(host_exec *h, ms_err *err)
     size_t E = h->expert_elems, LJ = (size_t)h->L * h->J;
     h->store = malloc(LJ * E * 2);
     h->slot_buf = malloc((size_t)h->S * E * 2);
-    h->dense = malloc((h->dense_cols ? (size_t)h->H * h->dense_cols : 1) * 2);
+    h->dense = malloc((h->dense_cols ? (size_t)h->L * h->H * h->dense_cols : 1) * 2);
     h->x = malloc((size_t)h->T * h->H * sizeof *h->x);
     size_t ycols = h->dense_cols > h->H ? h->dense_cols : h->H;
     int bad = !h->store || !h->slot_buf || !h->dense || !h->x || ms_ffn_scratch_init(&h->probe, h->T, h->F, ycols);
@@ -131,7 +134,7 @@ static int alloc_buffers(host_exec *h, ms_err *err)
                        total_bytes(h) / MIB, h->L, h->J, (double)E * 2 / MIB, h->S);
     fill_bf16(h->store, LJ * E);
     memset(h->slot_buf, 0, (size_t)h->S * E * 2);
-    fill_bf16(h->dense, h->dense_cols ? (size_t)h->H * h->dense_cols : 1);
+    fill_bf16(h->dense, h->dense_cols ? (size_t)h->L * h->H * h->dense_cols : 1);
     for (size_t i = 0; i < (size_t)h->T * h->H; i++)
         h->x[i] = 0.01f * (float)(1 + i % 7);
     return 0;
@@ -165,12 +168,40 @@ static void run_op(host_exec *h, worker *w, const item *it)
     case MS_OP_DENSE: {
         size_t cols = (size_t)ceil(op->params / h->H);
         if (cols)
-            ms_ffn_matmul(h->x, h->dense, w->scratch.y, op->tokens, h->H, (uint32_t)cols);
+            ms_ffn_matmul(h->x, h->dense + (size_t)op->layer * h->H * h->dense_cols, w->scratch.y, op->tokens, h->H,
+                          (uint32_t)cols);
         break;
     }
     default:
         break;
     }
+}
+
+/* Reads EVICT_SPAN bytes (read only: no dirty lines left to write back
+ * during the timed op), so that no weight stays in the CPU caches. */
+#define EVICT_SPAN (64u << 20)
+static void evict_caches(host_exec *h)
+{
+    const uint64_t *b = (const uint64_t *)h->evict_buf;
+    if (!b)
+        return;
+    uint64_t sum = 0;
+    for (size_t i = 0; i < EVICT_SPAN / sizeof *b; i += 8)
+        sum += b[i];
+    h->evict_sink = sum;
+}
+
+static unsigned char *alloc_evict_buf(void)
+{
+    unsigned char *b = malloc(EVICT_SPAN);
+    if (b)
+        memset(b, 1, EVICT_SPAN);
+    return b;
+}
+
+static int is_timed_cold(const host_exec *h, const ms_op *op)
+{
+    return h->cold && op->kind != MS_OP_COPY;
 }
 
 static void *worker_main(void *arg)
@@ -185,11 +216,15 @@ static void *worker_main(void *arg)
         if (h->stop)
             break;
         item it = q->v[q->head++];
-        h->ev[it.ev].t0 = now_s();
+        int cold = is_timed_cold(h, &it.op);
         pthread_mutex_unlock(&h->mu);
+        if (cold)
+            evict_caches(h);
+        double t0 = now_s();
         run_op(h, w, &it);
         double t1 = now_s();
         pthread_mutex_lock(&h->mu);
+        h->ev[it.ev].t0 = t0;
         h->ev[it.ev].t1 = t1;
         h->ev[it.ev].done = 1;
         h->ndone++;
@@ -238,6 +273,8 @@ static int check_op(const host_exec *h, const ms_op *op, ms_err *err)
         return ms_fail(err, "host backend: copy of %.0f bytes for expert (%u, %u): an expert holds %.0f bytes",
                        op->bytes, op->layer, op->expert, ebytes);
     double dense_max = (double)h->H * h->dense_cols;
+    if (op->kind == MS_OP_DENSE && op->layer >= h->L)
+        return ms_fail(err, "host backend: dense op of layer %u outside %u layers", op->layer, h->L);
     if (op->kind == MS_OP_DENSE && !(op->params >= 0 && op->params <= dense_max))
         return ms_fail(err, "host backend: dense op of %.0f params exceeds the dense buffer's %.0f params",
                        op->params, dense_max);
@@ -369,6 +406,7 @@ static void host_destroy(void *st)
         free(h->q[k].v);
     }
     ms_ffn_scratch_free(&h->probe);
+    free(h->evict_buf);
     pthread_cond_destroy(&h->cv);
     pthread_mutex_destroy(&h->mu);
     free(h->store);
@@ -453,7 +491,10 @@ static int host_time_expert(void *st, uint32_t tokens, int reps, double *seconds
     if (tokens > h->T || reps < 1)
         return ms_fail(err, "host backend: time_expert of %u token rows (max_tokens %u), %d reps", tokens, h->T, reps);
     double *t = ms_xcalloc((size_t)reps, sizeof *t);
+    if (!h->evict_buf && !(h->evict_buf = alloc_evict_buf()))
+        return ms_fail(err, "host backend: out of memory for a %u MiB cache-eviction buffer", EVICT_SPAN >> 20);
     for (int r = 0; r < reps; r++) {
+        evict_caches(h);
         double t0 = now_s();
         ms_ffn_expert(h->x, h->store, tokens, h->H, h->F, h->M, &h->probe);
         t[r] = now_s() - t0;
@@ -473,6 +514,19 @@ static const ms_exec_ops host_ops = {
     .time_copy = host_time_copy,
     .time_expert = host_time_expert,
 };
+
+int ms_host_backend_set_cold(ms_exec *x, int on)
+{
+    if (!x || x->ops != &host_ops)
+        return -1;
+    host_exec *h = x->st;
+    if (!h->evict_buf && !(h->evict_buf = alloc_evict_buf()))
+        return -1;
+    pthread_mutex_lock(&h->mu);
+    h->cold = on != 0;
+    pthread_mutex_unlock(&h->mu);
+    return 0;
+}
 
 const char *ms_host_backend_pinned_note(const ms_exec *x)
 {
@@ -527,7 +581,8 @@ int ms_host_backend_create(const ms_backend_config *c, ms_exec *out, ms_err *err
     h->S = c->slots;
     h->T = c->max_tokens;
     h->expert_elems = ms_ffn_expert_bytes(h->H, h->F, h->M) / 2;
-    h->dense_cols = (size_t)ceil((double)c->model->dense_params / h->H);
+    /* one dense buffer per layer (as a model has), of the dense params the engine's ops carry (x expert_scale) */
+    h->dense_cols = (size_t)ceil((double)c->model->dense_params * c->expert_scale / h->H);
     snprintf(h->pinned_note, sizeof h->pinned_note, "mlock'd");
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);

@@ -16,8 +16,11 @@
  *   free slot released longest ago (or the slot the expert already holds);
  *   release() frees it; a copy with no free slot is an error.
  * - Expert FFN (host_ffn.h) over tokens rows (<= max_tokens); MS_OP_DENSE
- *   is the same matmul over a dense bf16 buffer of op->params weights
- *   ([hidden][params/hidden]), sized to the model's dense_params.
+ *   is the same matmul over the op's layer's dense bf16 buffer, op->params
+ *   weights ([hidden][params/hidden]); one buffer per layer (as a model has
+ *   them: a layer's dense weights are not still in the CPU caches from the
+ *   layer before), each sized to the model's dense_params x expert_scale
+ *   (the engine's work_scale shrinks dense ops by the same factor).
  * - Times: clock_gettime(CLOCK_MONOTONIC) around each op's execution,
  *   seconds since begin() (ops that ended before begin() read 0).
  * - Errors (sizes beyond free memory, no free slot, unknown expert or
@@ -37,5 +40,13 @@ int ms_host_backend_create(const ms_backend_config *c, ms_exec *out, ms_err *err
 /* How "pinned" copies were measured on this executor: "mlock'd" or
  * "mlock failed (<reason>): pinned = pageable"; NULL for other executors. */
 const char *ms_host_backend_pinned_note(const ms_exec *x);
+
+/* Cold-cache timing for calibration (default off): every compute-stream
+ * and CPU-stream op first evicts the CPU caches (reads a buffer of twice
+ * the last-level cache, outside the op's timed interval), so that a
+ * calibration that repeats one op over the same weights times them out of
+ * memory, as a run over many experts reads them; time_expert always does.
+ * 0, or -1 when x is not a host executor or the buffer cannot be had. */
+int ms_host_backend_set_cold(ms_exec *x, int on);
 
 #endif

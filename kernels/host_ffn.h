@@ -1,11 +1,12 @@
 /* The host backend's expert FFN and dense stand-in: float activations times
- * bf16 weights, plain C (no BLAS), blocked so that each weight is converted
- * from bf16 once per op and then used for every token row.
+ * bf16 weights, plain C (no BLAS), a streaming kernel: the weight rows are
+ * read in order, once per op (per 64 token rows), each chunk widened in
+ * registers and applied to every token row while the next rows stream in.
  *
- * Its time is therefore (weight bytes x a conversion cost) + (tokens x
- * params x 2 FLOP / the loop's FLOP/s): it grows with tokens x params, the
- * quantity the roofline model of sim/timing.h prices (README "Real
- * execution" gives the measured FLOP/s).
+ * Its time is therefore roofline-shaped: about weight bytes / memory
+ * bandwidth at a few tokens, 2 x params x tokens / the loop's FLOP/s at
+ * many, as sim/timing.h prices it (README "Real execution" gives the
+ * measured GB/s and FLOP/s; bench/host_ffn.c measures them).
  *
  * Weight layout: a matrix mapping `in` features to `out` features is
  * stored row-major as [in][out] bf16.  An expert is its matrices back to

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <gsl/gsl_fit.h>
+#include <gsl/gsl_multifit.h>
 
 #include "calibrate.h"
 
@@ -137,6 +138,118 @@ int ms_fit_roofline(const double *tokens, const double *secs, int n, double byte
     return 0;
 }
 
+/* Joint roofline over points of several op sizes (same kernel): point i
+ * (tokens[i], bytes[i], params[i], secs[i]) is memory-bound when its
+ * arithmetic intensity q = 2 params tokens / bytes is below the crossover.
+ * For each candidate crossover (between sorted distinct q) one weighted
+ * linear least-squares fit (gsl_multifit_wlinear, weights 1/t^2):
+ *   t = launch + a bytes [memory-bound] + b 2 params tokens [compute-bound]
+ * with bw = 1/a, flops = 1/b; a negative launch is refit through the origin.
+ * Candidates whose points fall on the wrong side of their own crossover are
+ * dropped; the least RMS relative residual wins. */
+typedef struct {
+    double launch, a, b;
+} roof_coef;
+
+static int cmp_double_asc(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Weighted least squares of t on the chosen columns; 0 when the fit exists. */
+static int joint_lsq(const double *bytes, const double *flop, const double *secs, int n,
+                     const int *mem, int intercept, int k, roof_coef *c)
+{
+    int cols = intercept + (k > 0) + (k < n);
+    if (n < cols)
+        return -1;
+    gsl_matrix *X = gsl_matrix_calloc((size_t)n, (size_t)cols);
+    gsl_vector *y = gsl_vector_alloc((size_t)n), *w = gsl_vector_alloc((size_t)n), *cf = gsl_vector_alloc((size_t)cols);
+    gsl_matrix *cov = gsl_matrix_alloc((size_t)cols, (size_t)cols);
+    gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc((size_t)n, (size_t)cols);
+    for (int i = 0; i < n; i++) {
+        int j = 0;
+        if (intercept)
+            gsl_matrix_set(X, (size_t)i, (size_t)j++, 1.0);
+        if (k > 0)
+            gsl_matrix_set(X, (size_t)i, (size_t)j++, mem[i] ? bytes[i] : 0.0);
+        if (k < n)
+            gsl_matrix_set(X, (size_t)i, (size_t)j, mem[i] ? 0.0 : flop[i]);
+        gsl_vector_set(y, (size_t)i, secs[i]);
+        gsl_vector_set(w, (size_t)i, 1.0 / (secs[i] * secs[i]));
+    }
+    double chisq;
+    int rc = gsl_multifit_wlinear(X, w, y, cf, cov, &chisq, ws);
+    int j = 0;
+    c->launch = intercept ? gsl_vector_get(cf, (size_t)j++) : 0;
+    c->a = k > 0 ? gsl_vector_get(cf, (size_t)j++) : 0;
+    c->b = k < n ? gsl_vector_get(cf, (size_t)j) : 0;
+    gsl_multifit_linear_free(ws);
+    gsl_matrix_free(cov);
+    gsl_vector_free(cf);
+    gsl_vector_free(w);
+    gsl_vector_free(y);
+    gsl_matrix_free(X);
+    return rc ? -1 : 0;
+}
+
+int ms_fit_roofline_joint(const double *tokens, const double *bytes, const double *params, const double *secs, int n,
+                          ms_fit_roof *out, ms_err *err)
+{
+    if (check_points("joint roofline", tokens, secs, n, 3, err))
+        return -1;
+    if (n > MS_CALIB_JOINT_MAX)
+        return ms_fail(err, "calibrate: joint roofline fit of %d points (at most %d)", n, MS_CALIB_JOINT_MAX);
+    double q[MS_CALIB_JOINT_MAX], qs[MS_CALIB_JOINT_MAX], flop[MS_CALIB_JOINT_MAX], model[MS_CALIB_JOINT_MAX];
+    int mem[MS_CALIB_JOINT_MAX];
+    for (int i = 0; i < n; i++) {
+        if (!(bytes[i] > 0) || !(params[i] > 0))
+            return ms_fail(err, "calibrate: joint roofline point %d of %g bytes, %g params", i, bytes[i], params[i]);
+        flop[i] = 2.0 * params[i] * tokens[i];
+        q[i] = qs[i] = flop[i] / bytes[i];
+    }
+    qsort(qs, (size_t)n, sizeof *qs, cmp_double_asc);
+    double best = INFINITY;
+    for (int s = 0; s <= n; s++) { /* crossover just above qs[s-1]: the points with q < qs[s] are memory-bound */
+        if (s > 0 && s < n && qs[s] == qs[s - 1])
+            continue;
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            k += mem[i] = s == n || q[i] < qs[s];
+        if (k == n) /* no compute-bound point: FLOP/s unknown */
+            continue;
+        roof_coef c;
+        if (joint_lsq(bytes, flop, secs, n, mem, 1, k, &c))
+            continue;
+        if (c.launch < 0 && joint_lsq(bytes, flop, secs, n, mem, 0, k, &c))
+            continue;
+        if (!(c.b > 0) || (k > 0 && !(c.a > 0)))
+            continue;
+        if (k == 0) /* crossover at the least intense point */
+            c.a = c.b * qs[0];
+        int consistent = 1;
+        for (int i = 0; i < n && consistent; i++) {
+            double m = c.a * bytes[i], f = c.b * flop[i];
+            consistent = mem[i] ? f <= m * (1 + CONSISTENT_TOL) : f >= m * (1 - CONSISTENT_TOL);
+        }
+        if (!consistent)
+            continue;
+        ms_fit_roof f = {.launch_s = c.launch, .bw = 1.0 / c.a, .flops = 1.0 / c.b, .mem_points = k, .n = n};
+        for (int i = 0; i < n; i++)
+            model[i] = ms_fit_roof_eval(&f, bytes[i], params[i], tokens[i]);
+        residuals(model, secs, n, &f.rms_rel, &f.max_rel);
+        if (f.rms_rel < best - 1e-12) {
+            best = f.rms_rel;
+            *out = f;
+        }
+    }
+    if (!isfinite(best))
+        return ms_fail(err, "calibrate: no joint roofline fits the %d points (noisy timings? more --reps on a "
+                       "quieter machine)", n);
+    return 0;
+}
+
 /* ---- plan ---- */
 
 int ms_calib_sizes(double max_bytes, double *sizes)
@@ -150,9 +263,11 @@ int ms_calib_sizes(double max_bytes, double *sizes)
 int ms_calib_tokens(unsigned max_tokens, double *tokens)
 {
     int n = 0;
-    unsigned t = 1;
-    for (; t <= max_tokens && n < MS_CALIB_MAX_POINTS - 1; t *= 2)
+    for (unsigned t = 1; t <= max_tokens && n < MS_CALIB_MAX_POINTS - 1; t *= 2) {
         tokens[n++] = t;
+        if (t >= 2 && t + t / 2 <= max_tokens && n < MS_CALIB_MAX_POINTS - 1)
+            tokens[n++] = t + t / 2;
+    }
     if (tokens[n - 1] != max_tokens)
         tokens[n++] = max_tokens;
     return n;
@@ -273,16 +388,33 @@ int ms_calib_fit(ms_calib *c, ms_err *err)
     for (int k = 0; k < MS_CAL_COPIES; k++)
         if (ms_fit_copy_line(c->sizes, c->copy_s[k], c->nsizes, &c->copy[k], err))
             return ms_fail_prefix(err, "%s", names[k]);
-    if (ms_fit_roofline(c->tokens, c->expert_s, c->ntokens, c->expert_bytes, c->expert_params, &c->expert, err))
-        return ms_fail_prefix(err, "expert FFN");
+    /* the expert FFN and dense stand-in alone are reported, not used: no fit there is not an error */
+    ms_err quiet;
+    if (ms_fit_roofline(c->tokens, c->expert_s, c->ntokens, c->expert_bytes, c->expert_params, &c->expert, &quiet))
+        c->expert = (ms_fit_roof){.launch_s = NAN, .bw = NAN, .flops = NAN, .rms_rel = NAN, .max_rel = NAN};
     if (ms_fit_roofline(c->tokens, c->cpu_s, c->ntokens, c->expert_bytes, c->expert_params, &c->cpu, err))
         return ms_fail_prefix(err, "CPU expert");
     if (c->dense_params > 0 &&
-        ms_fit_roofline(c->tokens, c->dense_s, c->ntokens, c->dense_bytes, c->dense_params, &c->dense, err))
-        return ms_fail_prefix(err, "dense stand-in");
-    double model[MS_CALIB_MAX_POINTS];
+        ms_fit_roofline(c->tokens, c->dense_s, c->ntokens, c->dense_bytes, c->dense_params, &c->dense, &quiet))
+        c->dense = (ms_fit_roof){.launch_s = NAN, .bw = NAN, .flops = NAN, .rms_rel = NAN, .max_rel = NAN};
+    double tok[MS_CALIB_JOINT_MAX], by[MS_CALIB_JOINT_MAX], pa[MS_CALIB_JOINT_MAX], se[MS_CALIB_JOINT_MAX];
+    int nj = 0;
+    for (int i = 0; i < c->ntokens; i++) {
+        tok[nj] = c->tokens[i], by[nj] = c->expert_bytes, pa[nj] = c->expert_params, se[nj++] = c->expert_s[i];
+        if (c->dense_params > 0)
+            tok[nj] = c->tokens[i], by[nj] = c->dense_bytes, pa[nj] = c->dense_params, se[nj++] = c->dense_s[i];
+    }
+    if (ms_fit_roofline_joint(tok, by, pa, se, nj, &c->gpu, err))
+        return ms_fail_prefix(err, "expert FFN + dense stand-in");
+    double model[MS_CALIB_MAX_POINTS] = {0};
+    for (int i = 0; i < c->ntokens; i++)
+        model[i] = ms_fit_roof_eval(&c->gpu, c->expert_bytes, c->expert_params, c->tokens[i]);
+    residuals(model, c->expert_s, c->ntokens, &c->gpu_expert_rms_rel, &c->gpu_expert_max_rel);
     if (!(c->dense_params > 0))
         return 0;
+    for (int i = 0; i < c->ntokens; i++)
+        model[i] = ms_fit_roof_eval(&c->gpu, c->dense_bytes, c->dense_params, c->tokens[i]);
+    residuals(model, c->dense_s, c->ntokens, &c->gpu_dense_rms_rel, &c->gpu_dense_max_rel);
     for (int i = 0; i < c->ntokens; i++)
         model[i] = ms_fit_roof_eval(&c->expert, c->dense_bytes, c->dense_params, c->tokens[i]);
     residuals(model, c->dense_s, c->ntokens, &c->dense_pred_rms_rel, &c->dense_pred_max_rel);
@@ -338,8 +470,8 @@ void ms_calib_print(const ms_calib *c, FILE *out)
     fprintf(out, "\n%-14s %8s %14s %14s %8s %12s\n", "compute", "tokens", "measured_ms", "fitted_ms", "resid",
             "GFLOP/s");
     const struct { const char *name; const double *s; const ms_fit_roof *f; double bytes, params; } rows[] = {
-        {"expert FFN", c->expert_s, &c->expert, c->expert_bytes, c->expert_params},
-        {"dense", c->dense_s, c->dense_params > 0 ? &c->dense : &c->expert, c->dense_bytes, c->dense_params},
+        {"expert FFN", c->expert_s, &c->gpu, c->expert_bytes, c->expert_params},
+        {"dense", c->dense_s, &c->gpu, c->dense_bytes, c->dense_params},
         {"CPU expert", c->cpu_s, &c->cpu, c->expert_bytes, c->expert_params},
     };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
@@ -364,6 +496,11 @@ void ms_calib_print(const ms_calib *c, FILE *out)
     }
     fprintf(out, "  dense predicted by the expert fit: %.1f%% / %.1f%%\n", 100 * c->dense_pred_rms_rel,
             100 * c->dense_pred_max_rel);
+    fprintf(out, "  [gpu] joint    launch %.1f us, bandwidth %.2f GB/s, %.2f GFLOP/s, %d memory-bound of %d   (%.1f%% / "
+            "%.1f%%; expert %.1f%% / %.1f%%, dense %.1f%% / %.1f%%)\n", c->gpu.launch_s * 1e6, c->gpu.bw / 1e9,
+            c->gpu.flops / 1e9, c->gpu.mem_points, c->gpu.n, 100 * c->gpu.rms_rel, 100 * c->gpu.max_rel,
+            100 * c->gpu_expert_rms_rel, 100 * c->gpu_expert_max_rel, 100 * c->gpu_dense_rms_rel,
+            100 * c->gpu_dense_max_rel);
     fprintf(out, "overlap (%u tokens): copy alone %.3f ms, with compute %.3f ms (x%.2f); expert alone %.3f ms, with "
             "copy %.3f ms (x%.2f)\n", c->max_tokens, c->copy_alone_s * 1e3, c->copy_together_s * 1e3,
             slowdown(c->copy_together_s, c->copy_alone_s), c->expert_alone_s * 1e3, c->expert_together_s * 1e3,
@@ -418,6 +555,10 @@ static void write_comments(FILE *fp, const ms_calib *c, const ms_calib_meta *m)
                     100 * fits[r].f->rms_rel, 100 * fits[r].f->max_rel);
     fprintf(fp, "#   dense predicted by the expert fit: %.2f%% / %.2f%%\n", 100 * c->dense_pred_rms_rel,
             100 * c->dense_pred_max_rel);
+    fprintf(fp, "#   [gpu] joint   launch %.4g s, bw %.4g B/s, %.4g FLOP/s, %d memory-bound of %d: %.2f%% / %.2f%% "
+            "(expert %.2f%% / %.2f%%, dense %.2f%% / %.2f%%)\n", c->gpu.launch_s, c->gpu.bw, c->gpu.flops,
+            c->gpu.mem_points, c->gpu.n, 100 * c->gpu.rms_rel, 100 * c->gpu.max_rel, 100 * c->gpu_expert_rms_rel,
+            100 * c->gpu_expert_max_rel, 100 * c->gpu_dense_rms_rel, 100 * c->gpu_dense_max_rel);
     fprintf(fp, "# Overlap (%u tokens): copy alone %.4g s, with compute %.4g s (x%.3f); expert alone %.4g s, "
             "with a copy %.4g s (x%.3f)\n", c->max_tokens, c->copy_alone_s, c->copy_together_s,
             slowdown(c->copy_together_s, c->copy_alone_s), c->expert_alone_s, c->expert_together_s,
@@ -434,7 +575,7 @@ static void write_sections(FILE *fp, const ms_calib *c, const ms_calib_meta *m)
 {
     fprintf(fp, "[platform]\nname = %s\ndescription = %s\n\n", m->name, m->description);
     fprintf(fp, "[gpu]\ngpu_mem_bytes = %.0f\nhbm_bw = %.6g\ngpu_flops = %.6g\nlaunch_s = %.6g\n\n",
-            m->gpu_mem_bytes, c->expert.bw, c->expert.flops, c->expert.launch_s);
+            m->gpu_mem_bytes, c->gpu.bw, c->gpu.flops, c->gpu.launch_s);
     fprintf(fp, "[link]\nh2d_bw = %.6g\nh2d_latency_s = %.6g\nd2h_bw = %.6g\nd2h_latency_s = %.6g\n"
             "pageable_bw = %.6g\ncopy_engines = 1\n\n", c->copy[MS_CAL_H2D].bw, c->copy[MS_CAL_H2D].latency_s,
             c->copy[MS_CAL_D2H].bw, c->copy[MS_CAL_D2H].latency_s, c->copy[MS_CAL_H2D_PAGEABLE].bw);
@@ -453,14 +594,14 @@ static void write_source(FILE *fp, const ms_calib *c, const ms_calib_meta *m)
     const ms_fit_copy *h = &c->copy[MS_CAL_H2D], *d = &c->copy[MS_CAL_D2H], *p = &c->copy[MS_CAL_H2D_PAGEABLE];
     fprintf(fp, "[source]\n");
     fprintf(fp, "gpu_mem_bytes = estimate host MemTotal (the host backend's device memory is host memory)\n");
-    fprintf(fp, "hbm_bw = %s expert FFN roofline fit, %d memory-bound of %d points%s, resid RMS %.2f%% max %.2f%%\n",
-            roof_status(&c->expert), c->expert.mem_points, c->expert.n,
-            c->expert.mem_points ? "" : " (none: crossover set at the first point)", 100 * c->expert.rms_rel,
-            100 * c->expert.max_rel);
-    fprintf(fp, "gpu_flops = measured expert FFN roofline fit over tokens %.0f..%.0f, resid RMS %.2f%% max %.2f%%\n",
-            c->tokens[0], c->tokens[c->ntokens - 1], 100 * c->expert.rms_rel, 100 * c->expert.max_rel);
-    fprintf(fp, "launch_s = measured intercept of the expert FFN roofline fit, resid RMS %.2f%% max %.2f%%\n",
-            100 * c->expert.rms_rel, 100 * c->expert.max_rel);
+    fprintf(fp, "hbm_bw = %s joint expert FFN + dense roofline fit, %d memory-bound of %d points%s, resid RMS "
+            "%.2f%% max %.2f%%\n", roof_status(&c->gpu), c->gpu.mem_points, c->gpu.n,
+            c->gpu.mem_points ? "" : " (none: crossover set at the least intense point)", 100 * c->gpu.rms_rel,
+            100 * c->gpu.max_rel);
+    fprintf(fp, "gpu_flops = measured joint expert FFN + dense roofline fit over tokens %.0f..%.0f, resid RMS %.2f%% "
+            "max %.2f%%\n", c->tokens[0], c->tokens[c->ntokens - 1], 100 * c->gpu.rms_rel, 100 * c->gpu.max_rel);
+    fprintf(fp, "launch_s = measured intercept of the joint expert FFN + dense roofline fit, resid RMS %.2f%% max "
+            "%.2f%%\n", 100 * c->gpu.rms_rel, 100 * c->gpu.max_rel);
     fprintf(fp, "h2d_bw = measured fit of %d pinned H2D sizes (pinned: %s), resid RMS %.2f%% max %.2f%%\n", h->n,
             m->pinned_note, 100 * h->rms_rel, 100 * h->max_rel);
     fprintf(fp, "h2d_latency_s = measured intercept of the pinned H2D fit, resid RMS %.2f%% max %.2f%%\n",
@@ -531,8 +672,8 @@ int ms_calib_write_csv(const ms_calib *c, const char *path, ms_err *err)
     fputs("series,bytes,tokens,seconds,fitted_s,rel_residual\n", fp);
     for (int k = 0; k < MS_CAL_COPIES; k++)
         csv_series(fp, names[k], c->sizes, c->copy_s[k], c->nsizes, 1, eval_copy, &c->copy[k]);
-    roof_ctx e = {&c->expert, c->expert_bytes, c->expert_params};
-    roof_ctx d = {c->dense_params > 0 ? &c->dense : &c->expert, c->dense_bytes, c->dense_params};
+    roof_ctx e = {&c->gpu, c->expert_bytes, c->expert_params};
+    roof_ctx d = {&c->gpu, c->dense_bytes, c->dense_params};
     roof_ctx u = {&c->cpu, c->expert_bytes, c->expert_params};
     csv_series(fp, "expert_ffn", c->tokens, c->expert_s, c->ntokens, 0, eval_roof, &e);
     csv_series(fp, "dense", c->tokens, c->dense_s, c->ntokens, 0, eval_roof, &d);

@@ -15,6 +15,9 @@
  *             latency.  With k = 0 (no
  *             memory-bound point) the bandwidth is the smallest the data
  *             allow: the crossover at the first point (marked "derived").
+ *   the profile's [gpu] roofline: one joint fit of the expert FFN and the
+ *             dense stand-in points (ms_fit_roofline_joint: one kernel, two
+ *             op sizes, so launch and bandwidth are told apart).
  * Each fit reports the RMS and the largest relative residual. */
 #ifndef MS_CALIBRATE_H
 #define MS_CALIBRATE_H
@@ -40,10 +43,24 @@ typedef struct {
 int ms_fit_copy_line(const double *bytes, const double *secs, int n, ms_fit_copy *out, ms_err *err);
 int ms_fit_roofline(const double *tokens, const double *secs, int n, double bytes, double params, ms_fit_roof *out,
                     ms_err *err);
+/* One roofline (launch, bw, flops) over points of several op sizes run by
+ * the same kernel (the expert FFN and the dense stand-in): point i took
+ * secs[i] for tokens[i] rows over bytes[i] / params[i].  Memory-bound
+ * points are those below a crossover in arithmetic intensity
+ * 2 params tokens / bytes; every candidate crossover gets one weighted
+ * multilinear least-squares fit (gsl_multifit_wlinear, weights 1/t^2)
+ *   t = launch + bytes / bw [memory-bound] + 2 params tokens / flops [else],
+ * inconsistent candidates are dropped, the least RMS relative residual wins
+ * (with no memory-bound point, bw puts the crossover at the least intense
+ * point).  At least 3 points, at most MS_CALIB_JOINT_MAX. */
+#define MS_CALIB_JOINT_MAX 64
+int ms_fit_roofline_joint(const double *tokens, const double *bytes, const double *params, const double *secs, int n,
+                          ms_fit_roof *out, ms_err *err);
 double ms_fit_copy_eval(const ms_fit_copy *f, double bytes);
 double ms_fit_roof_eval(const ms_fit_roof *f, double bytes, double params, double tokens);
 
-/* Copy sizes 4 KiB x 4^i up to max_bytes; tokens 1, 2, 4, ... and max_tokens. */
+/* Copy sizes 4 KiB x 4^i up to max_bytes; tokens 1, 2, 3, 4, 6, 8, 12, 16,
+ * ... (2^i and 3 x 2^(i-1)) up to and including max_tokens. */
 #define MS_CALIB_MAX_POINTS 32
 int ms_calib_sizes(double max_bytes, double *sizes);
 int ms_calib_tokens(unsigned max_tokens, double *tokens);
@@ -63,7 +80,9 @@ typedef struct {
     double copy_alone_s, expert_alone_s, copy_together_s, expert_together_s;
     /* fits */
     ms_fit_copy copy[MS_CAL_COPIES];
-    ms_fit_roof expert, dense, cpu;
+    ms_fit_roof expert, dense, cpu;  /* each series alone (reported) */
+    ms_fit_roof gpu;                 /* expert FFN + dense stand-in jointly: the profile's [gpu] roofline */
+    double gpu_expert_rms_rel, gpu_expert_max_rel, gpu_dense_rms_rel, gpu_dense_max_rel; /* its residuals per series */
     double dense_pred_rms_rel, dense_pred_max_rel; /* the dense stand-in predicted by the expert fit */
 } ms_calib;
 

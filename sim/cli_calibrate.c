@@ -20,12 +20,15 @@ static const char calibrate_usage[] =
     "\n"
     "Measures the backend through the executor contract: H2D and D2H copies of 4 KiB x 4^i up to\n"
     "--max-bytes (pinned and pageable), the expert FFN, the dense stand-in and the CPU expert over\n"
-    "1, 2, 4, ... --max-tokens token rows, and one copy overlapping one expert op.  Fits latency +\n"
-    "bytes/bandwidth and the roofline launch + max(bytes/bw, 2 params tokens/FLOP/s) with GSL least\n"
-    "squares, prints measured vs fitted values and writes a platform profile (fit residuals and the\n"
-    "measured points in # comments), then loads it back as a check.  The experts have the model's\n"
-    "dimensions with expert_ffn x --expert-scale.  Defaults: --model mixtral-8x7b --expert-scale 1\n"
-    "--out calibrated-BACKEND.ini --max-bytes 1GiB --reps 5 --max-tokens 16; --name is the --out\n"
+    "1, 2, 3, 4, 6, 8, 12, ... --max-tokens token rows, and one copy overlapping one expert op.  Fits\n"
+    "latency + bytes/bandwidth and the roofline launch + max(bytes/bw, 2 params tokens/FLOP/s) with GSL\n"
+    "least squares (the profile's [gpu] roofline: expert FFN and dense stand-in jointly), prints\n"
+    "measured vs fitted values and writes a platform profile (fit residuals and the measured points in\n"
+    "# comments), then loads it back as a check.  The experts have the model's dimensions with\n"
+    "expert_ffn x --expert-scale; the dense stand-in has the model's dense bytes x --expert-scale (as\n"
+    "`moesim validate --expert-scale` runs it).  --max-tokens should cover the largest op validation\n"
+    "runs (a prefill: prompt rows x batch).  Defaults: --model mixtral-8x7b --expert-scale 1\n"
+    "--out calibrated-BACKEND.ini --max-bytes 1GiB --reps 5 --max-tokens 64; --name is the --out\n"
     "file's stem.\n";
 
 typedef struct {
@@ -172,12 +175,16 @@ static int run_calibration(const calib_flags *f, const ms_model *model, const ms
     ms_exec x = {0};
     if (ms_backend_create(f->backend, bc, &x, err))
         return -1;
+    if (!strcmp(f->backend, "host") && ms_host_backend_set_cold(&x, 1)) {
+        ms_exec_destroy(&x);
+        return ms_fail(err, "calibrate: out of memory for the host backend's cache-eviction buffer");
+    }
     ms_calib c;
     memset(&c, 0, sizeof c);
     c.expert_bytes = ms_backend_expert_bytes(bc);
     c.expert_params = ms_backend_expert_params(bc);
-    c.dense_bytes = (double)model->dense_bytes;
-    c.dense_params = (double)model->dense_params;
+    c.dense_bytes = (double)model->dense_bytes * bc->expert_scale; /* as the engine's work_scale runs it */
+    c.dense_params = (double)model->dense_params * bc->expert_scale;
     c.max_tokens = bc->max_tokens;
     printf("calibrating the %s backend: %s experts of %.2f MiB (expert_ffn %u x scale %g), tokens up to %u\n",
            f->backend, model->name, c.expert_bytes / 1048576.0, ms_backend_expert_ffn(bc), bc->expert_scale,
@@ -219,7 +226,7 @@ static int run_calibration(const calib_flags *f, const ms_model *model, const ms
 
 int ms_cli_calibrate(int argc, char **argv)
 {
-    calib_flags f = {.model = "mixtral-8x7b", .scale = 1, .max_bytes = 1073741824.0, .reps = 5, .max_tokens = 16};
+    calib_flags f = {.model = "mixtral-8x7b", .scale = 1, .max_bytes = 1073741824.0, .reps = 5, .max_tokens = 64};
     int prc = parse_flags(argc, argv, &f);
     if (prc)
         return prc < 0 ? 0 : prc;

@@ -12,8 +12,8 @@
 typedef struct {
     ms_op op;
     ms_event sim_ev, real_ev;
-    double s1;        /* end on the simulated timeline */
-    double r1;        /* end on the real backend, once read */
+    double s0, s1;    /* start and end on the simulated timeline */
+    double r0, r1;    /* start and end on the real backend, once read */
 } tee_op;
 
 typedef struct {
@@ -36,6 +36,7 @@ typedef struct {
     int open;
     uint64_t iter;
     pair iter_end, prev_end;
+    pair iter_start;               /* earliest start of the iteration's ops */
     pair *dense_end, *layer_end;   /* [L] */
     ms_validate_counts it_sim, it_real;
     /* totals */
@@ -102,10 +103,12 @@ static void close_iteration(tee *t)
 {
     if (!t->open)
         return;
-    double sim = t->iter_end.sim - t->prev_end.sim, real = t->iter_end.real - t->prev_end.real;
+    /* idle before the iteration's first op (waiting for an arrival) is not latency */
+    pair base = {fmax(t->prev_end.sim, t->iter_start.sim), fmax(t->prev_end.real, t->iter_start.real)};
+    double sim = t->iter_end.sim - base.sim, real = t->iter_end.real - base.real;
     double e = real > 0 ? fabs(real - sim) / real : (sim > 0 ? INFINITY : 0);
     push_error(t, e);
-    pair before = t->prev_end;
+    pair before = base;
     for (uint32_t l = 0; l < t->L; l++) {
         t->layer_sum[l].sim += t->layer_end[l].sim - before.sim;
         t->layer_sum[l].real += t->layer_end[l].real - before.real;
@@ -125,6 +128,7 @@ static void open_iteration(tee *t, uint64_t iter)
     t->open = 1;
     t->iter = iter;
     t->iter_end = t->prev_end;
+    t->iter_start.sim = t->iter_start.real = INFINITY;
     for (uint32_t l = 0; l < t->L; l++)
         t->dense_end[l] = t->layer_end[l] = t->prev_end;
     memset(&t->it_sim, 0, sizeof t->it_sim);
@@ -154,6 +158,8 @@ static void account(tee *t, const tee_op *o)
     uint32_t l = op->layer < t->L ? op->layer : t->L - 1;
     uint32_t x = l * t->J + (op->expert < t->J ? op->expert : 0);
     pair end = {o->s1, o->r1};
+    t->iter_start.sim = fmin(t->iter_start.sim, o->s0);
+    t->iter_start.real = fmin(t->iter_start.real, o->r0);
     switch (op->kind) {
     case MS_OP_COPY:
         t->copy_end[x] = end;
@@ -185,8 +191,7 @@ static int read_ops(tee *t, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         tee_op *o = &t->w[i];
-        double r0;
-        if (ms_exec_wait(t->real, o->real_ev, &r0, &o->r1, t->err))
+        if (ms_exec_wait(t->real, o->real_ev, &o->r0, &o->r1, t->err))
             return -1;
         account(t, o);
         t->res->ops++;
@@ -219,8 +224,7 @@ static int tee_submit(void *st, const ms_op *op, ms_event *out, ms_err *err)
     else if (!is_compute_stream(op))
         real_op.after = issue_point(t, op->issue_s);
     tee_op o = {.op = *op};
-    double s0;
-    if (ms_exec_submit(&t->sim, op, &o.sim_ev, err) || ms_exec_wait(&t->sim, o.sim_ev, &s0, &o.s1, err) ||
+    if (ms_exec_submit(&t->sim, op, &o.sim_ev, err) || ms_exec_wait(&t->sim, o.sim_ev, &o.s0, &o.s1, err) ||
         ms_exec_submit(t->real, &real_op, &o.real_ev, err))
         return -1;
     *out = o.sim_ev;

@@ -12,14 +12,16 @@
  * device as a serving loop would.
  *
  * Both timelines are summarised with the same rules:
- *   - iteration latency: end of its last compute or CPU op minus that of the
- *     previous iteration (the first: minus 0);
+ *   - iteration latency: end of its last compute or CPU op minus the later
+ *     of the previous iteration's end (the first: 0) and the earliest start
+ *     of its own ops: idle time waiting for a request's arrival is not
+ *     latency (the real run, open loop, does not wait for arrivals);
  *   - a GPU expert op is a miss when the latest copy of its expert is an
  *     on-demand load of the same iteration, else a hit when that copy ended
  *     by the end of the layer's dense op, else late (an expert resident
  *     before the run is a hit); experts run on the CPU are counted apart;
  *   - layer time: end of the layer's last compute or CPU op minus the end of
- *     the layer before it.
+ *     the layer before it (layer 0: minus the iteration's start above).
  * Error of an iteration: |real - sim| / real. */
 #ifndef MS_VALIDATE_H
 #define MS_VALIDATE_H

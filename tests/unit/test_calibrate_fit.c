@@ -25,10 +25,14 @@ static void test_plan(void)
     CHECK_NEAR(v[7], 64.0 * 1048576, 0);
     CHECK_EQ_INT(ms_calib_sizes(1073741824.0, v), 10);
     CHECK_EQ_INT(ms_calib_sizes(4.0 * 1048576, v), 6);
-    CHECK_EQ_INT(ms_calib_tokens(16, v), 5);
-    CHECK_EQ_INT(ms_calib_tokens(12, v), 5);
-    CHECK_NEAR(v[4], 12, 0);
-    CHECK_NEAR(v[3], 8, 0);
+    CHECK_EQ_INT(ms_calib_tokens(16, v), 8); /* 1 2 3 4 6 8 12 16 */
+    CHECK_EQ_INT(ms_calib_tokens(12, v), 7);
+    CHECK_NEAR(v[6], 12, 0);
+    CHECK_NEAR(v[5], 8, 0);
+    CHECK_NEAR(v[4], 6, 0);
+    CHECK_EQ_INT(ms_calib_tokens(64, v), 12);
+    CHECK_NEAR(v[11], 64, 0);
+    CHECK_NEAR(v[10], 48, 0);
 }
 
 static void test_copy_fit(void)
@@ -71,7 +75,7 @@ static void test_roofline_fit(void)
     ms_fit_roof f;
     ms_err err;
     CHECK_EQ_INT(ms_fit_roofline(tok, t, n, bytes, params, &f, &err), 0);
-    CHECK_EQ_INT(f.mem_points, 6); /* 1 .. 32 tokens */
+    CHECK_EQ_INT(f.mem_points, 11); /* 1 .. 48 tokens */
     CHECK(REL(f.launch_s, launch) < 1e-6);
     CHECK(REL(f.bw, bw) < 1e-6);
     CHECK(REL(f.flops, flops) < 1e-6);

@@ -2,6 +2,8 @@
  * stream order, `after`, a GPU expert after its slot's copy, slot reuse
  * after the last reader, release and "no free slot", times, an FFN whose
  * time grows with tokens, errors, and destroy with ops pending. */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -79,6 +81,40 @@ static void test_ffn_matmul(void)
     CHECK_NEAR(y[0], 1 + 1.5 - 5, 1e-6);
     CHECK_NEAR(y[1], 2 + 2 - 6, 1e-6);
     CHECK_NEAR(ms_bf16_to_float(ms_float_to_bf16(0.1f)), 0.10009765625, 1e-12);
+}
+
+/* The streaming kernel against a naive triple loop (double accumulation):
+ * token counts across the 64-row token block, `in` not a multiple of 4,
+ * `out` not a multiple of 16, and an `out` large enough to be split into
+ * column blocks at many tokens. */
+static void test_ffn_matmul_reference(void)
+{
+    static const uint32_t shapes[][3] = {{1, 7, 5}, {3, 13, 33}, {5, 64, 130}, {70, 37, 300}, {64, 9, 1000}, {65, 6, 17}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        uint32_t T = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
+        float *x = malloc((size_t)T * in * sizeof *x), *y = malloc((size_t)T * out * sizeof *y);
+        uint16_t *w = malloc((size_t)in * out * sizeof *w);
+        for (size_t i = 0; i < (size_t)T * in; i++)
+            x[i] = (float)((int)(i * 7 % 11) - 5) * 0.25f;
+        for (size_t i = 0; i < (size_t)in * out; i++)
+            w[i] = ms_float_to_bf16((float)((int)(i * 13 % 17) - 8) * 0.125f);
+        for (size_t i = 0; i < (size_t)T * out; i++)
+            y[i] = 1e30f; /* every output is written, not accumulated onto */
+        ms_ffn_matmul(x, w, y, T, in, out);
+        double worst = 0;
+        for (uint32_t t = 0; t < T; t++)
+            for (uint32_t c = 0; c < out; c++) {
+                double ref = 0;
+                for (uint32_t k = 0; k < in; k++)
+                    ref += (double)x[(size_t)t * in + k] * ms_bf16_to_float(w[(size_t)k * out + c]);
+                double d = fabs(ref - y[(size_t)t * out + c]);
+                worst = d > worst ? d : worst;
+            }
+        CHECK(worst < 1e-4); /* the products are exact in float: only the summation order differs */
+        free(x);
+        free(y);
+        free(w);
+    }
 }
 
 static void test_stream_order_and_after(void)
@@ -291,6 +327,7 @@ static void test_destroy_pending(void)
 int main(void)
 {
     test_ffn_matmul();
+    test_ffn_matmul_reference();
     test_stream_order_and_after();
     test_expert_waits_for_copy();
     test_slot_reuse_waits_for_reader();
