@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 #include <unistd.h>
 
 #include "cuda_backend.h"
@@ -471,16 +473,11 @@ static int cuda_begin(void *st, ms_err *err)
 
 /* ---------------------------------------------------------------- calibration probes */
 
-static int by_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
+/* The median of v[0..n) (sorts v). */
 static double median_of(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, by_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    gsl_sort(v, 1, (size_t)n);
+    return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
 }
 
 static int grow_probes(cuda_exec *s, size_t n, int pageable, ms_err *err)

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 
 #include <gsl/gsl_fit.h>
 #include <gsl/gsl_multifit.h>
@@ -151,12 +153,6 @@ typedef struct {
     double launch, a, b;
 } roof_coef;
 
-static int cmp_double_asc(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
 /* Weighted least squares of t on the chosen columns; 0 when the fit exists. */
 static int joint_lsq(const double *bytes, const double *flop, const double *secs, int n,
                      const int *mem, int intercept, int k, roof_coef *c)
@@ -209,7 +205,7 @@ int ms_fit_roofline_joint(const double *tokens, const double *bytes, const doubl
         flop[i] = 2.0 * params[i] * tokens[i];
         q[i] = qs[i] = flop[i] / bytes[i];
     }
-    qsort(qs, (size_t)n, sizeof *qs, cmp_double_asc);
+    gsl_sort(qs, 1, (size_t)n);
     double best = INFINITY;
     for (int s = 0; s <= n; s++) { /* crossover just above qs[s-1]: the points with q < qs[s] are memory-bound */
         if (s > 0 && s < n && qs[s] == qs[s - 1])
@@ -275,16 +271,11 @@ int ms_calib_tokens(unsigned max_tokens, double *tokens)
 
 /* ---- measurements through the contract ---- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
+/* The median of v[0..n) (sorts v). */
 static double median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    gsl_sort(v, 1, (size_t)n);
+    return gsl_stats_median_from_sorted_data(v, 1, (size_t)n);
 }
 
 static ms_op make_op(ms_op_kind kind, uint32_t expert, uint32_t tokens, double bytes, double params)
