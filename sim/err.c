@@ -4,6 +4,16 @@
 
 #include "err.h"
 
+/* Messages quote values read from untrusted files: a control byte there (a
+ * newline inside a JSON string, an escape sequence in binary garbage) would
+ * break the one-line contract or drive the terminal, so each becomes '?'. */
+static void make_printable(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = '?';
+}
+
 int ms_fail(ms_err *err, const char *fmt, ...)
 {
     if (!err)
@@ -12,6 +22,7 @@ int ms_fail(ms_err *err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    make_printable(err->msg);
     return -1;
 }
 
@@ -34,6 +45,7 @@ int ms_fail_prefix(ms_err *err, const char *fmt, ...)
     size_t m = strnlen(old, room);
     memcpy(err->msg + n + 2, old, m);
     err->msg[n + 2 + m] = '\0';
+    make_printable(err->msg);
     return -1;
 }
 

@@ -13,7 +13,8 @@ typedef struct ms_err {
     char msg[1024];
 } ms_err;
 
-/* printf-style; always returns -1 so callers can `return ms_fail(err, ...)`. */
+/* printf-style; always returns -1 so callers can `return ms_fail(err, ...)`.
+ * Control characters in the result (newline, tab, ESC, ...) become '?'. */
 int ms_fail(ms_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prefix an existing message ("ctx: old message"); returns -1. */
 int ms_fail_prefix(ms_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

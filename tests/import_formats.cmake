@@ -179,3 +179,74 @@ foreach(c ${_wl_cases})
 endforeach()
 import_cli_test(workload_both 2 "give exactly one of --azure CSV and --poisson RATE"
   "trace|workload|${FMT_OUT}/jsonl_small.h5|--azure|code|--poisson|1|-o|${FMT_OUT}/x.h5")
+
+# ---- robust readers (issue 5 part 6): route-csv error paths at the CLI ----
+# The same one-line error contract as the other formats: empty file,
+# non-numeric weight, expert id >= J, and garbage (sparse 2 GiB of NUL bytes,
+# and a few MiB of text without a newline: the 1 MiB line cap, not getline,
+# ends the read; TIMEOUT 10 s).
+set(_rc_head "# route_trace v1\n# model=/m/Tiny.gguf arch=tinymoe n_layer=1 n_expert=8 n_expert_used=2\n# layer=0 expert_bytes=1000 dense_bytes=500\nturn,phase,step,layer,slot,expert,weight,residency,expert_bytes\n")
+set(_rc_cases
+  "empty||rc_empty.csv: empty file \\(expected"
+  "nonnum|${_rc_head}0,0,0,0,0,3,x,0,1000\n0,0,0,0,1,5,0.4,0,0\n|rc_nonnum.csv:5: field weight: 'x' is not"
+  "expert|${_rc_head}0,0,0,0,0,8,0.6,0,1000\n0,0,0,0,1,5,0.4,0,0\n|rc_expert.csv:5: field expert: value 8 out of range \\[0, 7\\]")
+foreach(c ${_rc_cases})
+  string(REPLACE "|" ";" parts "${c}")
+  list(GET parts 0 name)
+  list(GET parts 1 body)
+  list(GET parts 2 msg)
+  file(WRITE "${FMT_OUT}/rc_${name}.csv" "${body}")
+  add_test(NAME cli.import.routecsv_${name} COMMAND sh ${FMT_FAIL} 1 "${msg}"
+    $<TARGET_FILE:moesim> trace import --format route-csv ${FMT_OUT}/rc_${name}.csv ${FMT_OUT}/rc_${name}.h5)
+endforeach()
+add_test(NAME cli.import.garbage_2gb_route-csv COMMAND sh -c
+  "truncate -s 2G ${FMT_OUT}/garbage_rc.csv && sh ${FMT_FAIL} 1 'garbage_rc.csv:1: NUL byte at column 1' $<TARGET_FILE:moesim> trace import --format route-csv ${FMT_OUT}/garbage_rc.csv ${FMT_OUT}/g_rc.h5; rc=$?; rm -f ${FMT_OUT}/garbage_rc.csv; exit $rc")
+set_tests_properties(cli.import.garbage_2gb_route-csv PROPERTIES TIMEOUT 10 RESOURCE_LOCK fmt_garbage)
+# 3 MiB of 'a' without a newline, for every text reader: the error names
+# line 1 and the cap, after reading 1 MiB (not the whole file into memory).
+foreach(fmt route-csv jsonl dense-csv workload)
+  set(g "${FMT_OUT}/longline_${fmt}")
+  if(fmt STREQUAL "dense-csv")
+    set(gfile "${g}/layer0.csv")
+    set(cmd "$<TARGET_FILE:moesim> trace import --format dense-csv --topk 2 --expert-bytes 1 ${g} ${FMT_OUT}/ll.h5")
+    set(where "layer0.csv")
+  elseif(fmt STREQUAL "workload")
+    set(gfile "${g}.csv")
+    set(cmd "$<TARGET_FILE:moesim> trace workload ${FMT_OUT}/jsonl_small.h5 --azure ${gfile} -o ${FMT_OUT}/ll.h5")
+    set(where "longline_workload.csv")
+  elseif(fmt STREQUAL "route-csv")
+    set(gfile "${g}.txt")
+    set(cmd "$<TARGET_FILE:moesim> trace import --format route-csv ${gfile} ${FMT_OUT}/ll.h5")
+    set(where "longline_${fmt}.txt")
+  else()
+    set(gfile "${g}.txt")
+    set(cmd "$<TARGET_FILE:moesim> trace import --format ${fmt} --experts 4 --expert-bytes 1 ${gfile} ${FMT_OUT}/ll.h5")
+    set(where "longline_${fmt}.txt")
+  endif()
+  add_test(NAME cli.import.long_line_${fmt} COMMAND sh -c
+    "mkdir -p ${g} && head -c 3145728 /dev/zero | tr -c a a > ${gfile} && sh ${FMT_FAIL} 1 '${where}:1: line longer than 1048576 bytes' ${cmd}; rc=$?; rm -rf ${g} ${gfile}; exit $rc")
+  set_tests_properties(cli.import.long_line_${fmt} PROPERTIES TIMEOUT 10 RESOURCE_LOCK fmt_garbage)
+endforeach()
+set_tests_properties(cli.import.long_line_workload PROPERTIES FIXTURES_REQUIRED fmt_jsonl)
+# a request too large to hold (found by hand while writing fuzz_jsonl, same
+# class in route-csv): a corrupt token index / step must not allocate
+# terabytes (it aborted "out of memory"); one line instead
+file(WRITE "${FMT_OUT}/huge_request.jsonl"
+  "{\"request_id\": 0, \"token_idx\": 1048575, \"layer\": 4000, \"topk_ids\": [1, 2], \"topk_weights\": [0.5, 0.5], \"is_prompt\": true}\n")
+add_test(NAME cli.import.jsonl_huge_request COMMAND sh ${FMT_FAIL} 1
+  "huge_request.jsonl:1: request 0: 1048576 token rows x 4001 layers x K 2 = 8390705152 cells, more than 16777216"
+  $<TARGET_FILE:moesim> trace import --format jsonl --experts 4 --expert-bytes 1 ${FMT_OUT}/huge_request.jsonl ${FMT_OUT}/huge_request.h5)
+# route-csv: the header's n_layer=4096 x n_expert_used=1024 makes each step
+# 4 Mi cells, so 17 one-line prefill steps pass the cap (2^24 cells)
+set(_big "# route_trace v1\n# model=/m/Big.gguf arch=big n_layer=4096 n_expert=1024 n_expert_used=1024\n")
+foreach(l RANGE 4095)
+  string(APPEND _big "# layer=${l} expert_bytes=1 dense_bytes=0\n")
+endforeach()
+string(APPEND _big "turn,phase,step,layer,slot,expert,weight,residency,expert_bytes\n")
+foreach(st RANGE 16)
+  string(APPEND _big "0,0,${st},0,0,3,1,0,1\n")
+endforeach()
+file(WRITE "${FMT_OUT}/rc_huge_request.csv" "${_big}")
+add_test(NAME cli.import.routecsv_huge_request COMMAND sh ${FMT_FAIL} 1
+  "rc_huge_request.csv:4116: request 0: 17 token rows x 4096 layers x K 1024 = 71303168 cells, more than 16777216"
+  $<TARGET_FILE:moesim> trace import --format route-csv ${FMT_OUT}/rc_huge_request.csv ${FMT_OUT}/rc_huge_request.h5)

@@ -117,12 +117,24 @@ void ms_import_meta_fill(const ms_import_dims *d, const char *source, ms_probs_k
  * NUL byte are errors at the first offending byte, so a multi-gigabyte
  * garbage file fails at once instead of being read whole. */
 #define MS_IMPORT_LINE_MAX (1u << 20)
+
+/* A request is held densely (token rows x L x K cells of id + weight, and a
+ * recorded hit for route-csv), so one corrupt token index or step number
+ * could ask for terabytes.  An importer refuses a request of more than
+ * MS_IMPORT_MAX_CELLS cells (16 Mi: ~150 MB; 43 k tokens at L=48, K=8, 262 k
+ * at L=32, K=2) with "PATH:LINE: request R: ROWS token rows x L layers x K
+ * = N cells, more than 16777216 (WHAT)"; `line` is the line that set the row
+ * count.  (2^26 let a one-line input take 30 s under the fuzzer's sanitizers.) */
+#define MS_IMPORT_MAX_CELLS (1ull << 24)
+int ms_import_check_cells(const char *path, uint64_t line, uint64_t request, uint64_t rows, uint32_t L, uint32_t K,
+                          const char *what, ms_err *err);
 typedef struct {
     const char *path;
     FILE *f;
     char *buf;
     size_t cap;
     uint64_t lineno;
+    int had_newline; /* the line just read ended with '\n' (0: the file's unterminated last line) */
 } ms_lines;
 int ms_lines_open(ms_lines *r, const char *path, ms_err *err);
 /* 1 line in r->buf (without "\n" / "\r\n"), 0 at EOF, -1 error. */

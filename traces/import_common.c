@@ -119,15 +119,16 @@ int ms_lines_next(ms_lines *r, ms_err *err)
     while ((c = getc_unlocked(r->f)) != EOF && c != '\n') {
         if (c == '\0')
             return ms_fail(err, "%s:%llu: NUL byte at column %zu (binary data, not text)", r->path, ln, n + 1);
+        if (n >= MS_IMPORT_LINE_MAX)
+            return ms_fail(err, "%s:%llu: line longer than %u bytes (not a text dump?)", r->path, ln,
+                           MS_IMPORT_LINE_MAX);
         if (n + 1 >= r->cap) {
-            if (r->cap > MS_IMPORT_LINE_MAX)
-                return ms_fail(err, "%s:%llu: line longer than %u bytes (not a text dump?)", r->path, ln,
-                               MS_IMPORT_LINE_MAX);
             r->cap *= 2;
             r->buf = ms_xrealloc(r->buf, r->cap, 1);
         }
         r->buf[n++] = (char)c;
     }
+    r->had_newline = c == '\n';
     if (ferror(r->f))
         return ms_fail(err, "%s:%llu: read error: %s", r->path, ln, strerror(errno ? errno : EIO));
     if (c == EOF && n == 0)
@@ -137,6 +138,17 @@ int ms_lines_next(ms_lines *r, ms_err *err)
     r->buf[n] = '\0';
     r->lineno++;
     return 1;
+}
+
+int ms_import_check_cells(const char *path, uint64_t line, uint64_t request, uint64_t rows, uint32_t L, uint32_t K,
+                          const char *what, ms_err *err)
+{
+    unsigned long long cells = (unsigned long long)rows * L * K; /* rows < 2^32, L <= 4096, K <= 1024: no overflow */
+    if (cells <= MS_IMPORT_MAX_CELLS)
+        return 0;
+    return ms_fail(err, "%s:%llu: request %llu: %llu token rows x %u layers x K %u = %llu cells, more than %llu (%s)",
+                   path, (unsigned long long)line, (unsigned long long)request, (unsigned long long)rows, L, K, cells,
+                   MS_IMPORT_MAX_CELLS, what);
 }
 
 void ms_lines_close(ms_lines *r)

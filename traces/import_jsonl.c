@@ -339,6 +339,9 @@ static int build_request(jl_state *s, const ms_trace_meta *m, const jl_row *r, s
     if (request_prompt_len(s, r, n, &P, err))
         return -1;
     uint32_t rows = r[n - 1].token + 1 > P ? r[n - 1].token + 1 : P;
+    if (ms_import_check_cells(s->path, r[n - 1].line, r[0].req, rows, m->L, m->K,
+                              "a corrupt token index or layer number?", err))
+        return -1;
     memset(req, 0, sizeof *req);
     req->id = r[0].req;
     req->prompt_len = P;

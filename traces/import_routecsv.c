@@ -35,9 +35,8 @@ typedef struct {
 
 typedef struct {
     const char *path;
-    FILE *f;
-    char *buf;
-    size_t cap;
+    ms_lines in;     /* the capped line reader of import_common.c */
+    char *buf;       /* in.buf: the line just read */
     uint64_t lineno;
     int had_newline; /* the line just read ended with '\n' */
     ms_trace_meta meta;
@@ -60,26 +59,16 @@ typedef struct {
 
 /* ---- line reading ---- */
 
-/* Reads the next line without its "\n" / "\r\n".  1 line, 0 EOF, -1 error. */
+/* Reads the next line without its "\n" / "\r\n" through the capped reader
+ * (MS_IMPORT_LINE_MAX bytes, no NUL bytes), so that a huge file of garbage
+ * fails at its first line.  1 line, 0 EOF, -1 error. */
 static int read_line(rc_parser *p, ms_err *err)
 {
-    errno = 0;
-    ssize_t n = getline(&p->buf, &p->cap, p->f);
-    if (n < 0) {
-        if (ferror(p->f))
-            return ms_fail(err, "%s:%llu: read error: %s", p->path, (unsigned long long)p->lineno + 1,
-                           strerror(errno ? errno : EIO));
-        return 0;
-    }
-    p->lineno++;
-    if ((size_t)n != strlen(p->buf))
-        return ms_fail(err, "%s:%llu: NUL byte in a text line", p->path, (unsigned long long)p->lineno);
-    p->had_newline = n > 0 && p->buf[n - 1] == '\n';
-    if (p->had_newline)
-        p->buf[--n] = '\0';
-    if (n > 0 && p->buf[n - 1] == '\r')
-        p->buf[--n] = '\0';
-    return 1;
+    int r = ms_lines_next(&p->in, err);
+    p->buf = p->in.buf;
+    p->lineno = p->in.lineno;
+    p->had_newline = p->in.had_newline;
+    return r;
 }
 
 /* ---- header ---- */
@@ -493,6 +482,9 @@ static void note_missing(rc_parser *p, uint32_t row, uint32_t layer, uint32_t sl
 static int build_request(rc_parser *p, uint32_t P, uint32_t D, ms_request *req, ms_err *err)
 {
     const ms_trace_meta *m = &p->meta;
+    if (ms_import_check_cells(p->path, p->rows[p->n_rows - 1].line, p->turn, (uint64_t)P + D, m->L, m->K,
+                              "a corrupt header or step number?", err))
+        return -1;
     memset(req, 0, sizeof *req);
     req->id = p->turn;
     req->arrival_s = 0;
@@ -612,18 +604,16 @@ static int rc_open(rc_parser *p, const char *path, ms_err *err)
     memset(p, 0, sizeof *p);
     p->path = path;
     snprintf(p->rep.input, sizeof p->rep.input, "%s", base_name(path));
-    p->f = fopen(path, "r");
-    if (!p->f)
-        return ms_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    if (ms_lines_open(&p->in, path, err))
+        return -1;
+    p->buf = p->in.buf;
     return parse_header(p, err);
 }
 
 /* Releases the parser; with keep_meta the caller takes p->meta. */
 static void rc_close(rc_parser *p, int keep_meta)
 {
-    if (p->f)
-        fclose(p->f);
-    free(p->buf);
+    ms_lines_close(&p->in);
     free(p->rows);
     if (!keep_meta)
         ms_trace_meta_free(&p->meta);

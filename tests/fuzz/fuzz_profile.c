@@ -1,0 +1,22 @@
+/* Model and platform profiles (sim/profile.c): the input is loaded as a
+ * model profile and as a platform profile, both given as a path ending in
+ * .ini (what `--model FILE.ini` / `--platform FILE.ini` do). */
+#include "fuzz_util.h"
+#include "sim/profile.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fz_dir d;
+    fz_dir_make(&d);
+    char path[PATH_MAX];
+    fz_write(&d, "p.ini", data, size, path, sizeof path);
+    ms_err err;
+    ms_model m;
+    memset(&m, 0, sizeof m);
+    FZ_CALL(ms_model_load(path, &m, &err));
+    ms_platform p;
+    memset(&p, 0, sizeof p);
+    FZ_CALL(ms_platform_load(path, &p, &err));
+    fz_dir_remove(&d);
+    return 0;
+}
