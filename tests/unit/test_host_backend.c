@@ -35,6 +35,14 @@ static ms_backend_config tiny_config(const ms_model *m)
     return c;
 }
 
+/* A host backend of config c, its clock started. */
+static void start_host(const ms_backend_config *c, ms_exec *x)
+{
+    ms_err err;
+    CHECK_EQ_INT(ms_backend_create("host", c, x, &err), 0);
+    CHECK_EQ_INT(ms_exec_begin(x, &err), 0);
+}
+
 static ms_op op_of(ms_op_kind kind, uint32_t layer, uint32_t expert, uint32_t tokens, ms_event after,
                    const ms_backend_config *c)
 {
@@ -122,9 +130,7 @@ static void test_stream_order_and_after(void)
     ms_model m = tiny_model();
     ms_backend_config c = tiny_config(&m);
     ms_exec x;
-    ms_err err;
-    CHECK_EQ_INT(ms_backend_create("host", &c, &x, &err), 0);
-    CHECK_EQ_INT(ms_exec_begin(&x, &err), 0);
+    start_host(&c, &x);
     ms_event d[3];
     for (int i = 0; i < 3; i++)
         d[i] = submit_ok(&x, op_of(MS_OP_DENSE, 0, UINT32_MAX, TOK, MS_NO_EVENT, &c));
@@ -150,9 +156,7 @@ static void test_expert_waits_for_copy(void)
     ms_model m = tiny_model();
     ms_backend_config c = tiny_config(&m);
     ms_exec x;
-    ms_err err;
-    CHECK_EQ_INT(ms_backend_create("host", &c, &x, &err), 0);
-    CHECK_EQ_INT(ms_exec_begin(&x, &err), 0);
+    start_host(&c, &x);
     ms_event slow = submit_ok(&x, op_of(MS_OP_EXPERT_CPU, 0, 1, TOK, MS_NO_EVENT, &c));
     ms_event cp = submit_ok(&x, op_of(MS_OP_COPY, 1, 2, 0, slow, &c));
     ms_event run = submit_ok(&x, op_of(MS_OP_EXPERT_GPU, 1, 2, 1, MS_NO_EVENT, &c));
@@ -287,8 +291,7 @@ static void test_monotone_streams(void)
     ms_backend_config c = tiny_config(&m);
     ms_exec x;
     ms_err err;
-    CHECK_EQ_INT(ms_backend_create("host", &c, &x, &err), 0);
-    CHECK_EQ_INT(ms_exec_begin(&x, &err), 0);
+    start_host(&c, &x);
     ms_event ev[40];
     ms_stream st[40];
     int n = 0;
