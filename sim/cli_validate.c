@@ -26,16 +26,14 @@ static const char validate_usage[] =
     "                        (the FFN intermediate size is rounded; the report states it)\n"
     "  --tolerance T         largest median relative per-iteration error (default 0.05)\n"
     "  --p95-tolerance T     largest p95 error (default 2 x --tolerance)\n"
-    "  --cpu-threads N       threads of the backend's CPU expert stream (default 1)\n"
     "  --iterations-csv F    one row per iteration: sim and real latency, error, counts\n"
     "  --layers-csv F        one row per layer: mean sim and real layer time\n"
     "  run options: --prefetch --cache --sched --distance --batch --offline --seed --train\n"
-    "               --topk-fill --events, as for moesim run (--cache-experts only)\n";
+    "               --topk-fill --events, as for moesim run (--cache-experts only; no --host-bytes)\n";
 
 typedef struct {
     const char *backend;
     double scale, tolerance, p95_tolerance;
-    unsigned long long cpu_threads;
     const char *iters_csv, *layers_csv;
 } validate_flags;
 
@@ -61,11 +59,9 @@ static int validate_flag(void *ctx, const char *flag, const char *val)
         return positive_number(flag, val, 100, &v->tolerance);
     if (!strcmp(flag, "--p95-tolerance"))
         return positive_number(flag, val, 100, &v->p95_tolerance);
-    if (!strcmp(flag, "--cpu-threads")) {
-        if (ms_parse_u64(val, &v->cpu_threads) || v->cpu_threads < 1 || v->cpu_threads > 1024)
-            return ms_cli_usage("validate: --cpu-threads %s: expected a whole number in [1, 1024]", val);
-        return 1;
-    }
+    if (!strcmp(flag, "--host-bytes"))
+        return ms_cli_usage("validate: --host-bytes is not supported: the real backends hold every expert in host "
+                            "memory, so SSD reads would be simulated but never run");
     if (!strcmp(flag, "--iterations-csv")) {
         v->iters_csv = val;
         return 1;
@@ -77,13 +73,16 @@ static int validate_flag(void *ctx, const char *flag, const char *val)
     return 0;
 }
 
-/* The most token rows one op can carry: max_batch prompts in one prefill. */
-static int trace_max_tokens(const char *path, uint32_t max_batch, uint32_t *out, ms_err *err)
+/* The trace's L and J, and the most token rows one op can carry: max_batch
+ * prompts in one prefill. */
+static int trace_shape(const char *path, uint32_t max_batch, uint32_t *L, uint32_t *J, uint32_t *out, ms_err *err)
 {
     ms_trace_reader *rd = ms_reader_open(path, err);
     if (!rd)
         return -1;
     const ms_trace_meta *m = ms_reader_meta(rd);
+    *L = m->L;
+    *J = m->J;
     uint64_t most = 1;
     for (uint64_t i = 0; i < m->n_requests; i++)
         if (m->req_prompt_len[i] > most)
@@ -167,16 +166,12 @@ static int check_run_flags(const ms_run_flags *f, const ms_run_config *cfg, cons
 static int run_validation(ms_run_config *cfg, const ms_model *model, const validate_flags *v)
 {
     ms_err err;
-    uint32_t max_tokens = 1;
-    if (ms_backend_available(v->backend, &err) != 1 || trace_max_tokens(cfg->trace_path, cfg->max_batch, &max_tokens, &err))
+    uint32_t L = 0, J = 0, max_tokens = 1;
+    if (ms_backend_available(v->backend, &err) != 1 ||
+        trace_shape(cfg->trace_path, cfg->max_batch, &L, &J, &max_tokens, &err))
         return ms_cli_error(err.msg);
-    ms_trace_reader *rd = ms_reader_open(cfg->trace_path, &err);
-    if (!rd)
-        return ms_cli_error(err.msg);
-    uint32_t L = ms_reader_meta(rd)->L, J = ms_reader_meta(rd)->J;
-    ms_reader_close(rd);
     ms_backend_config bc = {.model = model, .layers = L, .experts = J, .slots = (uint32_t)ceil(cfg->cap_value) + J,
-                            .max_tokens = max_tokens, .expert_scale = v->scale, .cpu_threads = (uint32_t)v->cpu_threads};
+                            .max_tokens = max_tokens, .expert_scale = v->scale, .cpu_threads = 1};
     double scale = effective_scale(&bc);
     ms_exec real;
     if (ms_backend_create(v->backend, &bc, &real, &err))
@@ -213,7 +208,7 @@ int ms_cli_validate(int argc, char **argv)
         }
     ms_run_config cfg = {.prefetch_spec = "none", .cache_spec = "lru", .sched_spec = "gpu",
                          .distance = 1, .max_batch = 1, .seed = 1};
-    validate_flags v = {.scale = 1, .tolerance = 0.05, .cpu_threads = 1};
+    validate_flags v = {.scale = 1, .tolerance = 0.05};
     ms_run_flags f = {.cmd = "validate", .extra = validate_flag, .ctx = &v};
     int rc = ms_cli_parse_run_flags(argc, argv, &cfg, &f);
     if (rc || (rc = check_run_flags(&f, &cfg, &v)))

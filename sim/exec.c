@@ -56,12 +56,11 @@ static int has_expert(const sim_exec *s, const ms_op *op, ms_err *err)
 static int sim_submit(void *st, const ms_op *op, ms_event *out, ms_err *err)
 {
     sim_exec *s = st;
+    if (op->kind < 0 || op->kind >= MS_OP_KINDS)
+        return ms_fail(err, "simulated executor: unknown op kind %d", (int)op->kind);
     int expert_op = op->kind == MS_OP_COPY || op->kind == MS_OP_EXPERT_GPU;
-    if (op->kind < 0 || op->kind >= MS_OP_KINDS || (expert_op && !has_expert(s, op, err))) {
-        if (op->kind < 0 || op->kind >= MS_OP_KINDS)
-            ms_fail(err, "simulated executor: unknown op kind %d", (int)op->kind);
+    if (expert_op && !has_expert(s, op, err))
         return -1;
-    }
     ms_stream k = ms_op_stream(op->kind);
     double start = fmax(op->not_before_s, s->stream_end[k]);
     if (op->after != MS_NO_EVENT) {

@@ -62,6 +62,8 @@ val_fail(scale_two 2 "^moesim: validate: --expert-scale 2: expected a number in 
          ${VAL_BASE} --cache-experts 8 --expert-scale 2)
 val_fail(tolerance_negative 2 "^moesim: validate: --tolerance -1: expected a number in \\(0, 100\\]$" --backend host
          ${VAL_BASE} --cache-experts 8 --tolerance -1)
+val_fail(host_bytes 2 "^moesim: validate: --host-bytes is not supported: the real backends hold every expert in host memory" --backend host
+         ${VAL_BASE} --cache-experts 8 --host-bytes 1GiB)
 val_fail(backend_tpu 2 "^moesim: validate: --backend tpu: expected host or cuda$" --backend tpu ${VAL_BASE}
          --cache-experts 8)
 # Mixtral at full size with 200 cached experts: 86 GiB of store + 70 GiB of slots
