@@ -373,6 +373,143 @@ static int measure_overlap(ms_exec *x, ms_calib *c, FILE *progress, ms_err *err)
     return 0;
 }
 
+uint32_t ms_calib_rotation(double expert_bytes)
+{
+    double k = ceil(2 * 64 * KIB * KIB / expert_bytes);
+    return k < 2 ? 2 : k > 32 ? 32 : (uint32_t)k;
+}
+
+/* Submits n ops (op with expert first, first + 1, ...); their events in ev. */
+static int submit_run(ms_exec *x, ms_op op, uint32_t first, uint32_t n, ms_event *ev, ms_err *err)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        op.expert = first + i;
+        if (ms_exec_submit(x, &op, &ev[i], err))
+            return -1;
+    }
+    return 0;
+}
+
+/* Waits for n events; their start and end times in t0, t1. */
+static int wait_run(ms_exec *x, const ms_event *ev, uint32_t n, double *t0, double *t1, ms_err *err)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (ms_exec_wait(x, ev[i], &t0[i], &t1[i], err))
+            return -1;
+    return 0;
+}
+
+static int release_run(ms_exec *x, uint32_t first, uint32_t n, ms_err *err)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (ms_exec_release(x, 0, first + i, err))
+            return -1;
+    return 0;
+}
+
+/* A growable list of durations. */
+typedef struct {
+    double *v;
+    size_t n, cap;
+} samples;
+
+static void add_sample(samples *s, double d)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->v = realloc(s->v, s->cap * sizeof *s->v);
+        if (!s->v)
+            abort();
+    }
+    s->v[s->n++] = d;
+}
+
+/* Durations of the ops (a0, a1) that ran entirely while the other stream
+ * was busy: inside [first start, last end] of (b0, b1). */
+static void add_inside(samples *s, const double *a0, const double *a1, uint32_t na, const double *b0,
+                       const double *b1, uint32_t nb)
+{
+    double lo = b0[0], hi = b1[nb - 1];
+    for (uint32_t i = 0; i < na; i++)
+        if (a0[i] >= lo && a1[i] <= hi)
+            add_sample(s, a1[i] - a0[i]);
+}
+
+/* One round of the contention probe: K = c->rotation experts 0..K-1 are
+ * resident (expert ops), experts K..3K-1 are copied.  Alone: K copies, then K
+ * expert ops.  Copy stream busy: 2K copies beside K expert ops.  Compute
+ * busy: 3K expert ops beside K copies. */
+static int contention_round(ms_exec *x, ms_calib *c, samples *s, ms_err *err)
+{
+    uint32_t K = c->rotation;
+    ms_op copy = make_op(MS_OP_COPY, 0, 0, c->expert_bytes, 0);
+    ms_op run = make_op(MS_OP_EXPERT_GPU, 0, 1, c->expert_bytes, c->expert_params);
+    ms_event ec[64], ee[96];
+    double c0[64], c1[64], e0[96], e1[96];
+    int rc = submit_run(x, copy, K, K, ec, err) || wait_run(x, ec, K, c0, c1, err) || release_run(x, K, K, err) ||
+             submit_run(x, run, 0, K, ee, err) || wait_run(x, ee, K, e0, e1, err);
+    for (uint32_t i = 0; !rc && i < K; i++) {
+        add_sample(&s[0], c1[i] - c0[i]);
+        add_sample(&s[2], e1[i] - e0[i]);
+    }
+    /* copy stream busy: the expert ops inside the copies' span */
+    rc = rc || submit_run(x, copy, K, 2 * K, ec, err) || submit_run(x, run, 0, K, ee, err) ||
+         wait_run(x, ec, 2 * K, c0, c1, err) || wait_run(x, ee, K, e0, e1, err) || release_run(x, K, 2 * K, err);
+    if (!rc)
+        add_inside(&s[3], e0, e1, K, c0, c1, 2 * K);
+    /* compute stream busy: the copies inside the expert ops' span */
+    for (uint32_t r = 0; !rc && r < 3; r++)
+        rc = submit_run(x, run, 0, K, ee + r * K, err);
+    rc = rc || submit_run(x, copy, K, K, ec, err) || wait_run(x, ee, 3 * K, e0, e1, err) ||
+         wait_run(x, ec, K, c0, c1, err) || release_run(x, K, K, err);
+    if (!rc)
+        add_inside(&s[1], c0, c1, K, e0, e1, 3 * K);
+    return rc;
+}
+
+static double contention_of(double busy, double alone)
+{
+    return alone > 0 && busy > alone ? busy / alone - 1 : 0;
+}
+
+/* The profile's [contention] figures at 1 token (memory-bound). */
+static int measure_contention(ms_exec *x, ms_calib *c, FILE *progress, ms_err *err)
+{
+    uint32_t K = c->rotation;
+    if (K < 2 || K > 32)
+        return ms_fail(err, "calibrate: contention probe over %u experts (2 .. 32)", K);
+    ms_event ev[32];
+    double t0[32], t1[32];
+    if (c->set_cold && c->set_cold(x, 0))
+        return ms_fail(err, "calibrate: contention probe: cannot turn the backend's cold timing off");
+    if (submit_run(x, make_op(MS_OP_COPY, 0, 0, c->expert_bytes, 0), 0, K, ev, err) ||
+        wait_run(x, ev, K, t0, t1, err))
+        return -1;
+    samples s[4] = {{0}}; /* copy alone, copy beside compute, expert alone, expert beside copies */
+    int rounds = c->reps < 16 ? c->reps : 16, rc = 0;
+    for (int r = 0; r < rounds && !rc; r++)
+        rc = contention_round(x, c, s, err);
+    rc = rc || release_run(x, 0, K, err);
+    if (!rc && c->set_cold && c->set_cold(x, 1))
+        rc = ms_fail(err, "calibrate: contention probe: cannot turn the backend's cold timing back on");
+    if (!rc && (!s[1].n || !s[3].n))
+        rc = ms_fail(err, "calibrate: contention probe: no op ran wholly beside the other stream (%zu copies, %zu "
+                     "expert ops); the backend may serialise its streams", s[1].n, s[3].n);
+    if (!rc) {
+        double *m[4] = {&c->cont_copy_alone_s, &c->cont_copy_busy_s, &c->cont_expert_alone_s, &c->cont_expert_busy_s};
+        for (int i = 0; i < 4; i++)
+            *m[i] = median(s[i].v, (int)s[i].n);
+        c->contention_samples = (int)(s[1].n < s[3].n ? s[1].n : s[3].n);
+        c->copy_contention = contention_of(c->cont_copy_busy_s, c->cont_copy_alone_s);
+        c->compute_contention = contention_of(c->cont_expert_busy_s, c->cont_expert_alone_s);
+        if (progress)
+            fprintf(progress, "measured copy/compute contention at 1 token: %d rounds over %u experts\n", rounds, K);
+    }
+    for (int i = 0; i < 4; i++)
+        free(s[i].v);
+    return rc;
+}
+
 int ms_calib_fit(ms_calib *c, ms_err *err)
 {
     static const char *const names[] = {"H2D pinned", "D2H pinned", "H2D pageable", "D2H pageable"};
@@ -423,8 +560,10 @@ int ms_calib_run(ms_exec *x, double max_bytes, int reps, ms_calib *c, FILE *prog
     if (c->nsizes < 2)
         return ms_fail(err, "calibrate: --max-bytes %.0f leaves %d copy size(s); at least 16 KiB is needed", max_bytes,
                        c->nsizes);
+    if (!c->rotation)
+        c->rotation = ms_calib_rotation(c->expert_bytes);
     if (ms_exec_begin(x, err) || measure_copies(x, c, progress, err) || measure_tokens(x, c, progress, err) ||
-        measure_overlap(x, c, progress, err))
+        measure_overlap(x, c, progress, err) || measure_contention(x, c, progress, err))
         return -1;
     return ms_calib_fit(c, err);
 }
@@ -496,6 +635,10 @@ void ms_calib_print(const ms_calib *c, FILE *out)
             "copy %.3f ms (x%.2f)\n", c->max_tokens, c->copy_alone_s * 1e3, c->copy_together_s * 1e3,
             slowdown(c->copy_together_s, c->copy_alone_s), c->expert_alone_s * 1e3, c->expert_together_s * 1e3,
             slowdown(c->expert_together_s, c->expert_alone_s));
+    fprintf(out, "contention (1 token, %u experts rotated, %d+ samples): copy alone %.3f ms, compute busy %.3f ms "
+            "(copy_contention %.3f); expert alone %.3f ms, copies busy %.3f ms (compute_contention %.3f)\n",
+            c->rotation, c->contention_samples, c->cont_copy_alone_s * 1e3, c->cont_copy_busy_s * 1e3,
+            c->copy_contention, c->cont_expert_alone_s * 1e3, c->cont_expert_busy_s * 1e3, c->compute_contention);
 }
 
 static void write_points(FILE *fp, const char *what, const double *x, const double *y, int n, const char *unit)
@@ -554,6 +697,9 @@ static void write_comments(FILE *fp, const ms_calib *c, const ms_calib_meta *m)
             "with a copy %.4g s (x%.3f)\n", c->max_tokens, c->copy_alone_s, c->copy_together_s,
             slowdown(c->copy_together_s, c->copy_alone_s), c->expert_alone_s, c->expert_together_s,
             slowdown(c->expert_together_s, c->expert_alone_s));
+    fprintf(fp, "# Contention (1 token, %u experts rotated, medians of >= %d ops): copy alone %.4g s, beside expert "
+            "ops %.4g s;\n#   expert op alone %.4g s, beside copies %.4g s\n", c->rotation, c->contention_samples,
+            c->cont_copy_alone_s, c->cont_copy_busy_s, c->cont_expert_alone_s, c->cont_expert_busy_s);
     fprintf(fp, "# Measured points:\n");
     for (int k = 0; k < MS_CAL_COPIES; k++)
         write_points(fp, names[k], c->sizes, c->copy_s[k], c->nsizes, "bytes");
@@ -573,6 +719,8 @@ static void write_sections(FILE *fp, const ms_calib *c, const ms_calib_meta *m)
     fprintf(fp, "[cpu]\ncpu_cores = %u\ndram_bw = %.6g\ncpu_flops_per_core = %.6g\ncpu_launch_s = %.6g\n\n",
             m->cpu_threads, c->cpu.bw, c->cpu.flops / m->cpu_threads, c->cpu.launch_s);
     fprintf(fp, "[ssd]\nssd_bw = 7GB/s\nssd_latency_s = 8e-5\n\n[policy]\npolicy_op_s = 1e-9\n\n");
+    fprintf(fp, "[contention]\ncopy_contention = %.4g\ncompute_contention = %.4g\n\n", c->copy_contention,
+            c->compute_contention);
 }
 
 static const char *roof_status(const ms_fit_roof *f)
@@ -613,6 +761,10 @@ static void write_source(FILE *fp, const ms_calib *c, const ms_calib_meta *m)
     fprintf(fp, "ssd_bw = estimate not measured: NVMe PCIe 4.0 x4 sequential read as in h100-pcie5\n");
     fprintf(fp, "ssd_latency_s = estimate not measured: ~80 us NVMe read latency as in h100-pcie5\n");
     fprintf(fp, "policy_op_s = estimate not measured: ~1 ns of host time per multiply-add of policy work\n");
+    fprintf(fp, "copy_contention = measured median copy beside 1-token expert ops / alone - 1 (%.4g / %.4g s), over "
+            "%u experts\n", c->cont_copy_busy_s, c->cont_copy_alone_s, c->rotation);
+    fprintf(fp, "compute_contention = measured median 1-token expert op beside copies / alone - 1 (%.4g / %.4g s), "
+            "over %u experts\n", c->cont_expert_busy_s, c->cont_expert_alone_s, c->rotation);
 }
 
 int ms_calib_write_profile(const ms_calib *c, const ms_calib_meta *m, const char *path, ms_err *err)

@@ -78,6 +78,16 @@ typedef struct {
     double expert_s[MS_CALIB_MAX_POINTS], dense_s[MS_CALIB_MAX_POINTS], cpu_s[MS_CALIB_MAX_POINTS];
     /* overlap: one expert copy and one GPU expert op (max_tokens rows) alone, then submitted together */
     double copy_alone_s, expert_alone_s, copy_together_s, expert_together_s;
+    /* contention (the profile's [contention]), 1 token: copies with the compute
+     * stream kept busy, and expert ops with the copy stream kept busy, over
+     * `rotation` experts each (so no op reads weights a recent op cached) */
+    uint32_t rotation;
+    int contention_samples;
+    double cont_copy_alone_s, cont_copy_busy_s, cont_expert_alone_s, cont_expert_busy_s;
+    double copy_contention, compute_contention; /* busy / alone - 1, at least 0 */
+    /* the host backend times compute ops cold (caches evicted first); the
+     * contention probe turns that off (NULL: the backend has no such mode) */
+    int (*set_cold)(ms_exec *x, int on);
     /* fits */
     ms_fit_copy copy[MS_CAL_COPIES];
     ms_fit_roof expert, dense, cpu;  /* each series alone (reported) */
@@ -86,8 +96,14 @@ typedef struct {
     double dense_pred_rms_rel, dense_pred_max_rel; /* the dense stand-in predicted by the expert fit */
 } ms_calib;
 
-/* Runs the plan on x (a real backend built for one layer of >= 2 experts and
- * >= 2 slots; expert (0,0) and (0,1) are used); fills c->sizes/tokens from
+/* Experts the contention probe rotates through: enough to cover 2 x 64 MiB
+ * (twice a large L3), 2 .. 32.  The backend needs 3 x that many experts and
+ * slots in one layer. */
+uint32_t ms_calib_rotation(double expert_bytes);
+
+/* Runs the plan on x (a real backend built for one layer of
+ * 3 x ms_calib_rotation(c->expert_bytes) experts and as many slots; expert
+ * (0,0) and (0,1) serve the single-op probes); fills c->sizes/tokens from
  * max_bytes and max_tokens, then the measurements and the fits.  `progress`
  * (may be NULL) gets one line per measured series. */
 int ms_calib_run(ms_exec *x, double max_bytes, int reps, ms_calib *c, FILE *progress, ms_err *err);

@@ -186,6 +186,8 @@ static int run_calibration(const calib_flags *f, const ms_model *model, const ms
     c.dense_bytes = (double)model->dense_bytes * bc->expert_scale; /* as the engine's work_scale runs it */
     c.dense_params = (double)model->dense_params * bc->expert_scale;
     c.max_tokens = bc->max_tokens;
+    c.rotation = bc->experts / 3;
+    c.set_cold = !strcmp(f->backend, "host") ? ms_host_backend_set_cold : NULL;
     printf("calibrating the %s backend: %s experts of %.2f MiB (expert_ffn %u x scale %g), tokens up to %u\n",
            f->backend, model->name, c.expert_bytes / 1048576.0, ms_backend_expert_ffn(bc), bc->expert_scale,
            bc->max_tokens);
@@ -245,8 +247,9 @@ int ms_cli_calibrate(int argc, char **argv)
     if (!ms_backend_available(f.backend, &err) || ms_model_load(f.model, &model, &err) ||
         check_writable("--out", f.out, &err) || (f.csv && check_writable("--csv", f.csv, &err)))
         return ms_cli_error(err.msg);
-    ms_backend_config bc = {.model = &model, .layers = 1, .experts = 2, .slots = 2,
-                            .max_tokens = (uint32_t)f.max_tokens, .expert_scale = f.scale, .cpu_threads = 1};
+    ms_backend_config bc = {.model = &model, .layers = 1, .max_tokens = (uint32_t)f.max_tokens,
+                            .expert_scale = f.scale, .cpu_threads = 1};
+    bc.experts = bc.slots = 3 * ms_calib_rotation(ms_backend_expert_bytes(&bc)); /* the contention probe's */
     if (run_calibration(&f, &model, &bc, argc, argv, &err))
         return ms_cli_error(err.msg);
     return 0;

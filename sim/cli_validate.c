@@ -28,13 +28,14 @@ static const char validate_usage[] =
     "  --p95-tolerance T     largest p95 error (default 2 x --tolerance)\n"
     "  --iterations-csv F    one row per iteration: sim and real latency, error, counts\n"
     "  --layers-csv F        one row per layer: mean sim and real layer time\n"
+    "  --ops-csv F           one row per op: kind, tokens, sim and real start and end\n"
     "  run options: --prefetch --cache --sched --distance --batch --offline --seed --train\n"
     "               --topk-fill --events, as for moesim run (--cache-experts only; no --host-bytes)\n";
 
 typedef struct {
     const char *backend;
     double scale, tolerance, p95_tolerance;
-    const char *iters_csv, *layers_csv;
+    ms_validate_csvs csv;
 } validate_flags;
 
 static int positive_number(const char *flag, const char *val, double max, double *out)
@@ -62,12 +63,12 @@ static int validate_flag(void *ctx, const char *flag, const char *val)
     if (!strcmp(flag, "--host-bytes"))
         return ms_cli_usage("validate: --host-bytes is not supported: the real backends hold every expert in host "
                             "memory, so SSD reads would be simulated but never run");
-    if (!strcmp(flag, "--iterations-csv")) {
-        v->iters_csv = val;
-        return 1;
-    }
-    if (!strcmp(flag, "--layers-csv")) {
-        v->layers_csv = val;
+    const char **csv = !strcmp(flag, "--iterations-csv") ? &v->csv.iterations
+                       : !strcmp(flag, "--layers-csv")   ? &v->csv.layers
+                       : !strcmp(flag, "--ops-csv")      ? &v->csv.ops
+                                                         : NULL;
+    if (csv) {
+        *csv = val;
         return 1;
     }
     return 0;
@@ -110,6 +111,20 @@ static void print_counts(const ms_validate_result *r)
     printf("  %-10s %12llu %12llu\n", "on CPU", (unsigned long long)r->sim.cpu, (unsigned long long)r->real.cpu);
 }
 
+/* Mean duration of each op kind on both timelines: which op the profile gets wrong. */
+static void print_kinds(const ms_validate_result *r)
+{
+    printf("  %-10s %8s %12s %12s %9s\n", "op", "count", "sim mean ms", "real mean ms", "diff");
+    for (int k = 0; k < MS_OP_KINDS; k++) {
+        const ms_validate_opsum *o = &r->kind[k];
+        if (!o->n)
+            continue;
+        double s = o->sim_s / (double)o->n, q = o->real_s / (double)o->n;
+        printf("  %-10s %8llu %12.4f %12.4f %8.1f%%\n", ms_op_kind_name((ms_op_kind)k), (unsigned long long)o->n,
+               s * 1e3, q * 1e3, q > 0 ? 100 * (s - q) / q : 0.0);
+    }
+}
+
 /* Every layer when there are few, else the five furthest apart. */
 static void print_layers(const ms_validate_result *r)
 {
@@ -146,6 +161,7 @@ static void print_report(const ms_run_config *cfg, const ms_model *model, const 
     printf("  per-iteration latency error: median %.2f %%, p95 %.2f %%, max %.2f %% (tolerance %.2f %% / %.2f %%)\n",
            100 * r->err_median, 100 * r->err_p95, 100 * r->err_max, 100 * v->tolerance, 100 * v->p95_tolerance);
     print_counts(r);
+    print_kinds(r);
     print_layers(r);
 }
 
@@ -179,7 +195,7 @@ static int run_validation(ms_run_config *cfg, const ms_model *model, const valid
     cfg->work_scale = scale;
     ms_validate_result r;
     ms_metrics m;
-    int rc = ms_validate(cfg, &real, v->iters_csv, v->layers_csv, &r, &m, &err);
+    int rc = ms_validate(cfg, &real, &v->csv, &r, &m, &err);
     ms_exec_destroy(&real);
     if (rc)
         return ms_cli_error(err.msg);

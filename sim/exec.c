@@ -5,10 +5,18 @@
 #include "exec.h"
 #include "timing.h"
 
+/* Busy intervals of the copy or the compute stream, in submission order
+ * (FIFO streams: sorted and disjoint), the latest MS_EXEC_SIM_EVENTS. */
+typedef struct {
+    double t0[MS_EXEC_SIM_EVENTS], t1[MS_EXEC_SIM_EVENTS];
+    uint64_t n;
+} busy_log;
+
 typedef struct {
     const ms_platform *p;
     uint32_t L, J;
     double stream_end[MS_STREAMS];
+    busy_log *busy[2];  /* [MS_STREAM_COMPUTE], [MS_STREAM_COPY]; NULL without contention */
     double *copy_end;   /* [L*J] end of the latest copy of each expert */
     ms_event next;      /* id of the next event */
     ms_event ring_id[MS_EXEC_SIM_EVENTS];
@@ -29,6 +37,48 @@ double ms_exec_sim_duration(const ms_platform *p, const ms_op *op)
     default:
         return 0;
     }
+}
+
+static void log_busy(busy_log *b, double t0, double t1)
+{
+    size_t i = b->n++ % MS_EXEC_SIM_EVENTS;
+    b->t0[i] = t0;
+    b->t1[i] = t1;
+}
+
+/* The end of `work` seconds of an op starting at `start` that runs at
+ * 1 / slow of its speed while the other stream is busy (its logged
+ * intervals) and at full speed otherwise. */
+static double stretched_end(const busy_log *other, double start, double work, double slow)
+{
+    uint64_t kept = other->n < MS_EXEC_SIM_EVENTS ? other->n : MS_EXEC_SIM_EVENTS;
+    uint64_t first = other->n;
+    while (first > other->n - kept && other->t1[(first - 1) % MS_EXEC_SIM_EVENTS] > start)
+        first--;
+    double t = start;
+    for (uint64_t j = first; j < other->n; j++) {
+        double b0 = fmax(t, other->t0[j % MS_EXEC_SIM_EVENTS]), b1 = other->t1[j % MS_EXEC_SIM_EVENTS];
+        if (b0 - t >= work)
+            break;
+        work -= b0 - t;
+        t = b0;
+        if ((b1 - t) / slow >= work)
+            return t + work * slow;
+        work -= (b1 - t) / slow;
+        t = b1;
+    }
+    return t + work;
+}
+
+/* The op's slowdown from sharing memory with the other stream (profile
+ * [contention]): copies always, compute ops when memory-bound. */
+static double contention_slowdown(const ms_platform *p, const ms_op *op)
+{
+    if (op->kind == MS_OP_COPY)
+        return 1 + p->copy_contention;
+    if (ms_gpu_memory_bound(p, op->bytes, op->params, op->tokens))
+        return 1 + p->compute_contention;
+    return 1;
 }
 
 static int lookup(const sim_exec *s, ms_event ev, double *t0, double *t1, ms_err *err)
@@ -73,6 +123,11 @@ static int sim_submit(void *st, const ms_op *op, ms_event *out, ms_err *err)
     if (op->kind == MS_OP_EXPERT_GPU)
         start = fmax(start, s->copy_end[x]);
     double end = start + ms_exec_sim_duration(s->p, op);
+    if (s->busy[0] && k != MS_STREAM_CPU) {
+        const busy_log *other = s->busy[k == MS_STREAM_COPY ? 0 : 1];
+        end = stretched_end(other, start, end - start, contention_slowdown(s->p, op));
+        log_busy(s->busy[k == MS_STREAM_COPY ? 1 : 0], start, end);
+    }
     s->stream_end[k] = end;
     if (op->kind == MS_OP_COPY)
         s->copy_end[x] = end;
@@ -105,6 +160,8 @@ static int sim_begin(void *st, ms_err *err)
         s->stream_end[k] = 0;
     for (size_t x = 0; x < (size_t)s->L * s->J; x++)
         s->copy_end[x] = 0;
+    for (int i = 0; i < 2 && s->busy[0]; i++)
+        s->busy[i]->n = 0;
     return 0;
 }
 
@@ -114,6 +171,8 @@ static void sim_destroy(void *st)
     if (!s)
         return;
     free(s->copy_end);
+    free(s->busy[0]);
+    free(s->busy[1]);
     free(s);
 }
 
@@ -139,6 +198,9 @@ int ms_exec_sim_create(const ms_platform *p, uint32_t layers, uint32_t experts, 
     s->copy_end = ms_xcalloc((size_t)layers * experts, sizeof *s->copy_end);
     for (size_t i = 0; i < MS_EXEC_SIM_EVENTS; i++)
         s->ring_id[i] = MS_NO_EVENT;
+    if (p->copy_contention > 0 || p->compute_contention > 0)
+        for (int i = 0; i < 2; i++)
+            s->busy[i] = ms_xcalloc(1, sizeof *s->busy[i]);
     out->ops = &sim_ops;
     out->st = s;
     return 0;

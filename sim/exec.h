@@ -136,6 +136,12 @@ static inline void ms_exec_destroy(ms_exec *x)
 /* ---- the simulated timeline ----
  * start = max(not_before_s, the stream's previous end, end of `after`);
  * end = start + the timing model's duration (sim/timing.h) for the op.
+ * With a [contention] profile (copies and compute sharing one memory), a
+ * copy runs at 1 / (1 + copy_contention) of its speed while the compute
+ * stream is busy, and a memory-bound compute op at 1 / (1 + compute_contention)
+ * while the copy stream is busy, against the other stream's ops submitted
+ * before it (an op's times never change once submitted: the policies have
+ * read them).  CPU-stream ops are not affected.
  * Never blocks; deterministic.  It remembers the last MS_EXEC_SIM_EVENTS
  * events: wait() or `after` on an older one is an error. */
 #define MS_EXEC_SIM_EVENTS 4096

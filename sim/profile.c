@@ -105,12 +105,15 @@ static const profile_schema model_schema = {
 
 /* ---- platforms ---- */
 
-static const char *const platform_sections[] = {"platform", "gpu", "link", "cpu", "ssd", "policy", "source", NULL};
+static const char *const platform_sections[] = {"platform", "gpu",    "link",   "cpu", "ssd",
+                                                "policy",   "contention", "source", NULL};
 static const char *const platform_statuses[] = {"datasheet", "measured", "derived", "estimate", NULL};
 
 /* Every figure is cited under its own key in [source]. */
 #define PF(sec, key, kind, lo, hi, lo_open) \
     NUM(sec, #key, kind, ms_platform, key, lo, hi, lo_open, 1, #key)
+/* An optional figure: 0 when absent; cited in [source] when given. */
+#define PF_OPTIONAL(sec, key, kind, lo, hi) NUM(sec, #key, kind, ms_platform, key, lo, hi, 0, 0, #key)
 
 static const field_spec platform_fields[] = {
     STR("platform", "name", K_NAME, ms_platform, name, 1),
@@ -132,6 +135,8 @@ static const field_spec platform_fields[] = {
     PF("ssd", ssd_bw, K_BW, 0, 1e15, 1),
     PF("ssd", ssd_latency_s, K_DOUBLE, 0, 1, 0),
     PF("policy", policy_op_s, K_DOUBLE, 0, 1, 0),
+    PF_OPTIONAL("contention", copy_contention, K_DOUBLE, 0, 100),
+    PF_OPTIONAL("contention", compute_contention, K_DOUBLE, 0, 100),
 };
 
 _Static_assert(sizeof model_fields / sizeof model_fields[0] <= MAX_FIELDS, "raise MAX_FIELDS");
@@ -439,6 +444,17 @@ static char *read_ini_line(char *str, int num, void *stream)
 
 /* ---- whole-file checks ---- */
 
+/* A [source] key must be given when a figure citing it is required or given. */
+static int group_needed(const parse_ctx *c, int g)
+{
+    for (int i = 0; i < c->schema->nfields; i++) {
+        const field_spec *f = &c->schema->fields[i];
+        if (f->cite && !strcmp(f->cite, c->groups[g]) && (f->required || c->seen[i]))
+            return 1;
+    }
+    return 0;
+}
+
 static int check_required(parse_ctx *c)
 {
     c->line = 0;
@@ -447,9 +463,13 @@ static int check_required(parse_ctx *c)
         if (f->required && !c->seen[i])
             return ctx_fail(c, "missing required key '%s' in [%s]", f->key, f->section);
     }
-    for (int g = 0; g < c->ngroups; g++)
-        if (!c->group_seen[g])
+    for (int g = 0; g < c->ngroups; g++) {
+        int needed = group_needed(c, g);
+        if (needed && !c->group_seen[g])
             return ctx_fail(c, "missing required key '%s' in [source]", c->groups[g]);
+        if (!needed && c->group_seen[g])
+            return ctx_fail(c, "[source] %s cites a figure the profile does not give", c->groups[g]);
+    }
     return 0;
 }
 
@@ -578,13 +598,17 @@ static void build_source(const parse_ctx *c, char *dst, size_t cap)
     char lines[MAX_GROUPS][SOURCE_TEXT_CAP + 96];
     size_t len[MAX_GROUPS];
     for (int g = 0; g < c->ngroups; g++) {
-        format_source_line(c, g, lines[g], sizeof lines[g]);
-        len[g] = strlen(lines[g]) + 1; /* with its '\n' */
+        lines[g][0] = '\0';
+        if (c->group_seen[g])
+            format_source_line(c, g, lines[g], sizeof lines[g]);
+        len[g] = c->group_seen[g] ? strlen(lines[g]) + 1 : 0; /* with its '\n' */
     }
     size_t share = fair_share(len, c->ngroups, cap - 1);
     size_t used = 0;
     dst[0] = '\0';
     for (int g = 0; g < c->ngroups; g++) {
+        if (!c->group_seen[g])
+            continue;
         size_t room = cap - used;
         size_t lim = share < room ? share : room;
         if (lim < 2)

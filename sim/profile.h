@@ -59,6 +59,13 @@ typedef struct {
     double ssd_latency_s;
     /* [policy] modelled cost of policy work (e.g. one multiply-add of a map search) */
     double policy_op_s;
+    /* [contention] (optional, 0 when absent): copies and compute-stream ops
+     * that share one memory (a host backend, unified memory).  While the
+     * compute stream runs an op, a copy progresses at 1 / (1 + copy_contention)
+     * of its speed; while a copy runs, a memory-bound compute op at
+     * 1 / (1 + compute_contention) (sim/exec.h). */
+    double copy_contention;
+    double compute_contention;
     char source[1024];        /* one line per figure: "key: value (datasheet|measured|estimate) <ref>" */
 } ms_platform;
 

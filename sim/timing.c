@@ -31,3 +31,8 @@ double ms_t_expert_cpu(const ms_platform *p, double bytes, double params, double
     double flops = p->cpu_flops_per_core * p->cpu_cores;
     return max2(bytes / p->dram_bw, 2.0 * params * tokens / flops) + p->cpu_launch_s;
 }
+
+int ms_gpu_memory_bound(const ms_platform *p, double bytes, double params, double tokens)
+{
+    return bytes / p->hbm_bw >= 2.0 * params * tokens / p->gpu_flops;
+}

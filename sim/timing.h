@@ -20,5 +20,8 @@ double ms_t_dense_gpu(const ms_platform *p, double bytes, double params, double 
 /* Expert FFN on the host CPU (Fiddler / HybriMoE): roofline over DRAM
  * bandwidth and all cores' FLOP/s, plus a dispatch overhead. */
 double ms_t_expert_cpu(const ms_platform *p, double bytes, double params, double tokens);
+/* Whether a GPU op (expert or dense) sits on the memory side of the roofline:
+ * bytes / HBM bandwidth >= 2 x params x tokens / FLOP/s. */
+int ms_gpu_memory_bound(const ms_platform *p, double bytes, double params, double tokens);
 
 #endif

@@ -44,8 +44,14 @@ typedef struct {
     double *errors;
     size_t n_errors, cap_errors;
     ms_validate_result *res;
-    FILE *icsv;
+    FILE *icsv, *ocsv;
 } tee;
+
+const char *ms_op_kind_name(ms_op_kind k)
+{
+    static const char *const names[MS_OP_KINDS] = {"dense", "copy", "expert_gpu", "expert_cpu"};
+    return k >= 0 && k < MS_OP_KINDS ? names[k] : "unknown";
+}
 
 static int is_compute_stream(const ms_op *op)
 {
@@ -186,6 +192,22 @@ static void account(tee *t, const tee_op *o)
     t->iter_end.real = fmax(t->iter_end.real, end.real);
 }
 
+static void add_op_duration(tee *t, const tee_op *o)
+{
+    ms_validate_opsum *k = &t->res->kind[o->op.kind];
+    k->n++;
+    k->sim_s += o->s1 - o->s0;
+    k->real_s += o->r1 - o->r0;
+}
+
+static void write_op_row(tee *t, const tee_op *o)
+{
+    const ms_op *op = &o->op;
+    fprintf(t->ocsv, "%llu,%llu,%u,%lld,%s,%u,%d,%.9f,%.9f,%.9f,%.9f\n", (unsigned long long)t->res->ops,
+            (unsigned long long)op->iteration, op->layer, op->kind == MS_OP_DENSE ? -1LL : (long long)op->expert,
+            ms_op_kind_name(op->kind), op->tokens, op->demand, o->s0, o->s1, o->r0, o->r1);
+}
+
 /* Reads the real times of the first n window ops, in order, and drops them. */
 static int read_ops(tee *t, size_t n)
 {
@@ -194,6 +216,9 @@ static int read_ops(tee *t, size_t n)
         if (ms_exec_wait(t->real, o->real_ev, &o->r0, &o->r1, t->err))
             return -1;
         account(t, o);
+        add_op_duration(t, o);
+        if (t->ocsv)
+            write_op_row(t, o);
         t->res->ops++;
     }
     memmove(t->w, t->w + n, (t->wn - n) * sizeof *t->w);
@@ -331,14 +356,21 @@ static void finish(tee *t, ms_validate_result *r)
     }
 }
 
-static int open_iterations_csv(tee *t, const char *path, ms_err *err)
+static int open_csv(FILE **f, const char *what, const char *path, const char *header, ms_err *err)
 {
     if (!path)
         return 0;
-    if (!(t->icsv = fopen(path, "w")))
-        return ms_fail(err, "validate: iterations CSV %s: cannot open for writing", path);
-    fputs("iteration,sim_s,real_s,error,sim_hits,sim_late,sim_misses,real_hits,real_late,real_misses\n", t->icsv);
+    if (!(*f = fopen(path, "w")))
+        return ms_fail(err, "validate: %s CSV %s: cannot open for writing", what, path);
+    fputs(header, *f);
     return 0;
+}
+
+static int close_csv(FILE *f, const char *what, const char *path, int rc, ms_err *err)
+{
+    if (f && fclose(f) && !rc)
+        return ms_fail(err, "validate: %s CSV %s: write failed", what, path);
+    return rc;
 }
 
 static void tee_init(tee *t, uint32_t L, uint32_t J, ms_exec *real, ms_validate_result *r, ms_err *err)
@@ -362,8 +394,8 @@ static void tee_init(tee *t, uint32_t L, uint32_t J, ms_exec *real, ms_validate_
     r->layer_real_s = ms_xcalloc(L, sizeof *r->layer_real_s);
 }
 
-int ms_validate(const ms_run_config *cfg, ms_exec *real, const char *iterations_csv, const char *layers_csv,
-                ms_validate_result *out, ms_metrics *m, ms_err *err)
+int ms_validate(const ms_run_config *cfg, ms_exec *real, const ms_validate_csvs *csv, ms_validate_result *out,
+                ms_metrics *m, ms_err *err)
 {
     memset(out, 0, sizeof *out);
     memset(m, 0, sizeof *m);
@@ -374,7 +406,13 @@ int ms_validate(const ms_run_config *cfg, ms_exec *real, const char *iterations_
         return -1;
     tee t = {0};
     tee_init(&t, L, J, real, out, err);
-    int rc = ms_exec_sim_create(cfg->platform, L, J, &t.sim, err) || open_iterations_csv(&t, iterations_csv, err);
+    int rc = ms_exec_sim_create(cfg->platform, L, J, &t.sim, err) ||
+             open_csv(&t.icsv, "iterations", csv->iterations,
+                      "iteration,sim_s,real_s,error,sim_hits,sim_late,sim_misses,real_hits,real_late,real_misses\n",
+                      err) ||
+             open_csv(&t.ocsv, "ops", csv->ops,
+                      "op,iteration,layer,expert,kind,tokens,demand,sim_start_s,sim_end_s,real_start_s,real_end_s\n",
+                      err);
     if (!rc) {
         ms_exec x = {&tee_ops, &t};
         ms_run_config run = *cfg;
@@ -383,10 +421,10 @@ int ms_validate(const ms_run_config *cfg, ms_exec *real, const char *iterations_
         if (!rc)
             finish(&t, out);
     }
-    if (t.icsv && fclose(t.icsv) && !rc)
-        rc = ms_fail(err, "validate: iterations CSV %s: write failed", iterations_csv);
-    if (!rc && layers_csv)
-        rc = write_layers_csv(&t, layers_csv, err);
+    rc = close_csv(t.icsv, "iterations", csv->iterations, rc, err);
+    rc = close_csv(t.ocsv, "ops", csv->ops, rc, err);
+    if (!rc && csv->layers)
+        rc = write_layers_csv(&t, csv->layers, err);
     tee_free(&t);
     if (rc) {
         ms_metrics_free(m);

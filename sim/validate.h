@@ -35,6 +35,12 @@ typedef struct {
     uint64_t hits, late, misses, cpu;
 } ms_validate_counts;
 
+/* One op kind's durations (end - start) summed over the run. */
+typedef struct {
+    uint64_t n;
+    double sim_s, real_s;
+} ms_validate_opsum;
+
 typedef struct {
     uint64_t iterations;
     double err_median, err_p95, err_max;   /* relative per-iteration latency error */
@@ -43,17 +49,29 @@ typedef struct {
     uint32_t L;
     double *layer_sim_s, *layer_real_s;    /* [L] mean layer time */
     uint64_t ops;                          /* ops run on both */
+    ms_validate_opsum kind[MS_OP_KINDS];   /* per op kind (exec.h) */
 } ms_validate_result;
+
+/* Where ms_validate writes its CSVs (each NULL: not written). */
+typedef struct {
+    const char *iterations, *layers, *ops;
+} ms_validate_csvs;
+
+/* The op kind's name in reports and the ops CSV: dense, copy, expert_gpu, expert_cpu. */
+const char *ms_op_kind_name(ms_op_kind k);
 
 /* Runs cfg (cfg->exec must be NULL: the tee takes its place) with the
  * simulated timeline of cfg->platform and `real`, which must be fresh (no op
- * submitted) and is left to the caller to destroy.  iterations_csv (or NULL)
- * gets one row per iteration:
+ * submitted) and is left to the caller to destroy.  csv->iterations gets one
+ * row per iteration:
  *   iteration,sim_s,real_s,error,sim_hits,sim_late,sim_misses,real_hits,real_late,real_misses
- * layers_csv (or NULL) one row per layer: layer,sim_mean_s,real_mean_s,difference.
- * m gets the engine's metrics (free with ms_metrics_free).  0, or -1 with err. */
-int ms_validate(const ms_run_config *cfg, ms_exec *real, const char *iterations_csv, const char *layers_csv,
-                ms_validate_result *out, ms_metrics *m, ms_err *err);
+ * csv->layers one row per layer: layer,sim_mean_s,real_mean_s,difference;
+ * csv->ops one row per op, in submission order:
+ *   op,iteration,layer,expert,kind,tokens,demand,sim_start_s,sim_end_s,real_start_s,real_end_s
+ * (expert -1 for dense ops).  m gets the engine's metrics (free with
+ * ms_metrics_free).  0, or -1 with err. */
+int ms_validate(const ms_run_config *cfg, ms_exec *real, const ms_validate_csvs *csv, ms_validate_result *out,
+                ms_metrics *m, ms_err *err);
 void ms_validate_result_free(ms_validate_result *r);
 
 #endif

@@ -373,7 +373,41 @@ static void test_bad_platforms(void)
     expect_bad_platform("missing-source", edit(base, "ssd_latency_s = estimate ~80 us NVMe read latency\n", ""),
                         "missing required key 'ssd_latency_s' in [source]", NULL);
     expect_bad_platform("source-status", edit(base, "hbm_bw = datasheet", "hbm_bw = V2"), "hbm_bw", "'V2'");
+    /* [contention] is optional, but a figure given must be cited and in range, and a citation needs its figure */
+    expect_bad_platform("contention-uncited", edit(base, "[source]\n", "[contention]\ncopy_contention = 0.4\n[source]\n"),
+                        "missing required key 'copy_contention' in [source]", NULL);
+    expect_bad_platform("contention-negative",
+                        edit(base, "[source]\n", "[contention]\ncompute_contention = -0.1\n[source]\n"),
+                        "compute_contention", "'-0.1'");
+    expect_bad_platform("contention-huge", edit(base, "[source]\n", "[contention]\ncopy_contention = 101\n[source]\n"),
+                        "copy_contention", "'101'");
+    expect_bad_platform("contention-cited-only",
+                        edit(base, "[source]\n", "[source]\ncopy_contention = measured x\n"),
+                        "[source] copy_contention cites a figure the profile does not give", NULL);
     free(base);
+}
+
+static void test_contention(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/platforms/rtx3090-pcie4.ini", ms_profile_dir());
+    char *base = read_file(path);
+    ms_platform p;
+    ms_err err;
+    CHECK(ms_platform_load(path, &p, &err) == 0);
+    CHECK(p.copy_contention == 0 && p.compute_contention == 0);
+    CHECK(!strstr(p.source, "contention"));
+    char *text = edit(base, "[source]\n",
+                      "[contention]\ncopy_contention = 0.4\ncompute_contention = 0.25\n[source]\n"
+                      "copy_contention = measured test\ncompute_contention = estimate test\n");
+    snprintf(path, sizeof path, "%s/contended.ini", tmpdir);
+    write_file(path, text);
+    free(text);
+    free(base);
+    CHECK(ms_platform_load(path, &p, &err) == 0);
+    CHECK(p.copy_contention == 0.4 && p.compute_contention == 0.25);
+    CHECK_STR_CONTAINS(p.source, "copy_contention: 0.4 (measured) test");
+    CHECK_STR_CONTAINS(p.source, "compute_contention: 0.25 (estimate) test");
 }
 
 static void test_env_override(void)
@@ -437,6 +471,7 @@ int main(void)
     test_unknown_name();
     test_bad_models();
     test_bad_platforms();
+    test_contention();
     test_env_override();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

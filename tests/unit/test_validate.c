@@ -26,12 +26,25 @@ static ms_run_config base_config(const ms_platform *p, const char *prefetch, con
                            .max_batch = 2, .seed = 1, .train_set = 1};
 }
 
+static uint64_t count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    uint64_t n = 0;
+    for (int c; f && (c = fgetc(f)) != EOF;)
+        n += c == '\n';
+    if (f)
+        fclose(f);
+    return n;
+}
+
 static void run_pair(const ms_run_config *cfg, const ms_platform *real_p, ms_validate_result *r, ms_metrics *m)
 {
     ms_err err;
     ms_exec real;
     CHECK(ms_exec_sim_create(real_p, 32, 8, &real, &err) == 0);
-    if (ms_validate(cfg, &real, "test_validate_iters.csv", "test_validate_layers.csv", r, m, &err)) {
+    ms_validate_csvs csvs = {"test_validate_iters.csv", "test_validate_layers.csv", "test_validate_ops.csv"};
+    if (ms_validate(cfg, &real, &csvs, r, m, &err)) {
         fprintf(stderr, "validate: %s\n", err.msg);
         exit(1);
     }
@@ -60,6 +73,15 @@ static void same_platform(const ms_platform *p)
     CHECK(m.total.hits > 0);
     for (uint32_t l = 0; l < r.L; l++)
         CHECK(r.layer_sim_s[l] == r.layer_real_s[l] && r.layer_sim_s[l] > 0);
+    uint64_t n = 0;
+    for (int k = 0; k < MS_OP_KINDS; k++) {
+        CHECK(r.kind[k].sim_s == r.kind[k].real_s);
+        n += r.kind[k].n;
+    }
+    CHECK_EQ_INT(n, r.ops);
+    CHECK_EQ_INT(count_lines("test_validate_ops.csv"), r.ops + 1);
+    CHECK(r.kind[MS_OP_DENSE].n > 0 && r.kind[MS_OP_COPY].n > 0 && r.kind[MS_OP_EXPERT_GPU].n > 0);
+    CHECK_EQ_INT(r.kind[MS_OP_EXPERT_CPU].n, 0);
     /* the tee's times are the engine's: the same run without it */
     ms_metrics plain;
     ms_err err;
@@ -83,6 +105,13 @@ static void slower_link(const ms_platform *p)
     CHECK(r.real.hits <= r.sim.hits);
     CHECK_EQ_INT(r.real.misses, r.sim.misses); /* misses are decisions, not timing */
     CHECK_EQ_INT(r.real.hits + r.real.late, r.sim.hits + r.sim.late);
+    /* only copies take longer: h2d_bw halved, latency kept */
+    const ms_validate_opsum *c = &r.kind[MS_OP_COPY];
+    double lat = (double)c->n * p->h2d_latency_s;
+    CHECK_NEAR((c->real_s - lat) / (c->sim_s - lat), 2.0, 1e-9);
+    /* (end - start at other absolute times: equal up to rounding) */
+    CHECK_NEAR(r.kind[MS_OP_DENSE].real_s / r.kind[MS_OP_DENSE].sim_s, 1.0, 1e-9);
+    CHECK_NEAR(r.kind[MS_OP_EXPERT_GPU].real_s / r.kind[MS_OP_EXPERT_GPU].sim_s, 1.0, 1e-9);
     ms_metrics_free(&m);
     ms_validate_result_free(&r);
 }
