@@ -8,6 +8,7 @@
 #include "../kernels/backend.h"
 #include "cli.h"
 #include "params.h"
+#include "timing.h"
 #include "validate.h"
 
 static const char validate_usage[] =
@@ -179,6 +180,37 @@ static int check_run_flags(const ms_run_flags *f, const ms_run_config *cfg, cons
     return 0;
 }
 
+/* One expert copy and one 1-token expert op timed on the backend alone (its
+ * calibration probes), against what the profile predicts: has the machine
+ * changed since it was calibrated? */
+typedef struct {
+    double copy_s, expert_s;
+} probe_times;
+
+static int probe_backend(ms_exec *x, const ms_backend_config *bc, probe_times *t, ms_err *err)
+{
+    const ms_exec_ops *o = x->ops;
+    if (!o->time_copy || !o->time_expert)
+        return 0;
+    return o->time_copy(x->st, ms_backend_expert_bytes(bc), 1, 0, 5, &t->copy_s, err) ||
+                   o->time_expert(x->st, 1, 5, &t->expert_s, err)
+               ? -1
+               : 0;
+}
+
+static void print_drift(const ms_platform *p, const ms_backend_config *bc, const probe_times *before,
+                        const probe_times *after)
+{
+    if (!(before->copy_s > 0))
+        return;
+    double bytes = ms_backend_expert_bytes(bc), params = ms_backend_expert_params(bc);
+    double copy = ms_t_copy_h2d(p, bytes), expert = ms_t_expert_gpu(p, bytes, params, 1);
+    printf("  backend alone vs profile (before / after the run): expert copy %.4f / %.4f ms vs %.4f (x%.2f / x%.2f), "
+           "1-token expert %.4f / %.4f ms vs %.4f (x%.2f / x%.2f)\n", before->copy_s * 1e3, after->copy_s * 1e3,
+           copy * 1e3, before->copy_s / copy, after->copy_s / copy, before->expert_s * 1e3, after->expert_s * 1e3,
+           expert * 1e3, before->expert_s / expert, after->expert_s / expert);
+}
+
 static int run_validation(ms_run_config *cfg, const ms_model *model, const validate_flags *v)
 {
     ms_err err;
@@ -195,11 +227,18 @@ static int run_validation(ms_run_config *cfg, const ms_model *model, const valid
     cfg->work_scale = scale;
     ms_validate_result r;
     ms_metrics m;
-    int rc = ms_validate(cfg, &real, &v->csv, &r, &m, &err);
+    probe_times before = {0}, after = {0};
+    int rc = probe_backend(&real, &bc, &before, &err) || ms_validate(cfg, &real, &v->csv, &r, &m, &err);
+    if (!rc && probe_backend(&real, &bc, &after, &err)) {
+        ms_metrics_free(&m);
+        ms_validate_result_free(&r);
+        rc = -1;
+    }
     ms_exec_destroy(&real);
     if (rc)
         return ms_cli_error(err.msg);
     print_report(cfg, model, v, scale, &r);
+    print_drift(cfg->platform, &bc, &before, &after);
     char msg[256] = "";
     if (r.err_median > v->tolerance)
         snprintf(msg, sizeof msg, "validate: median per-iteration latency error %.2f %% exceeds --tolerance %.2f %%",

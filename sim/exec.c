@@ -48,8 +48,12 @@ static void log_busy(busy_log *b, double t0, double t1)
 
 /* The end of `work` seconds of an op starting at `start` that runs at
  * 1 / slow of its speed while the other stream is busy (its logged
- * intervals) and at full speed otherwise. */
-static double stretched_end(const busy_log *other, double start, double work, double slow)
+ * intervals) and at full speed otherwise.  Past the other stream's last
+ * submitted op it counts as busy when busy_tail is set: a copy's compute
+ * has not been submitted yet (the engine submits a layer's copies before its
+ * expert ops, and prefetches layers ahead), but it will run beside the copy:
+ * the hits and the experts of earlier copies, the next layers. */
+static double stretched_end(const busy_log *other, double start, double work, double slow, int busy_tail)
 {
     uint64_t kept = other->n < MS_EXEC_SIM_EVENTS ? other->n : MS_EXEC_SIM_EVENTS;
     uint64_t first = other->n;
@@ -67,7 +71,7 @@ static double stretched_end(const busy_log *other, double start, double work, do
         work -= (b1 - t) / slow;
         t = b1;
     }
-    return t + work;
+    return t + work * (busy_tail ? slow : 1);
 }
 
 /* The op's slowdown from sharing memory with the other stream (profile
@@ -125,7 +129,7 @@ static int sim_submit(void *st, const ms_op *op, ms_event *out, ms_err *err)
     double end = start + ms_exec_sim_duration(s->p, op);
     if (s->busy[0] && k != MS_STREAM_CPU) {
         const busy_log *other = s->busy[k == MS_STREAM_COPY ? 0 : 1];
-        end = stretched_end(other, start, end - start, contention_slowdown(s->p, op));
+        end = stretched_end(other, start, end - start, contention_slowdown(s->p, op), k == MS_STREAM_COPY);
         log_busy(s->busy[k == MS_STREAM_COPY ? 1 : 0], start, end);
     }
     s->stream_end[k] = end;

@@ -141,7 +141,9 @@ static inline void ms_exec_destroy(ms_exec *x)
  * stream is busy, and a memory-bound compute op at 1 / (1 + compute_contention)
  * while the copy stream is busy, against the other stream's ops submitted
  * before it (an op's times never change once submitted: the policies have
- * read them).  CPU-stream ops are not affected.
+ * read them); past the compute stream's last submitted op a copy counts it
+ * as busy (the expert ops a copy overlaps are submitted after it: the
+ * engine issues a layer's copies first).  CPU-stream ops are not affected.
  * Never blocks; deterministic.  It remembers the last MS_EXEC_SIM_EVENTS
  * events: wait() or `after` on an older one is an error. */
 #define MS_EXEC_SIM_EVENTS 4096

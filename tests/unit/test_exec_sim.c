@@ -2,9 +2,10 @@
  *   - without [contention]: stream order, `after`, not_before and a GPU
  *     expert waiting for its copy, durations from the timing model;
  *   - with [contention]: a copy at half speed while the compute stream is
- *     busy, a memory-bound compute op at 1/1.5 speed while a copy runs, gaps
- *     between the other stream's ops at full speed, compute-bound and CPU ops
- *     never slowed, and begin() forgetting what ran before the run. */
+ *     busy (and past its last submitted op), a memory-bound compute op at
+ *     1/1.5 speed while a copy runs (not past the copy stream's last op),
+ *     gaps between the other stream's ops at full speed, compute-bound and
+ *     CPU ops never slowed, and begin() forgetting what ran before the run. */
 #include <stdio.h>
 
 #include "check.h"
@@ -99,24 +100,27 @@ static void shared_memory(void)
     ms_platform p = test_platform(1.0, 0.5);
     ms_exec x = make(&p);
     EXPECT(&x, dense(1e6), 0, 1);
-    /* 1 ms of copy: 0.5 ms of work by 1 ms (half speed beside the dense op), the rest alone */
-    EXPECT(&x, copy(0, 1e6), 0, 1.5);
-    /* 1 ms of dense from 1 ms: 0.5 ms / 1.5 = 1/3 ms of work while the copy runs, 2/3 alone */
-    EXPECT(&x, dense(1e6), 1, 1.5 + 2.0 / 3);
+    /* 1 ms of copy: 0.5 ms of work by 1 ms (half speed beside the dense op), and past the last
+     * compute op submitted the compute stream counts as busy: the other 0.5 ms at half speed too */
+    EXPECT(&x, copy(0, 1e6), 0, 2);
+    /* 1 ms of dense from 1 ms: 1 ms / 1.5 = 2/3 ms of work while the copy runs, 1/3 alone */
+    EXPECT(&x, dense(1e6), 1, 2 + 1.0 / 3);
     ms_exec_destroy(&x);
 
-    /* copy first (nothing on compute: full speed), then compute beside it */
+    /* copy first (no compute submitted: it counts as busy, half speed), then compute beside it */
     x = make(&p);
-    EXPECT(&x, copy(0, 2e6), 0, 2);
+    EXPECT(&x, copy(0, 1e6), 0, 2);
     EXPECT(&x, compute_bound(), 0, 2);  /* compute-bound: not slowed */
     ms_exec_destroy(&x);
     x = make(&p);
-    EXPECT(&x, copy(0, 2e6), 0, 2);
+    EXPECT(&x, copy(0, 1e6), 0, 2);
     EXPECT(&x, dense(1e6), 0, 1.5);     /* memory-bound: 1 ms of work at 1/1.5 */
+    /* past the copy stream's last op the compute stream does not assume copies */
+    EXPECT(&x, dense(1e6), 1.5, 2.5 + 1.0 / 6);
     ms_exec_destroy(&x);
 
-    /* gaps: compute busy [0,1] and [2,3] ms; a 2 ms copy from 0: 0.5 by 1, 1 more by 2,
-     * the last 0.5 at half speed -> 3 */
+    /* gaps: compute busy [0,1] and [2,3] ms; a 2 ms copy from 0: 0.5 by 1, 1 more by 2 (the gap
+     * runs at full speed), the last 0.5 at half speed -> 3 */
     x = make(&p);
     EXPECT(&x, dense(1e6), 0, 1);
     ms_op second = dense(1e6);
@@ -127,19 +131,19 @@ static void shared_memory(void)
     EXPECT(&x, expert_op(MS_OP_EXPERT_GPU, 0, 1e6), 3, 4);
     /* a CPU expert beside all of it: never slowed */
     EXPECT(&x, expert_op(MS_OP_EXPERT_CPU, 1, 1e6), 0, 1);
-    /* a copy starting after every compute op ended: full speed */
+    /* a copy starting after every compute op submitted: compute counts as busy, half speed */
     ms_op after_all = copy(1, 1e6);
     after_all.not_before_s = 10 * MS_;
-    EXPECT(&x, after_all, 10, 11);
+    EXPECT(&x, after_all, 10, 12);
     ms_exec_destroy(&x);
 
     /* begin() forgets ops before the run (a preloaded cache) */
     ms_exec y;
     ms_err err;
     CHECK(ms_exec_sim_create(&p, 2, 8, &y, &err) == 0);
-    EXPECT(&y, dense(5e6), 0, 5);
+    EXPECT(&y, copy(3, 5e6), 0, 10);
     CHECK(ms_exec_begin(&y, &err) == 0);
-    EXPECT(&y, copy(3, 1e6), 0, 1);
+    EXPECT(&y, dense(1e6), 0, 1);
     ms_exec_destroy(&y);
 }
 
