@@ -61,8 +61,15 @@ struct host_exec {
     int64_t *slot_owner;  /* [S] expert index, or -1 when free */
     int32_t *free_q;      /* free slots, oldest release first (ring of S) */
     uint32_t free_head, free_n;
+    /* One lock; a condition per stream worker and one for wait()/begin(),
+     * each woken only when it may proceed: on 2 cores a broadcast to every
+     * thread on every completion costs more than a small op. */
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t work_cv[MS_STREAMS];
+    int idle[MS_STREAMS];  /* the worker is waiting on work_cv */
+    pthread_cond_t done_cv;
+    int waiters;           /* threads in wait() or begin() */
+    ms_event awaited;      /* the event of a lone wait(); MS_NO_EVENT: wake on any */
     int stop;
     ev_rec *ev;
     size_t nev, evcap, ndone;
@@ -206,6 +213,19 @@ static int is_timed_cold(const host_exec *h, const ms_op *op)
     return h->cold && op->kind != MS_OP_COPY;
 }
 
+/* After event ev of `stream` completed: the other workers whose next op
+ * can now run, and wait()/begin() when one waits for ev (or for any). */
+static void wake_after_completion(host_exec *h, int stream, ms_event ev)
+{
+    for (int k = 0; k < MS_STREAMS; k++) {
+        fifo *q = &h->q[k];
+        if (k != stream && h->idle[k] && q->head < q->n && deps_done(h, &q->v[q->head]))
+            pthread_cond_signal(&h->work_cv[k]);
+    }
+    if (h->waiters && (h->waiters > 1 || h->awaited == MS_NO_EVENT || h->awaited == ev))
+        pthread_cond_broadcast(&h->done_cv);
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -213,8 +233,11 @@ static void *worker_main(void *arg)
     fifo *q = &h->q[w->stream];
     pthread_mutex_lock(&h->mu);
     for (;;) {
-        while (!h->stop && !(q->head < q->n && deps_done(h, &q->v[q->head])))
-            pthread_cond_wait(&h->cv, &h->mu);
+        while (!h->stop && !(q->head < q->n && deps_done(h, &q->v[q->head]))) {
+            h->idle[w->stream] = 1;
+            pthread_cond_wait(&h->work_cv[w->stream], &h->mu);
+            h->idle[w->stream] = 0;
+        }
         if (h->stop)
             break;
         item it = q->v[q->head++];
@@ -230,7 +253,7 @@ static void *worker_main(void *arg)
         h->ev[it.ev].t1 = t1;
         h->ev[it.ev].done = 1;
         h->ndone++;
-        pthread_cond_broadcast(&h->cv);
+        wake_after_completion(h, w->stream, it.ev);
     }
     pthread_mutex_unlock(&h->mu);
     return NULL;
@@ -330,12 +353,22 @@ static int host_submit(void *st, const ms_op *op, ms_event *out, ms_err *err)
             h->ev = ms_xrealloc(h->ev, h->evcap, sizeof *h->ev);
         }
         h->ev[h->nev++] = (ev_rec){0, 0, 0};
-        fifo_push(&h->q[ms_op_stream(op->kind)], &it);
+        int k = ms_op_stream(op->kind);
+        fifo_push(&h->q[k], &it);
         *out = it.ev;
-        pthread_cond_broadcast(&h->cv);
+        if (h->idle[k])
+            pthread_cond_signal(&h->work_cv[k]);
     }
     pthread_mutex_unlock(&h->mu);
     return rc;
+}
+
+/* A waiter woke; `awaited` may be its own event while another still
+ * sleeps on a different one: wake on any until that one sets its own again. */
+static void leave_wait(host_exec *h)
+{
+    h->waiters--;
+    h->awaited = MS_NO_EVENT;
 }
 
 static double since_begin(const host_exec *h, double t)
@@ -348,8 +381,12 @@ static int host_wait(void *st, ms_event ev, double *start_s, double *end_s, ms_e
     host_exec *h = st;
     pthread_mutex_lock(&h->mu);
     int rc = check_event(h, ev, "wait on", err);
-    while (!rc && !h->ev[ev].done)
-        pthread_cond_wait(&h->cv, &h->mu);
+    while (!rc && !h->ev[ev].done) {
+        h->waiters++;
+        h->awaited = ev;
+        pthread_cond_wait(&h->done_cv, &h->mu);
+        leave_wait(h);
+    }
     if (!rc) {
         *start_s = since_begin(h, h->ev[ev].t0);
         *end_s = since_begin(h, h->ev[ev].t1);
@@ -385,8 +422,12 @@ static int host_begin(void *st, ms_err *err)
     (void)err;
     host_exec *h = st;
     pthread_mutex_lock(&h->mu);
-    while (h->ndone < h->nev)
-        pthread_cond_wait(&h->cv, &h->mu);
+    while (h->ndone < h->nev) {
+        h->waiters++;
+        h->awaited = MS_NO_EVENT;
+        pthread_cond_wait(&h->done_cv, &h->mu);
+        leave_wait(h);
+    }
     h->t0 = now_s();
     pthread_mutex_unlock(&h->mu);
     return 0;
@@ -399,7 +440,8 @@ static void host_destroy(void *st)
         return;
     pthread_mutex_lock(&h->mu);
     h->stop = 1;
-    pthread_cond_broadcast(&h->cv);
+    for (int k = 0; k < MS_STREAMS; k++)
+        pthread_cond_broadcast(&h->work_cv[k]);
     pthread_mutex_unlock(&h->mu);
     for (int k = 0; k < MS_STREAMS; k++) {
         if (h->w[k].started)
@@ -409,7 +451,9 @@ static void host_destroy(void *st)
     }
     ms_ffn_scratch_free(&h->probe);
     free(h->evict_buf);
-    pthread_cond_destroy(&h->cv);
+    for (int k = 0; k < MS_STREAMS; k++)
+        pthread_cond_destroy(&h->work_cv[k]);
+    pthread_cond_destroy(&h->done_cv);
     pthread_mutex_destroy(&h->mu);
     free(h->store);
     free(h->slot_buf);
@@ -582,7 +626,10 @@ int ms_host_backend_create(const ms_backend_config *c, ms_exec *out, ms_err *err
     h->dense_cols = (size_t)ceil((double)c->model->dense_params * c->expert_scale / h->H);
     snprintf(h->pinned_note, sizeof h->pinned_note, "mlock'd");
     pthread_mutex_init(&h->mu, NULL);
-    pthread_cond_init(&h->cv, NULL);
+    for (int k = 0; k < MS_STREAMS; k++)
+        pthread_cond_init(&h->work_cv[k], NULL);
+    pthread_cond_init(&h->done_cv, NULL);
+    h->awaited = MS_NO_EVENT;
     init_slots(h);
     if (check_memory(h, c, err) || alloc_buffers(h, err) || start_workers(h, err)) {
         host_destroy(h);
