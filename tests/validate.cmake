@@ -35,7 +35,7 @@ if(NOT MOESIM_SANITIZE)
   add_test(NAME validate.host COMMAND moesim validate ${VAL_RUN} --prefetch none --cache lru
            --tolerance 0.40 --p95-tolerance 0.80)
   set_tests_properties(validate.host PROPERTIES FIXTURES_REQUIRED "val_trace;val_profile" RUN_SERIAL TRUE
-    PASS_REGULAR_EXPRESSION "per-iteration latency error: median .*hits +[0-9]+ +[0-9]+")
+    PASS_REGULAR_EXPRESSION "per-iteration latency error: median .*hits +[0-9]+ +[0-9]+.*expert_gpu +[0-9]+ +[0-9.]+ +[0-9.]+ .*backend alone vs profile \\(before / after the run\\): expert copy [0-9.]+ / [0-9.]+ ms")
   # eam prefetches keep a copy beside nearly every expert op: the profile's
   # measured [contention] matters here (without it medians of 29-61 % were
   # seen on the CI VM, with it 5-30 %, p95 17-40 %: the VM's memory
@@ -72,6 +72,8 @@ val_fail(tolerance_negative 2 "^moesim: validate: --tolerance -1: expected a num
          ${VAL_BASE} --cache-experts 8 --tolerance -1)
 val_fail(host_bytes 2 "^moesim: validate: --host-bytes is not supported: the real backends hold every expert in host memory" --backend host
          ${VAL_BASE} --cache-experts 8 --host-bytes 1GiB)
+val_fail(ops_csv_unwritable 1 "^moesim: validate: ops CSV ${VAL_DIR}/no_such_dir/ops.csv: cannot open for writing$"
+         --backend host ${VAL_BASE} --cache-experts 8 --expert-scale 0.00390625 --ops-csv ${VAL_DIR}/no_such_dir/ops.csv)
 val_fail(backend_tpu 2 "^moesim: validate: --backend tpu: expected host or cuda$" --backend tpu ${VAL_BASE}
          --cache-experts 8)
 # Mixtral at full size with 200 cached experts: 86 GiB of store + 70 GiB of slots
