@@ -379,30 +379,57 @@ uint32_t ms_calib_rotation(double expert_bytes)
     return k < 2 ? 2 : k > 32 ? 32 : (uint32_t)k;
 }
 
-/* Submits n ops (op with expert first, first + 1, ...); their events in ev. */
-static int submit_run(ms_exec *x, ms_op op, uint32_t first, uint32_t n, ms_event *ev, ms_err *err)
+/* The contention probe.  K = c->rotation experts 0..K-1 stay resident
+ * (expert ops cycle through them), experts K..3K-1 are copied in turn, each
+ * released right after its copy is submitted (copies run in stream order, so
+ * a later copy into the same slot waits for it). */
+#define PROBE_MAX_OPS 4096
+
+typedef struct {
+    ms_event *ev;
+    double *t0, *t1;
+    uint32_t n;
+} op_run;
+
+static op_run run_alloc(uint32_t n)
 {
-    for (uint32_t i = 0; i < n; i++) {
-        op.expert = first + i;
-        if (ms_exec_submit(x, &op, &ev[i], err))
+    return (op_run){ms_xcalloc(n, sizeof(ms_event)), ms_xcalloc(n, sizeof(double)), ms_xcalloc(n, sizeof(double)), n};
+}
+
+static void run_free(op_run *r)
+{
+    free(r->ev);
+    free(r->t0);
+    free(r->t1);
+}
+
+static int submit_copies(ms_exec *x, const ms_calib *c, op_run *r, ms_err *err)
+{
+    uint32_t K = c->rotation;
+    ms_op op = make_op(MS_OP_COPY, 0, 0, c->expert_bytes, 0);
+    for (uint32_t i = 0; i < r->n; i++) {
+        op.expert = K + i % (2 * K);
+        if (ms_exec_submit(x, &op, &r->ev[i], err) || ms_exec_release(x, 0, op.expert, err))
             return -1;
     }
     return 0;
 }
 
-/* Waits for n events; their start and end times in t0, t1. */
-static int wait_run(ms_exec *x, const ms_event *ev, uint32_t n, double *t0, double *t1, ms_err *err)
+static int submit_experts(ms_exec *x, const ms_calib *c, op_run *r, ms_err *err)
 {
-    for (uint32_t i = 0; i < n; i++)
-        if (ms_exec_wait(x, ev[i], &t0[i], &t1[i], err))
+    ms_op op = make_op(MS_OP_EXPERT_GPU, 0, 1, c->expert_bytes, c->expert_params);
+    for (uint32_t i = 0; i < r->n; i++) {
+        op.expert = i % c->rotation;
+        if (ms_exec_submit(x, &op, &r->ev[i], err))
             return -1;
+    }
     return 0;
 }
 
-static int release_run(ms_exec *x, uint32_t first, uint32_t n, ms_err *err)
+static int wait_all(ms_exec *x, op_run *r, ms_err *err)
 {
-    for (uint32_t i = 0; i < n; i++)
-        if (ms_exec_release(x, 0, first + i, err))
+    for (uint32_t i = 0; i < r->n; i++)
+        if (ms_exec_wait(x, r->ev[i], &r->t0[i], &r->t1[i], err))
             return -1;
     return 0;
 }
@@ -424,52 +451,82 @@ static void add_sample(samples *s, double d)
     s->v[s->n++] = d;
 }
 
-/* Durations of the ops (a0, a1) that ran entirely while the other stream
- * was busy: inside [first start, last end] of (b0, b1). */
-static void add_inside(samples *s, const double *a0, const double *a1, uint32_t na, const double *b0,
-                       const double *b1, uint32_t nb)
+/* Durations of the ops of a that ran entirely while b's stream was busy:
+ * inside [b's first start, b's last end]. */
+static void add_inside(samples *s, const op_run *a, const op_run *b)
 {
-    double lo = b0[0], hi = b1[nb - 1];
-    for (uint32_t i = 0; i < na; i++)
-        if (a0[i] >= lo && a1[i] <= hi)
-            add_sample(s, a1[i] - a0[i]);
+    double lo = b->t0[0], hi = b->t1[b->n - 1];
+    for (uint32_t i = 0; i < a->n; i++)
+        if (a->t0[i] >= lo && a->t1[i] <= hi)
+            add_sample(s, a->t1[i] - a->t0[i]);
 }
 
-/* One round of the contention probe: K = c->rotation experts 0..K-1 are
- * resident (expert ops), experts K..3K-1 are copied.  Alone: K copies, then K
- * expert ops.  Copy stream busy: 2K copies beside K expert ops.  Compute
- * busy: 3K expert ops beside K copies. */
-static int contention_round(ms_exec *x, ms_calib *c, samples *s, ms_err *err)
+static void add_all(samples *s, const op_run *a)
 {
-    uint32_t K = c->rotation;
-    ms_op copy = make_op(MS_OP_COPY, 0, 0, c->expert_bytes, 0);
-    ms_op run = make_op(MS_OP_EXPERT_GPU, 0, 1, c->expert_bytes, c->expert_params);
-    ms_event ec[64], ee[96];
-    double c0[64], c1[64], e0[96], e1[96];
-    int rc = submit_run(x, copy, K, K, ec, err) || wait_run(x, ec, K, c0, c1, err) || release_run(x, K, K, err) ||
-             submit_run(x, run, 0, K, ee, err) || wait_run(x, ee, K, e0, e1, err);
-    for (uint32_t i = 0; !rc && i < K; i++) {
-        add_sample(&s[0], c1[i] - c0[i]);
-        add_sample(&s[2], e1[i] - e0[i]);
-    }
-    /* copy stream busy: the expert ops inside the copies' span */
-    rc = rc || submit_run(x, copy, K, 2 * K, ec, err) || submit_run(x, run, 0, K, ee, err) ||
-         wait_run(x, ec, 2 * K, c0, c1, err) || wait_run(x, ee, K, e0, e1, err) || release_run(x, K, 2 * K, err);
+    for (uint32_t i = 0; i < a->n; i++)
+        add_sample(s, a->t1[i] - a->t0[i]);
+}
+
+/* `busy` ops on one stream beside `probe` ops on the other, submitted
+ * together; the probe ops that ran wholly inside the busy span are samples. */
+static int beside(ms_exec *x, const ms_calib *c, int probe_copies, uint32_t n_probe, uint32_t n_busy, samples *s,
+                  ms_err *err)
+{
+    op_run probe = run_alloc(n_probe), busy = run_alloc(n_busy);
+    op_run *cp = probe_copies ? &probe : &busy, *ex = probe_copies ? &busy : &probe;
+    int rc = submit_copies(x, c, cp, err) || submit_experts(x, c, ex, err) || wait_all(x, cp, err) ||
+             wait_all(x, ex, err);
     if (!rc)
-        add_inside(&s[3], e0, e1, K, c0, c1, 2 * K);
-    /* compute stream busy: the copies inside the expert ops' span */
-    for (uint32_t r = 0; !rc && r < 3; r++)
-        rc = submit_run(x, run, 0, K, ee + r * K, err);
-    rc = rc || submit_run(x, copy, K, K, ec, err) || wait_run(x, ee, 3 * K, e0, e1, err) ||
-         wait_run(x, ec, K, c0, c1, err) || release_run(x, K, K, err);
-    if (!rc)
-        add_inside(&s[1], c0, c1, K, e0, e1, 3 * K);
+        add_inside(s, &probe, &busy);
+    run_free(&probe);
+    run_free(&busy);
     return rc;
 }
 
-static double contention_of(double busy, double alone)
+/* n ops alone on their stream. */
+static int alone(ms_exec *x, const ms_calib *c, int copies, uint32_t n, samples *s, ms_err *err)
 {
-    return alone > 0 && busy > alone ? busy / alone - 1 : 0;
+    op_run r = run_alloc(n);
+    int rc = (copies ? submit_copies(x, c, &r, err) : submit_experts(x, c, &r, err)) || wait_all(x, &r, err);
+    if (!rc)
+        add_all(s, &r);
+    run_free(&r);
+    return rc;
+}
+
+/* How many ops of duration `busy_s` keep a stream busy through `n_probe`
+ * ops of duration `probe_s` on the other, slowed up to x3 (at least `least`);
+ * n_probe shrinks (to 1) when that needs more than PROBE_MAX_OPS. */
+static void size_phase(double probe_s, double busy_s, uint32_t least, uint32_t *n_probe, uint32_t *n_busy)
+{
+    double per = 3 * probe_s / busy_s;
+    if (*n_probe * per + 1 > PROBE_MAX_OPS)
+        *n_probe = per + 1 > PROBE_MAX_OPS ? 1 : (uint32_t)((PROBE_MAX_OPS - 1) / per);
+    double n = ceil(*n_probe * per) + 1;
+    *n_busy = n > PROBE_MAX_OPS ? PROBE_MAX_OPS : n < least ? least : (uint32_t)n;
+}
+
+static double contention_of(double busy, double alone_s)
+{
+    return alone_s > 0 && busy > alone_s ? busy / alone_s - 1 : 0;
+}
+
+static int contention_rounds(ms_exec *x, ms_calib *c, samples *s, int rounds, ms_err *err)
+{
+    uint32_t K = c->rotation;
+    int rc = 0;
+    for (int r = 0; r < rounds && !rc; r++) {
+        rc = alone(x, c, 1, K, &s[0], err) || alone(x, c, 0, K, &s[2], err);
+        if (rc)
+            break;
+        /* sized from the alone times so far: on a GPU a copy can take 50x a 1-token expert op */
+        double cs = median(s[0].v, (int)s[0].n), es = median(s[2].v, (int)s[2].n);
+        uint32_t nc = K, ne = K, busy_e, busy_c;
+        size_phase(cs, es, 3 * K, &nc, &busy_e);
+        size_phase(es, cs, 2 * K, &ne, &busy_c);
+        rc = beside(x, c, 1, nc, busy_e, &s[1], err) || beside(x, c, 0, ne, busy_c, &s[3], err);
+    }
+    return rc;
 }
 
 /* The profile's [contention] figures at 1 token (memory-bound). */
@@ -478,18 +535,22 @@ static int measure_contention(ms_exec *x, ms_calib *c, FILE *progress, ms_err *e
     uint32_t K = c->rotation;
     if (K < 2 || K > 32)
         return ms_fail(err, "calibrate: contention probe over %u experts (2 .. 32)", K);
-    ms_event ev[32];
-    double t0[32], t1[32];
     if (c->set_cold && c->set_cold(x, 0))
         return ms_fail(err, "calibrate: contention probe: cannot turn the backend's cold timing off");
-    if (submit_run(x, make_op(MS_OP_COPY, 0, 0, c->expert_bytes, 0), 0, K, ev, err) ||
-        wait_run(x, ev, K, t0, t1, err))
-        return -1;
+    op_run resident = run_alloc(K);
+    ms_op load = make_op(MS_OP_COPY, 0, 0, c->expert_bytes, 0);
+    int rc = 0;
+    for (uint32_t i = 0; i < K && !rc; i++) {
+        load.expert = i;
+        rc = ms_exec_submit(x, &load, &resident.ev[i], err);
+    }
+    rc = rc || wait_all(x, &resident, err);
+    run_free(&resident);
     samples s[4] = {{0}}; /* copy alone, copy beside compute, expert alone, expert beside copies */
-    int rounds = c->reps < 16 ? c->reps : 16, rc = 0;
-    for (int r = 0; r < rounds && !rc; r++)
-        rc = contention_round(x, c, s, err);
-    rc = rc || release_run(x, 0, K, err);
+    int rounds = c->reps < 16 ? c->reps : 16;
+    rc = rc || contention_rounds(x, c, s, rounds, err);
+    for (uint32_t i = 0; i < K && !rc; i++)
+        rc = ms_exec_release(x, 0, i, err);
     if (!rc && c->set_cold && c->set_cold(x, 1))
         rc = ms_fail(err, "calibrate: contention probe: cannot turn the backend's cold timing back on");
     if (!rc && (!s[1].n || !s[3].n))

@@ -98,7 +98,10 @@ typedef struct {
 
 /* Experts the contention probe rotates through: enough to cover 2 x 64 MiB
  * (twice a large L3), 2 .. 32.  The backend needs 3 x that many experts and
- * slots in one layer. */
+ * slots in one layer: K stay resident for the expert ops, 2K take copies in
+ * turn.  Each phase's op counts are sized from the alone times (so that
+ * one stream stays busy through the other's ops even where a copy takes
+ * 50x a 1-token expert op, as over PCIe), at most 4096 ops a phase. */
 uint32_t ms_calib_rotation(double expert_bytes);
 
 /* Runs the plan on x (a real backend built for one layer of
