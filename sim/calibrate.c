@@ -11,6 +11,7 @@
 #include <gsl/gsl_multifit.h>
 
 #include "calibrate.h"
+#include "dvec.h"
 
 #define KIB 1024.0
 #define CONSISTENT_TOL 1e-9 /* relative slack when checking a point's side of the crossover */
@@ -434,42 +435,25 @@ static int wait_all(ms_exec *x, op_run *r, ms_err *err)
     return 0;
 }
 
-/* A growable list of durations. */
-typedef struct {
-    double *v;
-    size_t n, cap;
-} samples;
-
-static void add_sample(samples *s, double d)
-{
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 64;
-        s->v = realloc(s->v, s->cap * sizeof *s->v);
-        if (!s->v)
-            abort();
-    }
-    s->v[s->n++] = d;
-}
-
 /* Durations of the ops of a that ran entirely while b's stream was busy:
  * inside [b's first start, b's last end]. */
-static void add_inside(samples *s, const op_run *a, const op_run *b)
+static void add_inside(ms_dvec *s, const op_run *a, const op_run *b)
 {
     double lo = b->t0[0], hi = b->t1[b->n - 1];
     for (uint32_t i = 0; i < a->n; i++)
         if (a->t0[i] >= lo && a->t1[i] <= hi)
-            add_sample(s, a->t1[i] - a->t0[i]);
+            ms_dvec_push(s, a->t1[i] - a->t0[i]);
 }
 
-static void add_all(samples *s, const op_run *a)
+static void add_all(ms_dvec *s, const op_run *a)
 {
     for (uint32_t i = 0; i < a->n; i++)
-        add_sample(s, a->t1[i] - a->t0[i]);
+        ms_dvec_push(s, a->t1[i] - a->t0[i]);
 }
 
 /* `busy` ops on one stream beside `probe` ops on the other, submitted
  * together; the probe ops that ran wholly inside the busy span are samples. */
-static int beside(ms_exec *x, const ms_calib *c, int probe_copies, uint32_t n_probe, uint32_t n_busy, samples *s,
+static int beside(ms_exec *x, const ms_calib *c, int probe_copies, uint32_t n_probe, uint32_t n_busy, ms_dvec *s,
                   ms_err *err)
 {
     op_run probe = run_alloc(n_probe), busy = run_alloc(n_busy);
@@ -484,7 +468,7 @@ static int beside(ms_exec *x, const ms_calib *c, int probe_copies, uint32_t n_pr
 }
 
 /* n ops alone on their stream. */
-static int alone(ms_exec *x, const ms_calib *c, int copies, uint32_t n, samples *s, ms_err *err)
+static int alone(ms_exec *x, const ms_calib *c, int copies, uint32_t n, ms_dvec *s, ms_err *err)
 {
     op_run r = run_alloc(n);
     int rc = (copies ? submit_copies(x, c, &r, err) : submit_experts(x, c, &r, err)) || wait_all(x, &r, err);
@@ -506,12 +490,19 @@ static void size_phase(double probe_s, double busy_s, uint32_t least, uint32_t *
     *n_busy = n > PROBE_MAX_OPS ? PROBE_MAX_OPS : n < least ? least : (uint32_t)n;
 }
 
-static double contention_of(double busy, double alone_s)
+static double slowdown(double together, double alone)
 {
-    return alone_s > 0 && busy > alone_s ? busy / alone_s - 1 : 0;
+    return alone > 0 ? together / alone : 0;
 }
 
-static int contention_rounds(ms_exec *x, ms_calib *c, samples *s, int rounds, ms_err *err)
+/* The profile's contention term: the slowdown beyond 1, never negative. */
+static double contention_of(double busy, double alone_s)
+{
+    double r = slowdown(busy, alone_s);
+    return r > 1 ? r - 1 : 0;
+}
+
+static int contention_rounds(ms_exec *x, ms_calib *c, ms_dvec *s, int rounds, ms_err *err)
 {
     uint32_t K = c->rotation;
     int rc = 0;
@@ -546,7 +537,7 @@ static int measure_contention(ms_exec *x, ms_calib *c, FILE *progress, ms_err *e
     }
     rc = rc || wait_all(x, &resident, err);
     run_free(&resident);
-    samples s[4] = {{0}}; /* copy alone, copy beside compute, expert alone, expert beside copies */
+    ms_dvec s[4] = {{0}}; /* copy alone, copy beside compute, expert alone, expert beside copies */
     int rounds = c->reps < 16 ? c->reps : 16;
     rc = rc || contention_rounds(x, c, s, rounds, err);
     for (uint32_t i = 0; i < K && !rc; i++)
@@ -639,11 +630,6 @@ static void fmt_bytes(double b, char *buf, size_t cap)
         snprintf(buf, cap, "%g MiB", b / (KIB * KIB));
     else
         snprintf(buf, cap, "%g KiB", b / KIB);
-}
-
-static double slowdown(double together, double alone)
-{
-    return alone > 0 ? together / alone : 0;
 }
 
 void ms_calib_print(const ms_calib *c, FILE *out)

@@ -16,6 +16,7 @@
 
 #include "../policies/gate.h"
 #include "batcher.h"
+#include "dvec.h"
 #include "engine.h"
 #include "exec.h"
 
@@ -30,10 +31,6 @@ typedef struct {
     uint64_t seq;
 } qentry;
 
-typedef struct {
-    double *v;
-    size_t n, cap;
-} dvec;
 
 struct ms_view {
     const ms_run_config *cfg;
@@ -89,7 +86,7 @@ struct ms_view {
     ms_exec own_exec;       /* the simulated timeline, when cfg->exec is NULL */
     /* results */
     ms_metrics *m;
-    dvec ttft, tpot, latency;
+    ms_dvec ttft, tpot, latency;
     FILE *ev;
     FILE *iter_csv, *req_csv;   /* cfg->iterations_path, requests_path */
     ms_err *err;
@@ -98,15 +95,6 @@ struct ms_view {
 
 /* ------------------------------------------------------------------ */
 /* small helpers */
-
-static void dvec_push(dvec *d, double x)
-{
-    if (d->n == d->cap) {
-        d->cap = d->cap ? 2 * d->cap : 64;
-        d->v = ms_xrealloc(d->v, d->cap, sizeof *d->v);
-    }
-    d->v[d->n++] = x;
-}
 
 static double unit_of(const ms_view *v, uint32_t x)
 {
@@ -997,10 +985,10 @@ static void request_done(const ms_rslot *s, void *ctx)
     uint32_t first_decode = s->first_iter > 1 ? s->first_iter : 1;
     uint32_t decodes = s->req.n_iters > first_decode ? s->req.n_iters - first_decode : 0;
     if (s->first_iter == 0)
-        dvec_push(&v->ttft, s->first_token_s - s->arrival_s);
+        ms_dvec_push(&v->ttft, s->first_token_s - s->arrival_s);
     if (decodes)
-        dvec_push(&v->tpot, (v->now - s->first_token_s) / decodes);
-    dvec_push(&v->latency, v->now - s->arrival_s);
+        ms_dvec_push(&v->tpot, (v->now - s->first_token_s) / decodes);
+    ms_dvec_push(&v->latency, v->now - s->arrival_s);
     v->m->requests++;
     if (v->req_csv) {
         fprintf(v->req_csv, "%llu,%.9f,", (unsigned long long)s->index, s->arrival_s);
@@ -1293,7 +1281,7 @@ static void free_state(ms_view *v)
     free(v->use_it);
 }
 
-static void summarise(dvec *d, double *mean, double *p50, double *p90, double *p99)
+static void summarise(ms_dvec *d, double *mean, double *p50, double *p90, double *p99)
 {
     if (!d->n)
         return;

@@ -7,6 +7,7 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
+#include "dvec.h"
 #include "validate.h"
 
 typedef struct {
@@ -41,8 +42,7 @@ typedef struct {
     ms_validate_counts it_sim, it_real;
     /* totals */
     pair *layer_sum;               /* [L] */
-    double *errors;
-    size_t n_errors, cap_errors;
+    ms_dvec errors;
     ms_validate_result *res;
     FILE *icsv, *ocsv;
 } tee;
@@ -76,17 +76,6 @@ static ms_event real_event_of(const tee *t, ms_event sim_ev)
     return MS_NO_EVENT;
 }
 
-static void push_error(tee *t, double e)
-{
-    if (t->n_errors == t->cap_errors) {
-        t->cap_errors = t->cap_errors ? 2 * t->cap_errors : 256;
-        t->errors = realloc(t->errors, t->cap_errors * sizeof *t->errors);
-        if (!t->errors)
-            abort();
-    }
-    t->errors[t->n_errors++] = e;
-}
-
 static void add_count(ms_validate_counts *c, int outcome)
 {
     if (outcome == 0)
@@ -113,7 +102,7 @@ static void close_iteration(tee *t)
     pair base = {fmax(t->prev_end.sim, t->iter_start.sim), fmax(t->prev_end.real, t->iter_start.real)};
     double sim = t->iter_end.sim - base.sim, real = t->iter_end.real - base.real;
     double e = real > 0 ? fabs(real - sim) / real : (sim > 0 ? INFINITY : 0);
-    push_error(t, e);
+    ms_dvec_push(&t->errors, e);
     pair before = base;
     for (uint32_t l = 0; l < t->L; l++) {
         t->layer_sum[l].sim += t->layer_end[l].sim - before.sim;
@@ -300,7 +289,7 @@ static const ms_exec_ops tee_ops = {
 static void tee_free(tee *t)
 {
     ms_exec_destroy(&t->sim);
-    void *arrays[] = {t->w, t->copy_end, t->copy_iter, t->copy_demand, t->dense_end, t->layer_end, t->layer_sum, t->errors};
+    void *arrays[] = {t->w, t->copy_end, t->copy_iter, t->copy_demand, t->dense_end, t->layer_end, t->layer_sum, t->errors.v};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         free(arrays[i]);
 }
@@ -318,13 +307,14 @@ static int trace_shape(const char *path, uint32_t *L, uint32_t *J, ms_err *err)
 
 static void summarise_errors(tee *t, ms_validate_result *r)
 {
-    r->iterations = t->n_errors;
-    if (!t->n_errors)
+    const ms_dvec *e = &t->errors;
+    r->iterations = e->n;
+    if (!e->n)
         return;
-    gsl_sort(t->errors, 1, t->n_errors);
-    r->err_median = gsl_stats_median_from_sorted_data(t->errors, 1, t->n_errors);
-    r->err_p95 = gsl_stats_quantile_from_sorted_data(t->errors, 1, t->n_errors, 0.95);
-    r->err_max = t->errors[t->n_errors - 1];
+    gsl_sort(e->v, 1, e->n);
+    r->err_median = gsl_stats_median_from_sorted_data(e->v, 1, e->n);
+    r->err_p95 = gsl_stats_quantile_from_sorted_data(e->v, 1, e->n, 0.95);
+    r->err_max = e->v[e->n - 1];
 }
 
 static int write_layers_csv(const tee *t, const char *path, ms_err *err)
