@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "out.h"
 
 int ms_cli_error(const char *msg)
 {
@@ -44,7 +45,7 @@ static const char usage[] =
     "\n"
     "`moesim <command> --help` describes each command.\n";
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         fputs(usage, argc < 2 ? stderr : stdout);
@@ -90,4 +91,17 @@ int main(int argc, char **argv)
         return ms_cli_usage("trace: unknown subcommand '%s' (info, validate, import, stats, gen, fit, workload)", sub);
     }
     return ms_cli_usage("unknown command '%s' (run `moesim --help`)", cmd);
+}
+
+/* Every command's standard output is checked at exit: a table or JSON that
+ * could not be written (a full disk, a closed pipe) is an error, not exit 0. */
+int main(int argc, char **argv)
+{
+    int rc = dispatch(argc, argv);
+    ms_err err;
+    if (ms_out_stdout_close(&err)) {
+        fprintf(stderr, "moesim: %s\n", err.msg);
+        return rc ? rc : 1;
+    }
+    return rc;
 }

@@ -1,0 +1,73 @@
+/* Safe outputs: every file moesim writes goes through this module.
+ *
+ * The promise (README "Data safety"): moesim never overwrites one of its
+ * inputs, never writes through a device, fifo or directory, writes every file
+ * to a temporary beside it and renames it into place only when every write,
+ * flush, fsync and close succeeded, and removes the temporary on failure and
+ * on SIGINT / SIGTERM / SIGHUP.
+ *
+ * Use:
+ *   1. while parsing flags, name every input file:  ms_out_input(path)
+ *   2. before any work, check every output:          ms_out_check("--events", path, err)
+ *   3. write:  ms_out *o = ms_out_open("--events", path, err);  fprintf(ms_out_fp(o), ...);
+ *              ms_out_commit(o, err)  (or ms_out_abort(o) on an error path)
+ * "-" is standard output (no temporary, no rename; its writes are checked by
+ * ms_out_stdout_close at exit).  Writers that create their own file (HDF5)
+ * take a registered temporary path from ms_out_tmp_begin and end with
+ * ms_out_tmp_end. */
+#ifndef MS_OUT_H
+#define MS_OUT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "err.h"
+
+/* Records an input file of this process (trace, profile, spec, dump, ...);
+ * later checks refuse an output that is the same file (same device and
+ * inode, through symlinks and hard links).  A path that does not exist, "-"
+ * and NULL are ignored (the reader reports those). */
+void ms_out_input(const char *path);
+/* Forgets every recorded input (tests, and a sweep worker between points). */
+void ms_out_inputs_clear(void);
+
+/* Checks an output path before any work.  `what` names it in messages (the
+ * flag, e.g. "--events").  Refuses, with one line naming `what`, the path and
+ * why: the same file as a recorded input; an existing directory, device,
+ * fifo or socket; a folder that does not exist or is not writable; an
+ * existing file that is not writable.  "-" passes. */
+int ms_out_check(const char *what, const char *path, ms_err *err);
+/* The same for an output folder (figures, demo): it may exist (a
+ * directory, writable) or be creatable in a writable parent. */
+int ms_out_check_dir(const char *what, const char *path, ms_err *err);
+
+typedef struct ms_out ms_out;
+
+/* Checks (as ms_out_check) and opens a temporary file in the path's folder,
+ * registered for removal on a signal; "-" gives standard output.  NULL with
+ * err on failure. */
+ms_out *ms_out_open(const char *what, const char *path, ms_err *err);
+FILE *ms_out_fp(ms_out *o);
+const char *ms_out_path(const ms_out *o);
+/* Flushes, checks every earlier write (ferror), fsyncs, closes and renames
+ * the temporary over the path (keeping an existing file's mode).  -1 with
+ * one line on any failure, the temporary removed and the path untouched.
+ * Frees o either way.  For "-": flushes and checks standard output. */
+int ms_out_commit(ms_out *o, ms_err *err);
+/* Removes the temporary and frees o (NULL is a no-op).  For error paths. */
+void ms_out_abort(ms_out *o);
+
+/* For writers that create the file themselves (HDF5): after the checks,
+ * writes into tmp (size n) a fresh temporary path beside `path`, registered
+ * for removal on a signal.  ms_out_tmp_end renames it over path when ok
+ * (after an fsync of the file), else removes it; either way unregisters it.
+ * Both return 0, or -1 with one line. */
+int ms_out_tmp_begin(const char *what, const char *path, char *tmp, size_t n, ms_err *err);
+int ms_out_tmp_end(const char *tmp, const char *path, int ok, ms_err *err);
+
+/* Flushes and closes standard output; -1 with one line ("standard output:
+ * No space left on device") when any write to it failed.  main() calls it
+ * before exiting, so `moesim run --json > /dev/full` exits non-zero. */
+int ms_out_stdout_close(ms_err *err);
+
+#endif
