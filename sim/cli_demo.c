@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "engine.h"
 #include "params.h"
+#include "paths.h"
 #include "report.h"
 
 typedef struct {
@@ -168,7 +169,9 @@ static void print_table(const ms_platform *plat, double hit[N_COMBOS][N_SIZES], 
 
 static int render_figure(const char *csv, const char *png, const ms_platform *plat, ms_err *err)
 {
-    char combos_str[1024] = "", cmd[8192];
+    char combos_str[1024] = "", cmd[8192], plots[4096];
+    if (ms_path_plots(plots, sizeof plots, err))
+        return -1;
     for (size_t c = 0; c < N_COMBOS; c++) {
         char name[96];
         combo_name(&combos[c], name, sizeof name);
@@ -178,7 +181,7 @@ static int render_figure(const char *csv, const char *png, const ms_platform *pl
     snprintf(cmd, sizeof cmd,
              "gnuplot -e \"csv='%s'; out='%s'; combos='%s'; title_text='mixtral-8x7b (synthetic trace) on %s'\" "
              "'%s/demo.gp'",
-             csv, png, combos_str, plat->name, MS_PLOTS_DIR);
+             csv, png, combos_str, plat->name, plots);
     int status = system(cmd);
     if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return ms_fail(err, "demo: gnuplot failed to render %s (is gnuplot installed? apt-get install gnuplot-nox)",

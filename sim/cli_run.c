@@ -6,6 +6,7 @@
 #include "../policies/policy.h"
 #include "cli.h"
 #include "engine.h"
+#include "paths.h"
 #include "report.h"
 
 static const char run_usage[] =
@@ -202,9 +203,10 @@ static int list_profiles(const char *kind)
     char **names;
     int n;
     ms_err err;
-    if (ms_profile_list(kind, &names, &n, &err))
+    char dir[4096];
+    if (ms_path_profiles(dir, sizeof dir, &err) || ms_profile_list(kind, &names, &n, &err))
         return ms_cli_error(err.msg);
-    printf("%s (%s/%s):\n", kind, ms_profile_dir(), kind);
+    printf("%s (%s/%s):\n", kind, dir, kind);
     for (int i = 0; i < n; i++) {
         ms_model mo;
         ms_platform pl;

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "params.h"
+#include "paths.h"
 #include "profile.h"
 #include "serverless_bo.h"
 #include "serverless_ods.h"
@@ -107,9 +108,11 @@ static int model_shape(const sl_flags *f, const char *trace_model, uint32_t L, u
 
 static int render(const char *dir, ms_err *err)
 {
-    char cmd[4096];
+    char cmd[12800], plots[4096];
+    if (ms_path_plots(plots, sizeof plots, err))
+        return -1;
     snprintf(cmd, sizeof cmd, "gnuplot -e \"csv='%s/serverless.csv'; out='%s/serverless.png'\" '%s/serverless_cost.gp'",
-             dir, dir, MS_PLOTS_DIR);
+             dir, dir, plots);
     int st = system(cmd);
     if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st))
         return ms_fail(err, "serverless: gnuplot failed to render %s/serverless.png", dir);

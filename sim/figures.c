@@ -20,6 +20,7 @@
 #include "../traces/gen.h"
 #include "../traces/stats.h"
 #include "engine.h"
+#include "paths.h"
 #include "report.h"
 
 #define FIG_TRAIN 0.5
@@ -854,17 +855,20 @@ const char *ms_figure_missing(const ms_figure *f, const ms_trace_meta *meta)
 /* One gnuplot run; term is "png" or "pdf". */
 static int gnuplot(const ms_figure *f, const ms_fig_ctx *c, const char *term, ms_err *err)
 {
-    char cmd[4096], name[64];
+    char cmd[8192], name[64], plots[4096];
+    if (ms_path_plots(plots, sizeof plots, err))
+        return -1;
     snprintf(name, sizeof name, "%s", f->name);
     for (char *p = name; *p; p++)
         if (*p == '-')
             *p = '_';
     const char *model = c->meta->model_name[0] ? c->meta->model_name : "trace";
-    snprintf(cmd, sizeof cmd,
-             "gnuplot -e \"dir='%s'; out='%s/%s.%s'; term='%s'; plots='%s'; "
-             "heading='%s (%s)'; subtitle='%s on %s'\" '%s/fig_%s.gp'",
-             c->out_dir, c->out_dir, f->name, term, term, MS_PLOTS_DIR, f->title, f->paper, model, c->plat->name,
-             MS_PLOTS_DIR, name);
+    if (snprintf(cmd, sizeof cmd,
+                 "gnuplot -e \"dir='%s'; out='%s/%s.%s'; term='%s'; plots='%s'; "
+                 "heading='%s (%s)'; subtitle='%s on %s'\" '%s/fig_%s.gp'",
+                 c->out_dir, c->out_dir, f->name, term, term, plots, f->title, f->paper, model, c->plat->name,
+                 plots, name) >= (int)sizeof cmd)
+        return ms_fail(err, "figures: the gnuplot command for %s is longer than %zu bytes", f->name, sizeof cmd - 1);
     int status = system(cmd);
     if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return ms_fail(err, "gnuplot failed on plots/fig_%s.gp for %s (is gnuplot installed? apt-get install "

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "out.h"
+#include "version.h"
 
 int ms_cli_error(const char *msg)
 {
@@ -42,6 +43,7 @@ static const char usage[] =
     "  trace stats    entropy, reuse, co-activation and skew of a trace\n"
     "  trace gen      write a seeded synthetic trace\n"
     "  trace fit      fit the generator's knobs to a trace (params for trace gen --params)\n"
+    "  version        the version and the git commit this binary was built from (also --version)\n"
     "\n"
     "`moesim <command> --help` describes each command.\n";
 
@@ -52,6 +54,12 @@ static int dispatch(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     const char *cmd = argv[1];
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        if (argc > 2)
+            return ms_cli_usage("%s: unexpected argument '%s'", cmd, argv[2]);
+        printf("moesim %s (commit %s)\n", ms_version(), ms_commit());
+        return 0;
+    }
     if (!strcmp(cmd, "run"))
         return ms_cli_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "list"))

@@ -18,11 +18,8 @@
 #include <ini.h>
 
 #include "params.h"
+#include "paths.h"
 #include "profile.h"
-
-#ifndef MS_PROFILE_DIR
-#define MS_PROFILE_DIR "sim/profiles"
-#endif
 
 #define MAX_FIELDS 40
 #define MAX_GROUPS 24
@@ -624,13 +621,7 @@ static void build_source(const parse_ctx *c, char *dst, size_t cap)
         dst[used - 1] = '\0'; /* no trailing newline */
 }
 
-/* ---- locating a profile ---- */
-
-const char *ms_profile_dir(void)
-{
-    const char *env = getenv("MOESIM_PROFILE_DIR");
-    return env && *env ? env : MS_PROFILE_DIR;
-}
+/* ---- locating a profile (folder: ms_path_profiles, sim/paths.h) ---- */
 
 static int is_path_spec(const char *s)
 {
@@ -650,8 +641,11 @@ static int unknown_name_error(const profile_schema *s, const char *name, ms_err 
     for (int i = 0; i < n && used < sizeof known; i++)
         used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "", names[i]);
     ms_profile_list_free(names, n);
-    if (!n)
-        return ms_fail(err, "unknown %s '%s' (no profiles in %s/%s)", s->kind, name, ms_profile_dir(), s->subdir);
+    if (!n) {
+        char dir[4096] = "?";
+        ms_path_profiles(dir, sizeof dir, &list_err); /* found a moment ago by ms_profile_list */
+        return ms_fail(err, "unknown %s '%s' (no profiles in %s/%s)", s->kind, name, dir, s->subdir);
+    }
     return ms_fail(err, "unknown %s '%s' (known: %s)", s->kind, name, known);
 }
 
@@ -666,7 +660,10 @@ static FILE *open_profile(const profile_schema *s, const char *name_or_path, cha
                     name_or_path);
             return NULL;
         }
-        if (snprintf(path, cap, "%s/%s/%s.ini", ms_profile_dir(), s->subdir, name_or_path) >= (int)cap) {
+        char dir[4096];
+        if (ms_path_profiles(dir, sizeof dir, err))
+            return NULL;
+        if (snprintf(path, cap, "%s/%s/%s.ini", dir, s->subdir, name_or_path) >= (int)cap) {
             ms_fail(err, "%s profile path too long for '%s'", s->kind, name_or_path);
             return NULL;
         }
@@ -770,9 +767,11 @@ int ms_profile_list(const char *kind, char ***names, int *n, ms_err *err)
     *n = 0;
     if (!kind || (strcmp(kind, "models") && strcmp(kind, "platforms")))
         return ms_fail(err, "profile kind '%s' is not 'models' or 'platforms'", kind ? kind : "(null)");
-    char dir[4096];
-    if (snprintf(dir, sizeof dir, "%s/%s", ms_profile_dir(), kind) >= (int)sizeof dir)
-        return ms_fail(err, "profile directory path too long: '%s'", ms_profile_dir());
+    char base[4096], dir[4096];
+    if (ms_path_profiles(base, sizeof base, err))
+        return -1;
+    if (snprintf(dir, sizeof dir, "%s/%s", base, kind) >= (int)sizeof dir)
+        return ms_fail(err, "profile directory path too long: '%s'", base);
     DIR *d = opendir(dir);
     if (!d)
         return ms_fail(err, "%s: cannot open profile directory: %s", dir, strerror(errno));

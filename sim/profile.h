@@ -1,8 +1,8 @@
 /* Model and platform profiles: INI files shipped in sim/profiles/{models,platforms}/.
  *
  * A profile is looked up by name (the file stem) in the directory given by
- * $MOESIM_PROFILE_DIR, else the build's installed/source profile directory,
- * or loaded from an explicit path ending in ".ini".  Every key is validated:
+ * $MOESIM_PROFILE_DIR, else <data dir>/profiles (ms_path_profiles,
+ * sim/paths.h), or loaded from an explicit path ending in ".ini".  Every key is validated:
  * unknown keys, missing required keys and out-of-range values are one-line
  * errors naming file, key and value. */
 #ifndef MS_PROFILE_H
@@ -69,8 +69,6 @@ typedef struct {
     char source[1024];        /* one line per figure: "key: value (datasheet|measured|estimate) <ref>" */
 } ms_platform;
 
-/* Directory holding models/ and platforms/ (env override, else build default). */
-const char *ms_profile_dir(void);
 int ms_model_load(const char *name_or_path, ms_model *out, ms_err *err);
 int ms_platform_load(const char *name_or_path, ms_platform *out, ms_err *err);
 /* Names of shipped profiles, sorted; caller frees the array and strings. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "params.h"
+#include "paths.h"
 #include "profile.h"
 
 enum { K_NAME, K_DESC, K_MEM, K_NUM };
@@ -150,8 +151,13 @@ int ms_sl_platform_load(const char *name_or_path, ms_sl_platform *out, ms_err *e
         return ms_fail(err, "empty serverless profile name");
     if (strchr(name_or_path, '/') || (n >= 4 && !strcmp(name_or_path + n - 4, ".ini")))
         snprintf(path, sizeof path, "%s", name_or_path);
-    else
-        snprintf(path, sizeof path, "%s/serverless/%s.ini", ms_profile_dir(), name_or_path);
+    else {
+        char dir[4096];
+        if (ms_path_profiles(dir, sizeof dir, err))
+            return -1;
+        if (snprintf(path, sizeof path, "%s/serverless/%s.ini", dir, name_or_path) >= (int)sizeof path)
+            return ms_fail(err, "serverless profile path too long for '%s'", name_or_path);
+    }
     FILE *fp = fopen(path, "r");
     if (!fp)
         return ms_fail(err, "%s: cannot open serverless profile: %s", path, strerror(errno));

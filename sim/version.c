@@ -1,11 +1,10 @@
+/* sim/version.h: MS_VERSION and MS_COMMIT come from the header the build
+ * regenerates on every build (cmake/build_info.cmake, target
+ * moesim_build_info): the commit is the source tree's at build time, not at
+ * configure time. */
 #include "version.h"
 
-#ifndef MS_VERSION
-#define MS_VERSION "unknown"
-#endif
-#ifndef MS_COMMIT
-#define MS_COMMIT "unknown"
-#endif
+#include "moesim_build_info.h"
 
 const char *ms_version(void)
 {

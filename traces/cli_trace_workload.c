@@ -20,6 +20,7 @@ static void print_usage(void)
          "\n"
          "  --azure CSV        Azure LLM inference trace 2023 CSV (TIMESTAMP,ContextTokens,\n"
          "                     GeneratedTokens); `code` / `conv` name the shared copies\n"
+         "                     in $MOESIM_WORKLOAD_DIR/azure-llm-2023/\n"
          "  --start N          first data row used (0-based, default 0); arrivals are\n"
          "                     relative to it\n"
          "  --time-scale X     multiply the Azure inter-arrival times by X (default 1;\n"
@@ -95,7 +96,10 @@ int ms_cli_trace_workload(int argc, char **argv)
         return ms_cli_error(err.msg);
     ms_workload w;
     char path[4096];
-    int rc = azure ? ms_workload_azure(ms_workload_azure_path(azure, path, sizeof path), start, n, scale, &w, &err)
+    const char *azure_path = azure ? ms_workload_azure_path(azure, path, sizeof path, &err) : NULL;
+    if (azure && !azure_path)
+        return ms_cli_error(err.msg);
+    int rc = azure ? ms_workload_azure(azure_path, start, n, scale, &w, &err)
                    : ms_workload_poisson(n, rate, seed, &w, &err);
     if (rc)
         return ms_cli_error(err.msg);

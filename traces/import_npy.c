@@ -10,19 +10,7 @@
 #include <unistd.h>
 
 #include "import.h"
-
-#ifndef MS_TOOLS_DIR
-#define MS_TOOLS_DIR "traces/tools"
-#endif
-#ifndef MS_PYTHON
-#define MS_PYTHON "python3"
-#endif
-
-static const char *python_path(void)
-{
-    const char *p = getenv("MOESIM_PYTHON");
-    return p && *p ? p : MS_PYTHON;
-}
+#include "../sim/paths.h"
 
 static void remove_dir(const char *dir)
 {
@@ -57,7 +45,11 @@ static void last_line(char *text, char *out, size_t cap)
 /* Runs python npy2trace.py in out_dir; stdout + stderr captured. */
 static int run_converter(const char *in_path, const char *out_dir, ms_err *err)
 {
-    const char *py = python_path();
+    const char *py = ms_path_python();
+    char tools[4096], script[4200];
+    if (ms_path_tools(tools, sizeof tools, err))
+        return ms_fail_prefix(err, "%s: the npy converter", in_path);
+    snprintf(script, sizeof script, "%s/npy2trace.py", tools);
     int fd[2];
     if (pipe(fd) != 0)
         return ms_fail(err, "%s: pipe: %s", in_path, strerror(errno));
@@ -73,7 +65,7 @@ static int run_converter(const char *in_path, const char *out_dir, ms_err *err)
         dup2(fd[1], 2);
         close(fd[0]);
         close(fd[1]);
-        execlp(py, py, MS_TOOLS_DIR "/npy2trace.py", in_path, out_dir, (char *)NULL);
+        execlp(py, py, script, in_path, out_dir, (char *)NULL);
         fprintf(stderr, "moesim: %s: cannot run the npy converter with %s: %s (set MOESIM_PYTHON)\n", in_path, py,
                 strerror(errno));
         _exit(127);

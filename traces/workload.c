@@ -12,17 +12,22 @@
 #include "trace.h"
 #include "workload.h"
 #include "../sim/params.h"
-
-#ifndef MS_WORKLOAD_DIR
-#define MS_WORKLOAD_DIR "../shared/workloads"
-#endif
+#include "../sim/paths.h"
 
 #define AZ_HEADER "TIMESTAMP,ContextTokens,GeneratedTokens"
 
-const char *ms_workload_azure_path(const char *name, char *buf, size_t cap)
+const char *ms_workload_azure_path(const char *name, char *buf, size_t cap, ms_err *err)
 {
     if (!strcmp(name, "code") || !strcmp(name, "conv")) {
-        snprintf(buf, cap, "%s/azure-llm-2023/AzureLLMInferenceTrace_%s.csv", MS_WORKLOAD_DIR, name);
+        char dir[4096];
+        if (ms_path_workloads(dir, sizeof dir, err)) {
+            ms_fail_prefix(err, "--azure %s names the shared Azure 2023 trace (or give the CSV's path)", name);
+            return NULL;
+        }
+        if (snprintf(buf, cap, "%s/azure-llm-2023/AzureLLMInferenceTrace_%s.csv", dir, name) >= (int)cap) {
+            ms_fail(err, "--azure %s: path longer than %zu bytes under %s", name, cap - 1, dir);
+            return NULL;
+        }
         return buf;
     }
     return name;

@@ -33,8 +33,9 @@ typedef struct {
     char what[512];      /* e.g. "AzureLLMInferenceTrace_code.csv rows 0..3, time x1" */
 } ms_workload;
 
-/* "code" / "conv" name the shared Azure 2023 traces; anything else is a path. */
-const char *ms_workload_azure_path(const char *name_or_path, char *buf, size_t cap);
+/* "code" / "conv" name the shared Azure 2023 traces, in $MOESIM_WORKLOAD_DIR/azure-llm-2023/
+ * (written into buf; NULL with err when that variable is unset); anything else is a path. */
+const char *ms_workload_azure_path(const char *name_or_path, char *buf, size_t cap, ms_err *err);
 
 int ms_workload_azure(const char *path, uint64_t start, uint64_t n, double time_scale, ms_workload *w, ms_err *err);
 int ms_workload_poisson(uint64_t n, double rate, uint64_t seed, ms_workload *w, ms_err *err);

@@ -22,6 +22,9 @@ fi
 # room to grow past the seeds (the largest, trace_h5's template regions, < 8 KB)
 max_len=16384
 
+# the harnesses load shipped profiles by name: the build tree's data (sim/paths.h)
+export MOESIM_DATA_DIR="${MOESIM_DATA_DIR:-$(cd "$build" && pwd)/share/moesim}"
+
 # leaks inside the (uninstrumented) HDF5 library are not moesim's: lsan.supp
 export LSAN_OPTIONS="suppressions=$here/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 

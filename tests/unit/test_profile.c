@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "sim/paths.h"
 #include "sim/profile.h"
 
 static const char *const shipped_models[] = {
@@ -19,6 +20,16 @@ static const char *const shipped_platforms[] = {
     "a5000-pcie4", "gh200", "h100-pcie5", "h200", "host-ci", "rtx3090-pcie4", "v100-pcie3",
 };
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* The profile folder (sim/paths.h); "" after a failed CHECK. */
+static const char *profile_dir(void)
+{
+    static char dir[4096];
+    ms_err err = {{0}};
+    dir[0] = '\0';
+    CHECK(ms_path_profiles(dir, sizeof dir, &err) == 0);
+    return dir;
+}
 
 /* A small valid model; the bad-profile tests edit one line of it. */
 static const char tiny_model[] =
@@ -233,7 +244,7 @@ static void test_explicit_path(void)
     char path[4096];
     ms_model m;
     ms_err err = {{0}};
-    snprintf(path, sizeof path, "%s/models/olmoe-1b-7b.ini", ms_profile_dir());
+    snprintf(path, sizeof path, "%s/models/olmoe-1b-7b.ini", profile_dir());
     CHECK(ms_model_load(path, &m, &err) == 0);
     CHECK_EQ_INT(m.experts, 64);
     CHECK_EQ_INT(m.top_k, 8);
@@ -354,7 +365,7 @@ static void test_bad_models(void)
 static void test_bad_platforms(void)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/platforms/rtx3090-pcie4.ini", ms_profile_dir());
+    snprintf(path, sizeof path, "%s/platforms/rtx3090-pcie4.ini", profile_dir());
     char *base = read_file(path);
     expect_bad_platform("negative-bw", edit(base, "h2d_bw = 32GB/s\n", "h2d_bw = -5GB/s\n"), "h2d_bw",
                         "'-5GB/s'");
@@ -390,7 +401,7 @@ static void test_bad_platforms(void)
 static void test_contention(void)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/platforms/rtx3090-pcie4.ini", ms_profile_dir());
+    snprintf(path, sizeof path, "%s/platforms/rtx3090-pcie4.ini", profile_dir());
     char *base = read_file(path);
     ms_platform p;
     ms_err err;
@@ -427,7 +438,7 @@ static void test_env_override(void)
     write_file(path, "not a profile\n");
 
     setenv("MOESIM_PROFILE_DIR", dir, 1);
-    CHECK(!strcmp(ms_profile_dir(), dir));
+    CHECK(!strcmp(profile_dir(), dir));
     ms_model m;
     ms_err err = {{0}};
     CHECK(ms_model_load("tiny", &m, &err) == 0);
@@ -451,7 +462,10 @@ static void test_env_override(void)
     CHECK_STR_CONTAINS(err.msg, "unknown platform 'h200'");
 
     unsetenv("MOESIM_PROFILE_DIR");
-    CHECK(!strcmp(ms_profile_dir(), MS_PROFILE_DIR));
+    char data[4096], expect[4200];
+    CHECK(ms_path_data(data, sizeof data, &err) == 0);
+    snprintf(expect, sizeof expect, "%s/profiles", data);
+    CHECK(!strcmp(profile_dir(), expect));
     CHECK(ms_model_load("mixtral-8x7b", &m, &err) == 0);
 }
 
