@@ -12,6 +12,8 @@
 
 #include "calibrate.h"
 #include "dvec.h"
+#include "out.h"
+#include "version.h"
 
 #define KIB 1024.0
 #define CONSISTENT_TOL 1e-9 /* relative slack when checking a point's side of the crossover */
@@ -816,15 +818,15 @@ static void write_source(FILE *fp, const ms_calib *c, const ms_calib_meta *m)
 
 int ms_calib_write_profile(const ms_calib *c, const ms_calib_meta *m, const char *path, ms_err *err)
 {
-    FILE *fp = fopen(path, "w");
-    if (!fp)
-        return ms_fail(err, "calibrate: --out %s: cannot open for writing: %s", path, strerror(errno));
+    ms_out *o = ms_out_open("calibrate: --out", path, err);
+    if (!o)
+        return -1;
+    FILE *fp = ms_out_fp(o);
+    fprintf(fp, "; written by moesim %s (commit %s)\n", ms_version(), ms_commit());
     write_comments(fp, c, m);
     write_sections(fp, c, m);
     write_source(fp, c, m);
-    if (fclose(fp))
-        return ms_fail(err, "calibrate: --out %s: write failed: %s", path, strerror(errno));
-    return 0;
+    return ms_out_commit(o, err);
 }
 
 static void csv_series(FILE *fp, const char *name, const double *x, const double *y, int n, int by_bytes,
@@ -856,9 +858,11 @@ static double eval_roof(const void *p, double x)
 int ms_calib_write_csv(const ms_calib *c, const char *path, ms_err *err)
 {
     static const char *const names[] = {"h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable"};
-    FILE *fp = fopen(path, "w");
-    if (!fp)
-        return ms_fail(err, "calibrate: --csv %s: cannot open for writing: %s", path, strerror(errno));
+    ms_out *o = ms_out_open("calibrate: --csv", path, err);
+    if (!o)
+        return -1;
+    FILE *fp = ms_out_fp(o);
+    fprintf(fp, "# moesim %s commit %s\n", ms_version(), ms_commit());
     fputs("series,bytes,tokens,seconds,fitted_s,rel_residual\n", fp);
     for (int k = 0; k < MS_CAL_COPIES; k++)
         csv_series(fp, names[k], c->sizes, c->copy_s[k], c->nsizes, 1, eval_copy, &c->copy[k]);
@@ -868,7 +872,5 @@ int ms_calib_write_csv(const ms_calib *c, const char *path, ms_err *err)
     csv_series(fp, "expert_ffn", c->tokens, c->expert_s, c->ntokens, 0, eval_roof, &e);
     csv_series(fp, "dense", c->tokens, c->dense_s, c->ntokens, 0, eval_roof, &d);
     csv_series(fp, "cpu_expert", c->tokens, c->cpu_s, c->ntokens, 0, eval_roof, &u);
-    if (fclose(fp))
-        return ms_fail(err, "calibrate: --csv %s: write failed: %s", path, strerror(errno));
-    return 0;
+    return ms_out_commit(o, err);
 }

@@ -10,6 +10,7 @@
 #include "../kernels/host_backend.h"
 #include "calibrate.h"
 #include "cli.h"
+#include "out.h"
 #include "params.h"
 #include "profile.h"
 
@@ -105,14 +106,9 @@ static int parse_flags(int argc, char **argv, calib_flags *f)
 /* Fails early (before any measurement) when --out cannot be written. */
 static int check_writable(const char *flag, const char *path, ms_err *err)
 {
-    int existed = access(path, F_OK) == 0;
-    FILE *fp = fopen(path, "a");
-    if (!fp)
-        return ms_fail(err, "calibrate: %s %s: cannot open for writing: %s", flag, path, strerror(errno));
-    fclose(fp);
-    if (!existed)
-        remove(path);
-    return 0;
+    char what[64];
+    snprintf(what, sizeof what, "calibrate: %s", flag);
+    return ms_out_check(what, path, err);
 }
 
 /* The --out file's stem when it is a valid profile name. */

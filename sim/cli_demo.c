@@ -11,10 +11,13 @@
 
 #include "../traces/gen.h"
 #include "cli.h"
+#include "digest.h"
 #include "engine.h"
+#include "out.h"
 #include "params.h"
 #include "paths.h"
 #include "report.h"
+#include "version.h"
 
 typedef struct {
     const char *prefetch, *cache, *sched;
@@ -78,13 +81,6 @@ static int parse_demo_flags(int argc, char **argv, demo_flags *f)
         } else
             return ms_cli_usage("demo: unknown option '%s' (see moesim demo --help)", a);
     }
-    return 0;
-}
-
-static int make_dir(const char *dir, ms_err *err)
-{
-    if (mkdir(dir, 0777) && errno != EEXIST)
-        return ms_fail(err, "demo: cannot create directory %s: %s", dir, strerror(errno));
     return 0;
 }
 
@@ -179,13 +175,11 @@ static int render_figure(const char *csv, const char *png, const ms_platform *pl
         snprintf(combos_str + u, sizeof combos_str - u, "%s%s", c ? " " : "", name);
     }
     snprintf(cmd, sizeof cmd,
-             "gnuplot -e \"csv='%s'; out='%s'; combos='%s'; title_text='mixtral-8x7b (synthetic trace) on %s'\" "
+             "gnuplot -e \"csv='%s'; out='@OUT@'; combos='%s'; title_text='mixtral-8x7b (synthetic trace) on %s'\" "
              "'%s/demo.gp'",
-             csv, png, combos_str, plat->name, plots);
-    int status = system(cmd);
-    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return ms_fail(err, "demo: gnuplot failed to render %s (is gnuplot installed? apt-get install gnuplot-nox)",
-                       png);
+             csv, combos_str, plat->name, plots);
+    if (ms_out_from_command("demo", png, cmd, err))
+        return ms_fail_prefix(err, "gnuplot (is gnuplot installed? apt-get install gnuplot-nox)");
     return 0;
 }
 
@@ -209,15 +203,25 @@ int ms_cli_demo(int argc, char **argv)
     snprintf(csv_path, sizeof csv_path, "%s/demo.csv", f.out_dir);
     snprintf(png, sizeof png, "%s/demo.png", f.out_dir);
     if (ms_model_load("mixtral-8x7b", &model, &err) || ms_platform_load(f.platform, &plat, &err) ||
-        make_dir(f.out_dir, &err) || generate_trace(&f, &model, trace, &err))
+        ms_out_make_dir("demo: --out", f.out_dir, &err) || generate_trace(&f, &model, trace, &err))
         return ms_cli_error(err.msg);
-    FILE *csv = fopen(csv_path, "w");
-    if (!csv)
-        return ms_cli_error("demo: cannot write the CSV file");
+    ms_out *out = ms_out_open("demo", csv_path, &err);
+    if (!out)
+        return ms_cli_error(err.msg);
+    FILE *csv = ms_out_fp(out);
+    char hex[MS_DIGEST_HEX];
+    if (ms_digest_file(trace, hex, &err)) {
+        ms_out_abort(out);
+        return ms_cli_error(err.msg);
+    }
+    fprintf(csv, "# moesim %s commit %s; trace %s sha256 %s; model %s sha256 %s; platform %s sha256 %s\n",
+            ms_version(), ms_commit(), trace, hex, model.file, model.sha256, plat.file, plat.sha256);
     double hit[N_COMBOS][N_SIZES], tpot[N_COMBOS][N_SIZES];
     rc = run_all(trace, &model, &plat, csv, hit, tpot, &err);
-    if (fclose(csv) && !rc)
-        rc = ms_fail(&err, "demo: write failed: %s", csv_path);
+    if (rc)
+        ms_out_abort(out);
+    else
+        rc = ms_out_commit(out, &err);
     if (rc)
         return ms_cli_error(err.msg);
     print_table(&plat, hit, tpot);

@@ -13,6 +13,7 @@
 #include "../traces/gen.h"
 #include "cli.h"
 #include "figures.h"
+#include "out.h"
 #include "params.h"
 
 #define FIG_DEFAULT_REQUESTS 16
@@ -121,13 +122,6 @@ static int path_ok_for_gnuplot(const char *p)
     return strlen(p) < 900 && !strpbrk(p, "'\"\\$`");
 }
 
-static int make_dir(const char *dir, ms_err *err)
-{
-    if (mkdir(dir, 0777) && errno != EEXIST)
-        return ms_fail(err, "figures: cannot create directory %s: %s", dir, strerror(errno));
-    return 0;
-}
-
 static int generate_default(const fig_flags *f, const ms_model *model, const char *path, ms_err *err)
 {
     ms_gen_params p;
@@ -206,7 +200,7 @@ int ms_cli_figures(int argc, char **argv)
     ms_platform plat;
     char trace[1024];
     if ((f.model && ms_model_load(f.model, &model, &err)) || ms_platform_load(f.platform, &plat, &err) ||
-        make_dir(f.out_dir, &err))
+        ms_out_make_dir("figures: --out", f.out_dir, &err))
         return ms_cli_error(err.msg);
     if (!f.trace) {
         snprintf(trace, sizeof trace, "%s/default-trace.h5", f.out_dir);

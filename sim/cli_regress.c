@@ -307,6 +307,9 @@ static cJSON *point_json(const ms_golden *g, const ms_golden_point *p, const poi
     cJSON_AddItemToObject(j, "got", o->status == ST_FAILED ? cJSON_CreateNull() : result_json(&o->got));
     if (o->error)
         cJSON_AddStringToObject(j, "error", o->error);
+    if (p->has_model)
+        ms_report_provenance_add(j, "model", p->model.file, p->model.sha256);
+    ms_report_provenance_add(j, "platform", p->platform.file, p->platform.sha256);
     return j;
 }
 
@@ -314,6 +317,17 @@ static void print_json(const ms_golden *g, const point_outcome *out, const size_
                        const char *verdict)
 {
     cJSON *j = cJSON_CreateObject();
+    cJSON *prov = ms_report_provenance_base();
+    ms_report_provenance_add(prov, "golden", g->path, NULL);
+    cJSON *srcs = cJSON_AddArrayToObject(prov, "traces");
+    for (size_t i = 0; i < g->n_srcs; i++) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddStringToObject(t, "spec", g->srcs[i].spec);
+        if (g->srcs[i].input)
+            ms_report_provenance_add(t, "input", g->srcs[i].input, NULL);
+        cJSON_AddItemToArray(srcs, t);
+    }
+    cJSON_AddItemToObject(j, "provenance", prov);
     cJSON_AddStringToObject(j, "golden", g->path);
     cJSON *tol = cJSON_AddObjectToObject(j, "tolerance");
     cJSON_AddNumberToObject(tol, "hit_rate", f->hit_tol);
@@ -376,8 +390,6 @@ static int report_and_exit(ms_golden *g, const point_outcome *out, const regress
         print_table(g, out);
         print_summary(g, count, f, verdict);
     }
-    if (fflush(stdout))
-        return ms_cli_error("regress: cannot write to standard output");
     return fails ? 1 : 0;
 }
 

@@ -6,6 +6,7 @@
 #include "../policies/policy.h"
 #include "cli.h"
 #include "engine.h"
+#include "out.h"
 #include "paths.h"
 #include "report.h"
 
@@ -143,6 +144,7 @@ int ms_cli_parse_run_flags(int argc, char **argv, ms_run_config *cfg, ms_run_fla
     }
     if (!cfg->trace_path)
         return ms_cli_usage("%s: --trace FILE is required", f->cmd);
+    ms_out_input(cfg->trace_path);
     if (f->cap_flags != 1)
         return ms_cli_usage("%s: give exactly one of --cache-experts, --cache-bytes, --cache-gb", f->cmd);
     return 0;
@@ -170,6 +172,8 @@ int ms_cli_run(int argc, char **argv)
         return ms_cli_error(err.msg);
     cfg.model = f.model ? &model : NULL;
     cfg.platform = &platform;
+    if (cfg.events_path && ms_out_check("--events", cfg.events_path, &err))
+        return ms_cli_error(err.msg);
     ms_metrics m;
     if (ms_run(&cfg, &m, &err))
         return ms_cli_error(err.msg);
@@ -183,8 +187,6 @@ int ms_cli_run(int argc, char **argv)
         ms_report_table(stdout, &cfg, &m);
     }
     ms_metrics_free(&m);
-    if (fflush(stdout))
-        return ms_cli_error("run: cannot write the results to standard output");
     return 0;
 }
 

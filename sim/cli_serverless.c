@@ -12,6 +12,9 @@
 #include <sys/wait.h>
 
 #include "cli.h"
+#include "digest.h"
+#include "out.h"
+#include "version.h"
 #include "params.h"
 #include "paths.h"
 #include "profile.h"
@@ -108,24 +111,27 @@ static int model_shape(const sl_flags *f, const char *trace_model, uint32_t L, u
 
 static int render(const char *dir, ms_err *err)
 {
-    char cmd[12800], plots[4096];
+    char cmd[12800], plots[4096], png[4200];
     if (ms_path_plots(plots, sizeof plots, err))
         return -1;
-    snprintf(cmd, sizeof cmd, "gnuplot -e \"csv='%s/serverless.csv'; out='%s/serverless.png'\" '%s/serverless_cost.gp'",
-             dir, dir, plots);
-    int st = system(cmd);
-    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st))
-        return ms_fail(err, "serverless: gnuplot failed to render %s/serverless.png", dir);
+    snprintf(cmd, sizeof cmd, "gnuplot -e \"csv='%s/serverless.csv'; out='@OUT@'\" '%s/serverless_cost.gp'", dir,
+             plots);
+    snprintf(png, sizeof png, "%s/serverless.png", dir);
+    if (ms_out_from_command("serverless", png, cmd, err))
+        return ms_fail_prefix(err, "serverless: gnuplot");
     return 0;
 }
 
-static FILE *open_out(const char *dir, const char *name, ms_err *err)
+/* One CSV of the run through sim/out.h, its provenance line first. */
+static FILE *open_out(const sl_flags *f, const char *name, ms_out **o, ms_err *err)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *fp = fopen(path, "w");
-    if (!fp)
-        ms_fail(err, "serverless: cannot write %s: %s", path, strerror(errno));
+    char path[4096], hex[MS_DIGEST_HEX];
+    snprintf(path, sizeof path, "%s/%s", f->out, name);
+    if (ms_digest_file_cached(f->trace, hex, err) || !(*o = ms_out_open("serverless", path, err)))
+        return NULL;
+    FILE *fp = ms_out_fp(*o);
+    fprintf(fp, "# moesim %s commit %s; trace %s sha256 %s; profile %s\n", ms_version(), ms_commit(), f->trace, hex,
+            f->profile);
     return fp;
 }
 
@@ -135,15 +141,14 @@ typedef struct {
     ms_sl_table table, learnt[3];
     ms_sl_plan plan;
     uint32_t *real, *pred;
-    FILE *pc, *bl, *csv;
+    ms_out *pc, *bl, *csv;   /* the CSVs: committed when written whole, else removed */
 } sl_run;
 
 static void sl_run_free(sl_run *r)
 {
-    FILE *files[] = {r->pc, r->bl, r->csv};
-    for (int i = 0; i < 3; i++)
-        if (files[i])
-            fclose(files[i]);
+    ms_out_abort(r->pc);
+    ms_out_abort(r->bl);
+    ms_out_abort(r->csv);
     ms_sl_plan_free(&r->plan);
     for (int s = 0; s < 3; s++)
         ms_sl_table_free(&r->learnt[s]);
@@ -169,7 +174,7 @@ static int run(const sl_flags *f, ms_err *err)
 static int run_stages(const sl_flags *f, sl_run *r, ms_err *err)
 {
     ms_sl_platform plat;
-    if (ms_sl_platform_load(f->profile, &plat, err))
+    if (ms_out_make_dir("serverless: --out", f->out, err) || ms_sl_platform_load(f->profile, &plat, err))
         return -1;
     uint64_t nreq;
     uint32_t L, J, K;
@@ -192,8 +197,6 @@ static int run_stages(const sl_flags *f, sl_run *r, ms_err *err)
     if (!r->table.n || !r->test.n || !r->bo.n)
         return ms_fail(err, "serverless: empty key-value table or batch (training %zu, BO %zu, test %zu tokens)",
                        r->train.n, r->bo.n, r->test.n);
-    if (mkdir(f->out, 0777) && errno != EEXIST)
-        return ms_fail(err, "serverless: cannot create directory %s: %s", f->out, strerror(errno));
     ms_sl_pred_kind kind = !strcmp(f->predictor, "lina") ? MS_SL_PRED_LINA
                            : !strcmp(f->predictor, "position") ? MS_SL_PRED_POSITION : MS_SL_PRED_PAPER;
     double target = f->target_ms * 1e-3;
@@ -201,7 +204,7 @@ static int run_stages(const sl_flags *f, sl_run *r, ms_err *err)
     uint32_t *real = r->real = ms_xcalloc(LJ, sizeof *real), *pred = r->pred = ms_xcalloc(LJ, sizeof *pred);
     ms_sl_real_counts(&r->test, real);
     /* prediction accuracy (Fig. 10) on the test batch */
-    FILE *pc = r->pc = open_out(f->out, "prediction.csv", err);
+    FILE *pc = open_out(f, "prediction.csv", &r->pc, err);
     if (!pc)
         return -1;
     fputs("predictor,mean_abs_diff_per_expert,tokens\n", pc);
@@ -215,7 +218,7 @@ static int run_stages(const sl_flags *f, sl_run *r, ms_err *err)
         printf("prediction error (%-8s): %.3f tokens per expert\n", pn[k], e);
     }
     /* BO (Alg. 2) with the three samplers on the BO batch */
-    FILE *bl = r->bl = open_out(f->out, "bo.csv", err);
+    FILE *bl = open_out(f, "bo.csv", &r->bl, err);
     if (!bl)
         return -1;
     fputs("sampler,iter,cost_usd,best_usd\n", bl);
@@ -238,9 +241,12 @@ static int run_stages(const sl_flags *f, sl_run *r, ms_err *err)
         fprintf(pc, "%s+bo-%s,%.6f,%zu\n", f->predictor, s == 0 ? "multi-eps" : s == 1 ? "single-eps" : "random",
                 ms_sl_pred_error(pred, real, LJ), r->test.n);
     }
-    fclose(bl);
-    fclose(pc);
-    r->bl = r->pc = NULL;
+    int wrc = ms_out_commit(r->bl, err);
+    r->bl = NULL;
+    wrc |= wrc ? 0 : ms_out_commit(r->pc, err);
+    r->pc = NULL;
+    if (wrc)
+        return -1;
     /* the five deployments, billed on the test batch's real counts */
     static const char *scn[5] = {"predicted+BO", "real", "predicted-noBO", "LambdaML", "CPU-cluster"};
     scenario sc[5];
@@ -261,7 +267,7 @@ static int run_stages(const sl_flags *f, sl_run *r, ms_err *err)
     if (ms_sl_evaluate(&lam, &m, plan, real, r->test.n, &sc[3].ev, err))
         return ms_fail_prefix(err, "LambdaML");
     ms_sl_cluster(&plat, &m, real, r->test.n, &sc[4].ev);
-    FILE *csv = r->csv = open_out(f->out, "serverless.csv", err);
+    FILE *csv = open_out(f, "serverless.csv", &r->csv, err);
     if (!csv)
         return -1;
     fputs("scenario,cost_usd,latency_s,throughput_tok_s,inv_throughput_s_per_tok,tokens,serving_fixes,meets_target\n",
@@ -272,8 +278,10 @@ static int run_stages(const sl_flags *f, sl_run *r, ms_err *err)
         printf("%-16s %14.6g %12.3f %14.2f %6u\n", sc[s].name, sc[s].ev.cost, sc[s].ev.latency,
                sc[s].ev.latency > 0 ? sc[s].ev.tokens / sc[s].ev.latency : 0, sc[s].ev.fixes);
     }
-    fclose(csv);
+    wrc = ms_out_commit(r->csv, err);
     r->csv = NULL;
+    if (wrc)
+        return -1;
     printf("\nvs LambdaML: predicted+BO costs %.1f %% less; test-batch cost after BO: multi-eps %.6g, "
            "single-eps %.6g, random %.6g USD\n",
            100 * (1 - sc[0].ev.cost / sc[3].ev.cost), test_cost[0], test_cost[1], test_cost[2]);

@@ -10,6 +10,7 @@
 
 #include "../traces/trace_cache.h"
 #include "cli.h"
+#include "out.h"
 #include "params.h"
 #include "sweep_csv.h"
 #include "sweep_pool.h"
@@ -203,8 +204,8 @@ static char *run_job(void *ctx, uint64_t job)
     ms_metrics m;
     ms_err err;
     if (ms_run(&cfg, &m, &err))
-        return ms_sweep_csv_row(p, pt, NULL, err.msg);
-    char *row = ms_sweep_csv_row(p, pt, &m, NULL);
+        return ms_sweep_csv_row(p, pt, &cfg, NULL, err.msg);
+    char *row = ms_sweep_csv_row(p, pt, &cfg, &m, NULL);
     ms_metrics_free(&m);
     return row;
 }
@@ -281,7 +282,9 @@ static int run_sweep(const sweep_flags *f, const ms_sweep_spec *spec)
     }
     ms_err err;
     uint64_t done;
-    int fd = ms_sweep_csv_open(path, f->resume, spec, points, mine, &done, &err);
+    ms_out_input(f->spec);
+    int fd = ms_out_check("sweep: output", path, &err) ? -1
+             : ms_sweep_csv_open(path, f->resume, spec, points, mine, &done, &err);
     int rc = fd < 0 ? ms_cli_error(err.msg) : 0;
     if (fd >= 0) {
         sweep_run r = {.spec = spec, .points = points + done, .fd = fd, .path = path, .written = done,

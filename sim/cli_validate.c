@@ -7,6 +7,7 @@
 
 #include "../kernels/backend.h"
 #include "cli.h"
+#include "out.h"
 #include "params.h"
 #include "timing.h"
 #include "validate.h"
@@ -249,8 +250,6 @@ static int run_validation(ms_run_config *cfg, const ms_model *model, const valid
     printf("%s\n", msg[0] ? "FAIL" : "PASS");
     ms_metrics_free(&m);
     ms_validate_result_free(&r);
-    if (fflush(stdout))
-        return ms_cli_error("validate: cannot write the report to standard output");
     return msg[0] ? ms_cli_error(msg) : 0;
 }
 
@@ -279,5 +278,10 @@ int ms_cli_validate(int argc, char **argv)
         return ms_cli_error(err.msg);
     cfg.model = &model;
     cfg.platform = &platform;
+    const char *outs[][2] = {{"--events", cfg.events_path}, {"--iterations-csv", v.csv.iterations},
+                             {"--layers-csv", v.csv.layers}, {"--ops-csv", v.csv.ops}};
+    for (size_t i = 0; i < sizeof outs / sizeof *outs; i++)
+        if (outs[i][1] && ms_out_check(outs[i][0], outs[i][1], &err))
+            return ms_cli_error(err.msg);
     return run_validation(&cfg, &model, &v);
 }

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <openssl/evp.h>
 
@@ -68,5 +69,40 @@ int ms_digest_file(const char *path, char hex[MS_DIGEST_HEX], ms_err *err)
         return ms_fail(err, "%s: read error", path);
     }
     ms_digest_final(d, hex);
+    return 0;
+}
+
+/* A few recently digested files: sweeps and figures reuse one or two traces. */
+#define CACHE_N 16
+static struct {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    char hex[MS_DIGEST_HEX];
+} cache[CACHE_N];
+static unsigned cache_used, cache_next;
+
+int ms_digest_file_cached(const char *path, char hex[MS_DIGEST_HEX], ms_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return ms_fail(err, "%s: cannot read: %s", path, strerror(errno));
+    for (unsigned i = 0; i < cache_used; i++)
+        if (cache[i].dev == st.st_dev && cache[i].ino == st.st_ino && cache[i].size == st.st_size &&
+            cache[i].mtime.tv_sec == st.st_mtim.tv_sec && cache[i].mtime.tv_nsec == st.st_mtim.tv_nsec) {
+            memcpy(hex, cache[i].hex, MS_DIGEST_HEX);
+            return 0;
+        }
+    if (ms_digest_file(path, hex, err))
+        return -1;
+    unsigned k = cache_next++ % CACHE_N;
+    if (cache_used < CACHE_N)
+        cache_used++;
+    cache[k].dev = st.st_dev;
+    cache[k].ino = st.st_ino;
+    cache[k].size = st.st_size;
+    cache[k].mtime = st.st_mtim;
+    memcpy(cache[k].hex, hex, MS_DIGEST_HEX);
     return 0;
 }

@@ -14,6 +14,10 @@
  * when it cannot be read. */
 int ms_digest_file(const char *path, char hex[MS_DIGEST_HEX], ms_err *err);
 
+/* The same, remembered per file (device, inode, size, modification time)
+ * for the life of the process: a sweep digests each trace once. */
+int ms_digest_file_cached(const char *path, char hex[MS_DIGEST_HEX], ms_err *err);
+
 typedef struct ms_digest ms_digest;
 ms_digest *ms_digest_new(void);
 void ms_digest_update(ms_digest *d, const void *data, size_t n);

@@ -18,6 +18,8 @@
 #include "batcher.h"
 #include "dvec.h"
 #include "engine.h"
+#include "out.h"
+#include "report.h"
 #include "exec.h"
 
 enum { OUT_HIT = 1, OUT_LATE = 2, OUT_MISS = 3 };
@@ -87,7 +89,8 @@ struct ms_view {
     /* results */
     ms_metrics *m;
     ms_dvec ttft, tpot, latency;
-    FILE *ev;
+    FILE *ev;                   /* ms_out_fp(ev_out) */
+    struct ms_out *ev_out, *iter_out, *req_out;
     FILE *iter_csv, *req_csv;   /* cfg->iterations_path, requests_path */
     ms_err *err;
     int failed;
@@ -1281,10 +1284,20 @@ static void free_state(ms_view *v)
     free(v->use_it);
 }
 
-static void summarise(ms_dvec *d, double *mean, double *p50, double *p90, double *p99)
+/* Mean and quantiles of d; NaN each when d has no sample. */
+static void summarise(ms_dvec *d, uint64_t *n, double *mean, double *p50, double *p90, double *p99)
 {
-    if (!d->n)
+    *n = d->n;
+    if (!d->n) {
+        *mean = NAN;
+        if (p50)
+            *p50 = NAN;
+        if (p90)
+            *p90 = NAN;
+        if (p99)
+            *p99 = NAN;
         return;
+    }
     gsl_sort(d->v, 1, d->n);
     *mean = gsl_stats_mean(d->v, 1, d->n);
     if (p50)
@@ -1295,39 +1308,53 @@ static void summarise(ms_dvec *d, double *mean, double *p50, double *p90, double
         *p99 = gsl_stats_quantile_from_sorted_data(d->v, 1, d->n, 0.99);
 }
 
-static int open_events(ms_view *v)
+/* Opens one optional CSV output through sim/out.h (a temporary renamed into
+ * place at the end) and writes the provenance line and the header. */
+static FILE *open_csv(ms_view *v, const char *what, const char *path, ms_out **o, const char *header)
 {
-    if (!v->cfg->events_path)
-        return 0;
-    v->ev = fopen(v->cfg->events_path, "w");
-    if (!v->ev)
-        return ms_fail(v->err, "--events %s: cannot open for writing", v->cfg->events_path);
-    fputs("kind,start_s,end_s,iteration,layer,expert,phase,bytes\n", v->ev);
+    if (!path)
+        return NULL;
+    *o = ms_out_open(what, path, v->err);
+    if (!*o)
+        return NULL;
+    FILE *f = ms_out_fp(*o);
+    ms_report_provenance_line(f, v->cfg);
+    fputs(header, f);
+    return f;
+}
+
+static int open_outputs(ms_view *v)
+{
+    const ms_run_config *c = v->cfg;
+    v->ev = open_csv(v, "--events", c->events_path, &v->ev_out,
+                     "kind,start_s,end_s,iteration,layer,expert,phase,bytes\n");
+    if (c->events_path && !v->ev)
+        return -1;
+    v->iter_csv = open_csv(v, "iterations CSV", c->iterations_path, &v->iter_out,
+                           "iteration,phase,hits,late,misses,hit_rate,sem_score,traj_score\n");
+    if (c->iterations_path && !v->iter_csv)
+        return -1;
+    v->req_csv = open_csv(v, "requests CSV", c->requests_path, &v->req_out, "request,arrival_s,ttft_s,tpot_s,latency_s\n");
+    if (c->requests_path && !v->req_csv)
+        return -1;
     return 0;
 }
 
-static int open_sample_csvs(ms_view *v)
+/* Commits the CSV outputs when the run succeeded (rc 0), else removes them;
+ * returns rc, or -1 when a commit failed. */
+static int close_outputs(ms_view *v, int rc)
 {
-    const char *ip = v->cfg->iterations_path, *rp = v->cfg->requests_path;
-    if (ip && !(v->iter_csv = fopen(ip, "w")))
-        return ms_fail(v->err, "iterations CSV %s: cannot open for writing", ip);
-    if (rp && !(v->req_csv = fopen(rp, "w")))
-        return ms_fail(v->err, "requests CSV %s: cannot open for writing", rp);
-    if (v->iter_csv)
-        fputs("iteration,phase,hits,late,misses,hit_rate,sem_score,traj_score\n", v->iter_csv);
-    if (v->req_csv)
-        fputs("request,arrival_s,ttft_s,tpot_s,latency_s\n", v->req_csv);
-    return 0;
-}
-
-/* Closes the sample CSVs; -1 (with err unless rc was already set) on a write failure. */
-static int close_sample_csvs(ms_view *v, int rc)
-{
-    if (v->iter_csv && fclose(v->iter_csv) && rc == 0)
-        rc = ms_fail(v->err, "iterations CSV %s: write failed", v->cfg->iterations_path);
-    if (v->req_csv && fclose(v->req_csv) && rc == 0)
-        rc = ms_fail(v->err, "requests CSV %s: write failed", v->cfg->requests_path);
-    v->iter_csv = v->req_csv = NULL;
+    ms_out **outs[] = {&v->ev_out, &v->iter_out, &v->req_out};
+    for (size_t i = 0; i < sizeof outs / sizeof *outs; i++) {
+        if (!*outs[i])
+            continue;
+        if (rc == 0)
+            rc = ms_out_commit(*outs[i], v->err);
+        else
+            ms_out_abort(*outs[i]);
+        *outs[i] = NULL;
+    }
+    v->ev = v->iter_csv = v->req_csv = NULL;
     return rc;
 }
 
@@ -1383,7 +1410,7 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
     if ((v->pf->needs_future || v->cache->needs_future || v->sched->needs_future) && build_future(v, rd))
         goto done;
     init_host_tier(v);
-    if (open_events(v) || open_sample_csvs(v) || open_executor(v))
+    if (open_outputs(v) || open_executor(v))
         goto done;
     preload_cache(v);
     if (start_executor(v) || replay(v, rd))
@@ -1393,14 +1420,13 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
         out->policy_state_bytes = v->pf->prefetch->state_bytes(v->pf_st);
     out->has_policy_stats = v->pf->prefetch->stats != NULL;
     policy_stats_now(v, &out->policy_stats);
-    summarise(&v->ttft, &out->ttft_mean_s, &out->ttft_p50_s, NULL, &out->ttft_p99_s);
-    summarise(&v->tpot, &out->tpot_mean_s, &out->tpot_p50_s, NULL, &out->tpot_p99_s);
-    summarise(&v->latency, &out->latency_mean_s, &out->latency_p50_s, &out->latency_p90_s, &out->latency_p99_s);
+    summarise(&v->ttft, &out->ttft_samples, &out->ttft_mean_s, &out->ttft_p50_s, NULL, &out->ttft_p99_s);
+    summarise(&v->tpot, &out->tpot_samples, &out->tpot_mean_s, &out->tpot_p50_s, NULL, &out->tpot_p99_s);
+    summarise(&v->latency, &out->latency_samples, &out->latency_mean_s, &out->latency_p50_s, &out->latency_p90_s,
+              &out->latency_p99_s);
     rc = 0;
 done:
-    if (v->ev && fclose(v->ev) && rc == 0)
-        rc = ms_fail(err, "--events %s: write failed", cfg->events_path);
-    rc = close_sample_csvs(v, rc);
+    rc = close_outputs(v, rc);
     if (v->exec == &v->own_exec)
         ms_exec_destroy(&v->own_exec);
     free_state(v);

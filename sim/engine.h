@@ -76,9 +76,12 @@ typedef struct {
     double pcie_bytes, pcie_bytes_useful, pcie_bytes_wasted, ssd_bytes;
     double makespan_s;
     uint64_t requests;
+    /* NaN when there is no sample (README "Honest metrics"): TTFT when no
+     * replayed request had its prefill replayed, TPOT without decode steps */
     double ttft_mean_s, ttft_p50_s, ttft_p99_s;
     double tpot_mean_s, tpot_p50_s, tpot_p99_s;
     double latency_mean_s, latency_p50_s, latency_p90_s, latency_p99_s;
+    uint64_t ttft_samples, tpot_samples, latency_samples;
     double gpu_cache_capacity_bytes, gpu_cache_peak_bytes, host_bytes;
     double policy_sync_s, policy_async_s;
     double policy_state_bytes;            /* the prefetcher's learnt state at the end (map store, EAMC) */

@@ -19,9 +19,12 @@
 
 #include "../traces/gen.h"
 #include "../traces/stats.h"
+#include "digest.h"
 #include "engine.h"
+#include "out.h"
 #include "paths.h"
 #include "report.h"
+#include "version.h"
 
 #define FIG_TRAIN 0.5
 #define FIG_DISTANCE 3
@@ -72,24 +75,58 @@ static void fig_path(const ms_fig_ctx *c, const char *file, char *out, size_t ca
     snprintf(out, cap, "%s/%s", c->out_dir, file);
 }
 
+/* A figure's data CSVs go through sim/out.h; open ones are remembered by
+ * their FILE so the recipes keep their open/close shape. */
+#define MAX_OPEN_CSVS 8
+static struct {
+    FILE *f;
+    ms_out *o;
+} open_csvs[MAX_OPEN_CSVS];
+
 static FILE *open_csv(const ms_fig_ctx *c, const char *file, const char *header, ms_err *err)
 {
     char p[1200];
     fig_path(c, file, p, sizeof p);
-    FILE *f = fopen(p, "w");
-    if (!f) {
-        ms_fail(err, "cannot write %s: %s", p, strerror(errno));
+    int slot = -1;
+    for (int i = 0; i < MAX_OPEN_CSVS && slot < 0; i++)
+        if (!open_csvs[i].f)
+            slot = i;
+    if (slot < 0) {
+        ms_fail(err, "figures: more than %d data files open at once", MAX_OPEN_CSVS);
         return NULL;
     }
+    ms_out *o = ms_out_open("figures", p, err);
+    if (!o)
+        return NULL;
+    FILE *f = ms_out_fp(o);
+    char hex[MS_DIGEST_HEX];
+    ms_err derr;
+    fprintf(f, "# moesim %s commit %s; trace %s sha256 %s; platform %s sha256 %s\n", ms_version(), ms_commit(),
+            c->trace, ms_digest_file_cached(c->trace, hex, &derr) ? "unknown" : hex, c->plat->file,
+            c->plat->sha256);
     fprintf(f, "%s\n", header);
+    open_csvs[slot].f = f;
+    open_csvs[slot].o = o;
     return f;
 }
 
+/* Commits the CSV when rc is 0, else removes it; returns rc or -1. */
 static int close_csv(FILE *f, const ms_fig_ctx *c, const char *file, int rc, ms_err *err)
 {
-    if (fclose(f) && rc == 0)
-        rc = ms_fail(err, "write failed: %s/%s", c->out_dir, file);
-    return rc;
+    (void)c;
+    (void)file;
+    for (int i = 0; i < MAX_OPEN_CSVS; i++)
+        if (open_csvs[i].f == f) {
+            ms_out *o = open_csvs[i].o;
+            open_csvs[i].f = NULL;
+            open_csvs[i].o = NULL;
+            if (rc) {
+                ms_out_abort(o);
+                return rc;
+            }
+            return ms_out_commit(o, err);
+        }
+    return rc ? rc : ms_fail(err, "figures: %s was not opened", file);
 }
 
 /* The speculative baseline needs the trace's speculative gates up to d. */
@@ -376,14 +413,12 @@ static int read_iteration_samples(const char *path, double **sem, double **traj,
     FILE *f = fopen(path, "r");
     if (!f)
         return ms_fail(err, "cannot read %s", path);
-    char line[512];
+    char line[4096];
     size_t cap = 1024;
     *n = 0;
     *sem = malloc(cap * sizeof **sem);
     *traj = malloc(cap * sizeof **traj);
     *hit = malloc(cap * sizeof **hit);
-    if (!fgets(line, sizeof line, f))
-        line[0] = 0;
     while (fgets(line, sizeof line, f)) {
         unsigned long long it, h, la, mi;
         char phase[16];
@@ -493,7 +528,7 @@ static int sum_events(const char *path, double sums[BK_N], ms_err *err)
     FILE *f = fopen(path, "r");
     if (!f)
         return ms_fail(err, "cannot read %s", path);
-    char line[256], kind[32], phase[16];
+    char line[4096], kind[32], phase[16]; /* long enough for the provenance line */
     double t0, t1;
     memset(sums, 0, BK_N * sizeof *sums);
     while (fgets(line, sizeof line, f)) {
@@ -556,15 +591,13 @@ static int append_cdf(FILE *out, const char *label, const char *path, ms_err *er
     FILE *f = fopen(path, "r");
     if (!f)
         return ms_fail(err, "cannot read %s", path);
-    char line[256];
+    char line[4096];
     size_t n = 0, cap = 256;
     double *lat = malloc(cap * sizeof *lat);
-    if (!fgets(line, sizeof line, f))
-        line[0] = 0;
     while (fgets(line, sizeof line, f)) {
         const char *last = strrchr(line, ',');
-        if (!last)
-            continue;
+        if (!last || line[0] < '0' || line[0] > '9')
+            continue; /* the provenance line, the header */
         if (n == cap)
             lat = realloc(lat, (cap *= 2) * sizeof *lat);
         lat[n++] = strtod(last + 1, NULL);
@@ -717,7 +750,7 @@ static unsigned long long pick_prefill_iteration(FILE *f)
 /* The events of iteration `it` of an --events CSV (at most cap). */
 static size_t load_iteration_events(FILE *f, unsigned long long it, fig_event *ev, size_t cap)
 {
-    char line[256];
+    char line[4096]; /* long enough for the provenance line */
     size_t n = 0;
     while (fgets(line, sizeof line, f) && n < cap) {
         fig_event e = {.expert = -1};
@@ -863,17 +896,18 @@ static int gnuplot(const ms_figure *f, const ms_fig_ctx *c, const char *term, ms
         if (*p == '-')
             *p = '_';
     const char *model = c->meta->model_name[0] ? c->meta->model_name : "trace";
+    /* gnuplot writes a temporary beside the figure, renamed when whole */
+    char out[1200];
+    snprintf(out, sizeof out, "%s/%s.%s", c->out_dir, f->name, term);
     if (snprintf(cmd, sizeof cmd,
-                 "gnuplot -e \"dir='%s'; out='%s/%s.%s'; term='%s'; plots='%s'; "
+                 "gnuplot -e \"dir='%s'; out='@OUT@'; term='%s'; plots='%s'; "
                  "heading='%s (%s)'; subtitle='%s on %s'\" '%s/fig_%s.gp'",
-                 c->out_dir, c->out_dir, f->name, term, term, plots, f->title, f->paper, model, c->plat->name,
+                 c->out_dir, term, plots, f->title, f->paper, model, c->plat->name,
                  plots, name) >= (int)sizeof cmd)
         return ms_fail(err, "figures: the gnuplot command for %s is longer than %zu bytes", f->name, sizeof cmd - 1);
-    int status = system(cmd);
-    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return ms_fail(err, "gnuplot failed on plots/fig_%s.gp for %s (is gnuplot installed? apt-get install "
-                            "gnuplot-nox)",
-                       name, f->name);
+    if (ms_out_from_command("figures", out, cmd, err))
+        return ms_fail_prefix(err, "gnuplot on plots/fig_%s.gp (is gnuplot installed? apt-get install gnuplot-nox)",
+                              name);
     return 0;
 }
 

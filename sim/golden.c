@@ -1,5 +1,6 @@
 /* Golden files of `moesim regress` (format and checks: golden.h). */
 #include "golden.h"
+#include "out.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -519,21 +520,12 @@ static void write_point(FILE *f, const ms_golden *g, const ms_golden_point *p, c
 
 int ms_golden_write(const ms_golden *g, const ms_golden_result *results, ms_err *err)
 {
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", g->path) >= (int)sizeof tmp)
-        return ms_fail(err, "%s: path too long", g->path);
-    int fd = mkstemp(tmp);
-    if (fd < 0)
-        return ms_fail(err, "%s: cannot create a temp file beside it: %s", g->path, strerror(errno));
-    struct stat st;
-    if (!stat(g->path, &st))
-        (void)fchmod(fd, st.st_mode & 07777); /* mkstemp makes 0600; keep the file's mode */
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        close(fd);
-        unlink(tmp);
-        return ms_fail(err, "%s: fdopen failed", tmp);
-    }
+    /* the golden file is rewritten in place on purpose: a temporary beside
+     * it, renamed over it (keeping its mode) only when every write worked */
+    ms_out *o = ms_out_open("regress --update", g->path, err);
+    if (!o)
+        return -1;
+    FILE *f = ms_out_fp(o);
     for (size_t i = 0; i < g->n_lines; i++) {
         size_t idx;
         const ms_golden_point *p = point_at_line(g, (uint32_t)i + 1, &idx);
@@ -542,13 +534,5 @@ int ms_golden_write(const ms_golden *g, const ms_golden_result *results, ms_err 
         else
             fprintf(f, "%s\n", g->lines[i]);
     }
-    int bad = ferror(f);
-    bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, g->path)) {
-        int e = errno;
-        unlink(tmp);
-        return ms_fail(err, "%s: cannot write: %s", g->path, strerror(e));
-    }
-    return 0;
+    return ms_out_commit(o, err);
 }

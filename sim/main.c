@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "out.h"
@@ -105,11 +106,17 @@ static int dispatch(int argc, char **argv)
  * could not be written (a full disk, a closed pipe) is an error, not exit 0. */
 int main(int argc, char **argv)
 {
+    /* Results to a file or pipe go out in large blocks, so a write error is
+     * usually met at exit with its errno intact (ms_out_stdout_close). */
+    static char stdout_buf[1 << 20];
+    if (!isatty(STDOUT_FILENO))
+        setvbuf(stdout, stdout_buf, _IOFBF, sizeof stdout_buf);
     int rc = dispatch(argc, argv);
     ms_err err;
-    if (ms_out_stdout_close(&err)) {
+    /* one line: a command that already failed has said why */
+    if (ms_out_stdout_close(&err) && rc == 0) {
         fprintf(stderr, "moesim: %s\n", err.msg);
-        return rc ? rc : 1;
+        return 1;
     }
     return rc;
 }

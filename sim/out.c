@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "out.h"
@@ -376,6 +377,77 @@ void ms_out_abort(ms_out *o)
     }
     free(o->path);
     free(o);
+}
+
+int ms_out_check_image(const char *tmp, const char *path, ms_err *err)
+{
+    static const unsigned char iend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82};
+    size_t n = strlen(path);
+    int png = n > 4 && !strcmp(path + n - 4, ".png"), pdf = n > 4 && !strcmp(path + n - 4, ".pdf");
+    if (!png && !pdf)
+        return 0;
+    FILE *f = fopen(tmp, "rb");
+    unsigned char tail[32] = {0};
+    long size = -1;
+    size_t got = 0;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= (long)sizeof iend) {
+        long from = size > (long)sizeof tail ? size - (long)sizeof tail : 0;
+        if (fseek(f, from, SEEK_SET) == 0)
+            got = fread(tail, 1, sizeof tail, f);
+    }
+    if (f)
+        fclose(f);
+    int ok = 0;
+    if (png)
+        ok = got >= sizeof iend && !memcmp(tail + got - sizeof iend, iend, sizeof iend);
+    else
+        for (size_t i = 0; i + 5 <= got && !ok; i++)
+            ok = !memcmp(tail + i, "%%EOF", 5);
+    if (!ok)
+        return ms_fail(err, "%s: the plotting program left an incomplete %s (%ld bytes; is the disk full?)", path,
+                       png ? "PNG" : "PDF", size < 0 ? 0 : size);
+    return 0;
+}
+
+int ms_out_from_command(const char *what, const char *path, const char *cmd, ms_err *err)
+{
+    char tmp[PATH_MAX];
+    if (ms_out_tmp_begin(what, path, tmp, sizeof tmp, err))
+        return -1;
+    size_t cap = strlen(cmd) + 1, tl = strlen(tmp);
+    for (const char *p = strstr(cmd, "@OUT@"); p; p = strstr(p + 5, "@OUT@"))
+        cap += tl;
+    char *full = ms_xcalloc(cap, 1), *w = full;
+    for (const char *p = cmd; *p;) {
+        if (!strncmp(p, "@OUT@", 5)) {
+            memcpy(w, tmp, tl);
+            w += tl;
+            p += 5;
+        } else {
+            *w++ = *p++;
+        }
+    }
+    int status = system(full);
+    free(full);
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        ms_out_tmp_end(tmp, path, 0, NULL);
+        return ms_fail(err, "%s: %s: the command failed (%s %d)", what, path,
+                       status != -1 && WIFEXITED(status) ? "exit" : "status", status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : status);
+    }
+    if (ms_out_check_image(tmp, path, err)) {
+        ms_out_tmp_end(tmp, path, 0, NULL);
+        return -1;
+    }
+    return ms_out_tmp_end(tmp, path, 1, err);
+}
+
+int ms_out_make_dir(const char *what, const char *path, ms_err *err)
+{
+    if (ms_out_check_dir(what, path, err))
+        return -1;
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+        return ms_fail(err, "%s %s: cannot create the folder: %s", what, path, strerror(errno));
+    return 0;
 }
 
 int ms_out_stdout_close(ms_err *err)

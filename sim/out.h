@@ -65,6 +65,23 @@ void ms_out_abort(ms_out *o);
 int ms_out_tmp_begin(const char *what, const char *path, char *tmp, size_t n, ms_err *err);
 int ms_out_tmp_end(const char *tmp, const char *path, int ok, ms_err *err);
 
+/* For an image another program wrote into a temporary (gnuplot, which may
+ * exit 0 after a failed write): 0 when tmp is a whole PNG (it ends with the
+ * IEND chunk) or PDF (its last bytes hold %%EOF), chosen by path's
+ * extension; else -1 with one line naming path. */
+int ms_out_check_image(const char *tmp, const char *path, ms_err *err);
+
+/* Runs a shell command that writes the file `path` (gnuplot): every
+ * "@OUT@" in cmd is replaced by a temporary beside path, which is renamed
+ * over path when the command exits 0 and left a whole image
+ * (ms_out_check_image).  -1 with one line otherwise (the command's own
+ * failure: "<what>: <path>: the command failed (exit N)"). */
+int ms_out_from_command(const char *what, const char *path, const char *cmd, ms_err *err);
+
+/* Creates the output folder of a command (figures, demo) when missing,
+ * after ms_out_check_dir. */
+int ms_out_make_dir(const char *what, const char *path, ms_err *err);
+
 /* Flushes and closes standard output; -1 with one line ("standard output:
  * No space left on device") when any write to it failed.  main() calls it
  * before exiting, so `moesim run --json > /dev/full` exits non-zero. */

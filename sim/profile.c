@@ -17,6 +17,8 @@
 
 #include <ini.h>
 
+#include "digest.h"
+#include "out.h"
 #include "params.h"
 #include "paths.h"
 #include "profile.h"
@@ -691,7 +693,7 @@ static FILE *open_profile(const profile_schema *s, const char *name_or_path, cha
 /* Reads and validates one profile into out (a zeroed struct of the schema's
  * type); name_off/source_off/source_cap locate the name and source members. */
 static int load_profile(const profile_schema *s, const char *name_or_path, void *out, size_t name_off,
-                        size_t source_off, size_t source_cap, ms_err *err)
+                        size_t source_off, size_t source_cap, char *file, size_t file_cap, ms_err *err)
 {
     if (!name_or_path || !*name_or_path)
         return ms_fail(err, "empty %s name", s->kind);
@@ -727,6 +729,8 @@ static int load_profile(const profile_schema *s, const char *name_or_path, void 
     }
     if (!c->failed)
         build_source(c, (char *)out + source_off, source_cap);
+    if (!c->failed && snprintf(file, file_cap, "%s", path) >= (int)file_cap)
+        ctx_fail(c, "path longer than %zu bytes", file_cap - 1);
     int failed = c->failed;
     free(c);
     return failed ? -1 : 0;
@@ -737,8 +741,10 @@ int ms_model_load(const char *name_or_path, ms_model *out, ms_err *err)
     ms_model m;
     memset(&m, 0, sizeof m);
     if (load_profile(&model_schema, name_or_path, &m, offsetof(ms_model, name), offsetof(ms_model, source),
-                     sizeof m.source, err))
+                     sizeof m.source, m.file, sizeof m.file, err) ||
+        ms_digest_file(m.file, m.sha256, err))
         return -1;
+    ms_out_input(m.file);
     *out = m;
     return 0;
 }
@@ -748,8 +754,10 @@ int ms_platform_load(const char *name_or_path, ms_platform *out, ms_err *err)
     ms_platform p;
     memset(&p, 0, sizeof p);
     if (load_profile(&platform_schema, name_or_path, &p, offsetof(ms_platform, name),
-                     offsetof(ms_platform, source), sizeof p.source, err))
+                     offsetof(ms_platform, source), sizeof p.source, p.file, sizeof p.file, err) ||
+        ms_digest_file(p.file, p.sha256, err))
         return -1;
+    ms_out_input(p.file);
     *out = p;
     return 0;
 }

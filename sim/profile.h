@@ -32,6 +32,8 @@ typedef struct {
     /* bytes per expert per dtype, from [bytes_per_expert]; 0 when not listed */
     uint64_t bytes_bf16, bytes_fp32, bytes_fp8, bytes_mxfp4;
     char source[512];
+    char file[1024];          /* the file it was read from, and its SHA-256 (provenance of results) */
+    char sha256[65];
 } ms_model;
 
 typedef struct {
@@ -67,6 +69,8 @@ typedef struct {
     double copy_contention;
     double compute_contention;
     char source[1024];        /* one line per figure: "key: value (datasheet|measured|estimate) <ref>" */
+    char file[1024];          /* the file it was read from, and its SHA-256 (provenance of results) */
+    char sha256[65];
 } ms_platform;
 
 int ms_model_load(const char *name_or_path, ms_model *out, ms_err *err);

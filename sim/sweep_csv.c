@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,8 +10,10 @@
 #include <unistd.h>
 
 #include "../traces/trace.h"
+#include "digest.h"
 #include "report.h"
 #include "sweep_csv.h"
+#include "version.h"
 
 /* Metric columns; 'u' whole numbers, 'g' reals. */
 static const struct {
@@ -40,7 +43,7 @@ static const struct {
 
 static double ratio(double a, double b)
 {
-    return b > 0 ? a / b : 0.0;
+    return ms_metrics_ratio(a, b);
 }
 
 static int phase_values(const ms_counts *c, double *v)
@@ -143,7 +146,7 @@ const char *ms_sweep_csv_header(void)
             sb_field(&b, ms_sweep_param_names[p], 0);
         for (size_t i = 0; i < N_METRICS; i++)
             sb_field(&b, metric_cols[i].name, 0);
-        sb_str(&b, ",error\n");
+        sb_str(&b, ",moesim_version,moesim_commit,trace_sha256,model_sha256,platform_sha256,error\n");
         header = b.s;
     }
     return header;
@@ -160,7 +163,21 @@ void ms_sweep_csv_key(const ms_sweep_point *p, char out[17])
     snprintf(out, 17, "%016" PRIx64, h);
 }
 
-char *ms_sweep_csv_row(uint64_t point, const ms_sweep_point *p, const ms_metrics *m, const char *error)
+/* The provenance cells: moesim's version and commit, the SHA-256 of the
+ * trace, model and platform files (empty when unknown). */
+static void provenance_fields(sbuf *b, const ms_run_config *cfg)
+{
+    char hex[MS_DIGEST_HEX];
+    ms_err err;
+    sb_field(b, ms_version(), 0);
+    sb_field(b, ms_commit(), 0);
+    sb_field(b, cfg && !ms_digest_file_cached(cfg->trace_path, hex, &err) ? hex : "", 0);
+    sb_field(b, cfg && cfg->model ? cfg->model->sha256 : "", 0);
+    sb_field(b, cfg && cfg->platform ? cfg->platform->sha256 : "", 0);
+}
+
+char *ms_sweep_csv_row(uint64_t point, const ms_sweep_point *p, const ms_run_config *cfg, const ms_metrics *m,
+                       const char *error)
 {
     sbuf b = {0};
     char num[64], key[17];
@@ -173,14 +190,15 @@ char *ms_sweep_csv_row(uint64_t point, const ms_sweep_point *p, const ms_metrics
     if (m)
         metric_values(m, v);
     for (size_t i = 0; i < N_METRICS; i++) {
-        if (!m)
-            num[0] = 0;
+        if (!m || isnan(v[i]))
+            num[0] = 0; /* no metrics (the point failed), or one without samples */
         else if (metric_cols[i].type == 'u')
             snprintf(num, sizeof num, "%.0f", v[i]);
         else
             snprintf(num, sizeof num, "%.12g", v[i]);
         sb_field(&b, num, 0);
     }
+    provenance_fields(&b, cfg);
     sb_field(&b, m ? "" : error, 0);
     sb_add(&b, "\n", 1);
     return b.s;

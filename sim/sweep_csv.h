@@ -2,7 +2,10 @@
  * order.  Columns: `point` (0-based index in the spec's expansion), `key`
  * (16 hex digits, FNV-1a of the parameter values: the point's identity for
  * --resume), every parameter of sweep_spec.h, every metric of ms_metrics
- * (totals, per phase, PCIe, prefetch, latency, memory, training split), and
+ * (totals, per phase, PCIe, prefetch, latency, memory, training split; a
+ * metric without samples is an empty cell, never 0), the provenance
+ * (`moesim_version`, `moesim_commit`, and the SHA-256 of the trace, model
+ * and platform files: `trace_sha256`, `model_sha256`, `platform_sha256`), and
  * `error` (the one-line ms_run error of a point that failed; its metric
  * cells are then empty).  Fields holding a comma or a quote are quoted as in
  * RFC 4180; no field holds a newline.
@@ -24,8 +27,9 @@
 /* The header line, with its '\n' (static storage). */
 const char *ms_sweep_csv_header(void);
 /* One row with its '\n' (malloc'd): metrics when m is non-NULL, else the
- * error message. */
-char *ms_sweep_csv_row(uint64_t point, const ms_sweep_point *p, const ms_metrics *m, const char *error);
+ * error message; cfg (may be NULL) gives the provenance cells. */
+char *ms_sweep_csv_row(uint64_t point, const ms_sweep_point *p, const ms_run_config *cfg, const ms_metrics *m,
+                       const char *error);
 /* The key column of a point. */
 void ms_sweep_csv_key(const ms_sweep_point *p, char out[17]);
 

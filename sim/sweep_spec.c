@@ -12,6 +12,7 @@
 #include "../traces/trace.h"
 #include "../traces/trace_cache.h"
 #include "params.h"
+#include "out.h"
 #include "sweep_spec.h"
 
 #define MAX_AXIS_VALUES 1000000u
@@ -494,6 +495,7 @@ static int check_trace(parse_ctx *c, const char *v)
         return ctx_fail(c, "trace = %s: %s", v, e.msg);
     }
     ms_reader_close(rd);
+    ms_out_input(path); /* no output of the sweep may be this trace */
     s->trace_texts = ms_xrealloc(s->trace_texts, (size_t)s->ntraces + 1, sizeof *s->trace_texts);
     s->trace_paths = ms_xrealloc(s->trace_paths, (size_t)s->ntraces + 1, sizeof *s->trace_paths);
     s->trace_texts[s->ntraces] = ms_xstrdup(v);

@@ -8,6 +8,8 @@
 #include <gsl/gsl_statistics_double.h>
 
 #include "dvec.h"
+#include "out.h"
+#include "report.h"
 #include "validate.h"
 
 typedef struct {
@@ -45,6 +47,7 @@ typedef struct {
     ms_dvec errors;
     ms_validate_result *res;
     FILE *icsv, *ocsv;
+    ms_out *icsv_out, *ocsv_out;
 } tee;
 
 const char *ms_op_kind_name(ms_op_kind k)
@@ -317,17 +320,19 @@ static void summarise_errors(tee *t, ms_validate_result *r)
     r->err_max = e->v[e->n - 1];
 }
 
-static int write_layers_csv(const tee *t, const char *path, ms_err *err)
+static int write_layers_csv(const tee *t, const ms_run_config *cfg, const char *path, ms_err *err)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return ms_fail(err, "validate: layers CSV %s: cannot open for writing", path);
+    ms_out *o = ms_out_open("--layers-csv", path, err);
+    if (!o)
+        return -1;
+    FILE *f = ms_out_fp(o);
+    ms_report_provenance_line(f, cfg);
     fputs("layer,sim_mean_s,real_mean_s,difference\n", f);
     for (uint32_t l = 0; l < t->L; l++) {
         double s = t->res->layer_sim_s[l], r = t->res->layer_real_s[l];
         fprintf(f, "%u,%.9f,%.9f,%.6f\n", l, s, r, r > 0 ? (s - r) / r : 0.0);
     }
-    return fclose(f) ? ms_fail(err, "validate: layers CSV %s: write failed", path) : 0;
+    return ms_out_commit(o, err);
 }
 
 static void finish(tee *t, ms_validate_result *r)
@@ -346,21 +351,29 @@ static void finish(tee *t, ms_validate_result *r)
     }
 }
 
-static int open_csv(FILE **f, const char *what, const char *path, const char *header, ms_err *err)
+static int open_csv(ms_out **o, FILE **f, const char *what, const char *path, const ms_run_config *cfg,
+                    const char *header, ms_err *err)
 {
     if (!path)
         return 0;
-    if (!(*f = fopen(path, "w")))
-        return ms_fail(err, "validate: %s CSV %s: cannot open for writing", what, path);
+    if (!(*o = ms_out_open(what, path, err)))
+        return -1;
+    *f = ms_out_fp(*o);
+    ms_report_provenance_line(*f, cfg);
     fputs(header, *f);
     return 0;
 }
 
-static int close_csv(FILE *f, const char *what, const char *path, int rc, ms_err *err)
+/* Commits an output when rc is 0, else removes it; returns rc or -1. */
+static int close_csv(ms_out *o, int rc, ms_err *err)
 {
-    if (f && fclose(f) && !rc)
-        return ms_fail(err, "validate: %s CSV %s: write failed", what, path);
-    return rc;
+    if (!o)
+        return rc;
+    if (rc) {
+        ms_out_abort(o);
+        return rc;
+    }
+    return ms_out_commit(o, err);
 }
 
 static void tee_init(tee *t, uint32_t L, uint32_t J, ms_exec *real, ms_validate_result *r, ms_err *err)
@@ -397,10 +410,10 @@ int ms_validate(const ms_run_config *cfg, ms_exec *real, const ms_validate_csvs 
     tee t = {0};
     tee_init(&t, L, J, real, out, err);
     int rc = ms_exec_sim_create(cfg->platform, L, J, &t.sim, err) ||
-             open_csv(&t.icsv, "iterations", csv->iterations,
+             open_csv(&t.icsv_out, &t.icsv, "--iterations-csv", csv->iterations, cfg,
                       "iteration,sim_s,real_s,error,sim_hits,sim_late,sim_misses,real_hits,real_late,real_misses\n",
                       err) ||
-             open_csv(&t.ocsv, "ops", csv->ops,
+             open_csv(&t.ocsv_out, &t.ocsv, "--ops-csv", csv->ops, cfg,
                       "op,iteration,layer,expert,kind,tokens,demand,sim_start_s,sim_end_s,real_start_s,real_end_s\n",
                       err);
     if (!rc) {
@@ -411,10 +424,10 @@ int ms_validate(const ms_run_config *cfg, ms_exec *real, const ms_validate_csvs 
         if (!rc)
             finish(&t, out);
     }
-    rc = close_csv(t.icsv, "iterations", csv->iterations, rc, err);
-    rc = close_csv(t.ocsv, "ops", csv->ops, rc, err);
+    rc = close_csv(t.icsv_out, rc, err);
+    rc = close_csv(t.ocsv_out, rc, err);
     if (!rc && csv->layers)
-        rc = write_layers_csv(&t, csv->layers, err);
+        rc = write_layers_csv(&t, cfg, csv->layers, err);
     tee_free(&t);
     if (rc) {
         ms_metrics_free(m);

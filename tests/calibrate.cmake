@@ -19,7 +19,7 @@ set_tests_properties(calibrate.run_accepts PROPERTIES FIXTURES_REQUIRED "cal_pro
   PASS_REGULAR_EXPRESSION "decode.*total.*TPOT")
 # 6 copy sizes x 4 series + 10 token counts (1 2 3 4 6 8 12 16 24 32) x 3 series, plus the header; measured source lines;
 # # comments; the [gpu] roofline is the joint expert + dense fit
-add_test(NAME calibrate.outputs COMMAND sh -c "[ $(wc -l < ${CALCSV}) -eq 55 ] && grep -Eq '^hbm_bw = (measured|derived) joint expert FFN [+] dense roofline fit' ${CAL} && grep -q '^#   \\[gpu\\] joint   launch' ${CAL} && grep -q '^h2d_bw = measured fit of 6 pinned H2D sizes' ${CAL} && grep -q '^gpu_mem_bytes = estimate host MemTotal' ${CAL} && grep -q '^# Measured points:' ${CAL} && grep -q '^#   expert FFN    launch' ${CAL}")
+add_test(NAME calibrate.outputs COMMAND sh -c "[ $(wc -l < ${CALCSV}) -eq 56 ] && head -1 ${CALCSV} | grep -q '^# moesim ' && grep -Eq '^hbm_bw = (measured|derived) joint expert FFN [+] dense roofline fit' ${CAL} && grep -q '^#   \\[gpu\\] joint   launch' ${CAL} && grep -q '^h2d_bw = measured fit of 6 pinned H2D sizes' ${CAL} && grep -q '^gpu_mem_bytes = estimate host MemTotal' ${CAL} && grep -q '^# Measured points:' ${CAL} && grep -q '^#   expert FFN    launch' ${CAL}")
 set_tests_properties(calibrate.outputs PROPERTIES FIXTURES_REQUIRED cal_profile)
 
 function(cal_fail name code regex)
@@ -35,8 +35,8 @@ cal_fail(bad_max_bytes 2 "--max-bytes 4Q: expected a byte size" --backend host -
 cal_fail(small_max_bytes 2 "--max-bytes 1K: expected a byte size in \\[16KiB" --backend host --max-bytes 1K)
 cal_fail(bad_max_tokens 2 "--max-tokens 1: expected a whole number in \\[2, 65536\\]" --backend host --max-tokens 1)
 cal_fail(bad_option 2 "unknown option '--max-byte'" --backend host --max-byte 4M)
-cal_fail(bad_out 1 "--out /no/such/dir/x.ini: cannot open for writing" --backend host --out /no/such/dir/x.ini)
-cal_fail(bad_csv 1 "--csv /no/such/dir/x.csv: cannot open for writing" --backend host --out ${CMAKE_CURRENT_BINARY_DIR}/unused.ini --csv /no/such/dir/x.csv)
+cal_fail(bad_out 1 "calibrate: --out /no/such/dir/x.ini: folder /no/such/dir: No such file or directory" --backend host --out /no/such/dir/x.ini)
+cal_fail(bad_csv 1 "calibrate: --csv /no/such/dir/x.csv: folder /no/such/dir: No such file or directory" --backend host --out ${CMAKE_CURRENT_BINARY_DIR}/unused.ini --csv /no/such/dir/x.csv)
 cal_fail(bad_model 1 "unknown model 'mixtral' \\(known:" --backend host --model mixtral)
 cal_fail(bad_name 2 "--name a/b: use letters" --backend host --name a/b)
 if(NOT MOESIM_HAVE_CUDA)

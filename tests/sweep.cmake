@@ -39,7 +39,7 @@ set(SWEEP_BAD_CASES
   "bad_bytes|1|bad.ini:4: cache_bytes = 4 parsecs: expected a size|${T}\\ncache_bytes = 4 parsecs"
   "bad_train|1|bad.ini:5: train = 1: expected auto or a fraction|${T}\\n${C}\\ntrain = auto, 1"
   "bad_fill|1|bad.ini:5: topk_fill = half: expected one of zero.even|${T}\\n${C}\\ntopk_fill = half"
-  "unwritable_output|1|/no/such/dir/out.csv: cannot create the output|${T}\\n${C}|-o|/no/such/dir/out.csv"
+  "unwritable_output|1|sweep: output /no/such/dir/out.csv: folder /no/such/dir: No such file or directory|${T}\\n${C}|-o|/no/such/dir/out.csv"
   "shard_out_of_range|2|--shard 2/2: shard index 2 out of range|${T}\\n${C}|--shard|2/2"
   "bad_jobs|2|--jobs 0: expected a whole number|${T}\\n${C}|--jobs|0")
 set(prev "")

@@ -72,7 +72,7 @@ val_fail(tolerance_negative 2 "^moesim: validate: --tolerance -1: expected a num
          ${VAL_BASE} --cache-experts 8 --tolerance -1)
 val_fail(host_bytes 2 "^moesim: validate: --host-bytes is not supported: the real backends hold every expert in host memory" --backend host
          ${VAL_BASE} --cache-experts 8 --host-bytes 1GiB)
-val_fail(ops_csv_unwritable 1 "^moesim: validate: ops CSV ${VAL_DIR}/no_such_dir/ops.csv: cannot open for writing$"
+val_fail(ops_csv_unwritable 1 "^moesim: --ops-csv ${VAL_DIR}/no_such_dir/ops.csv: folder ${VAL_DIR}/no_such_dir: No such file or directory$"
          --backend host ${VAL_BASE} --cache-experts 8 --expert-scale 0.00390625 --ops-csv ${VAL_DIR}/no_such_dir/ops.csv)
 val_fail(backend_tpu 2 "^moesim: validate: --backend tpu: expected host or cuda$" --backend tpu ${VAL_BASE}
          --cache-experts 8)

@@ -71,12 +71,9 @@ static inline int ms_fixture_find_event(const char *events, const char *kind, in
     char line[512], k[64];
     int it, el, ee;
     double a, b;
-    if (!f || !fgets(line, sizeof line, f)) {
-        if (f)
-            fclose(f);
+    if (!f)
         return -1;
-    }
-    while (fgets(line, sizeof line, f)) {
+    while (fgets(line, sizeof line, f)) { /* the provenance line ('#') and the header do not parse */
         if (sscanf(line, "%63[^,],%lf,%lf,%d,%d,%d", k, &a, &b, &it, &el, &ee) == 6 && !strcmp(k, kind) &&
             el == l && ee == e && nth-- == 0) {
             *t0 = a;

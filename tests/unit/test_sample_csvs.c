@@ -44,6 +44,9 @@ int main(void)
     FILE *f = fopen("samples_iters.csv", "r");
     CHECK(f != NULL);
     char line[512];
+    /* provenance first: moesim's version and commit, the trace's SHA-256 */
+    CHECK(f && fgets(line, sizeof line, f) && !strncmp(line, "# moesim ", 9) && strstr(line, "; trace ") &&
+          strstr(line, " sha256 "));
     CHECK(f && fgets(line, sizeof line, f) && !strcmp(line, "iteration,phase,hits,late,misses,hit_rate,sem_score,traj_score\n"));
     uint64_t rows = 0, hits = 0, late = 0, misses = 0;
     double sem = 0, traj = 0;
@@ -72,6 +75,7 @@ int main(void)
     /* requests CSV: one row per finished request; latencies average to the metric */
     f = fopen("samples_reqs.csv", "r");
     CHECK(f != NULL);
+    CHECK(f && fgets(line, sizeof line, f) && !strncmp(line, "# moesim ", 9));
     CHECK(f && fgets(line, sizeof line, f) && !strcmp(line, "request,arrival_s,ttft_s,tpot_s,latency_s\n"));
     uint64_t nreq = 0;
     double lat = 0;
@@ -96,6 +100,6 @@ int main(void)
     /* an unwritable path is a one-line error before any simulation */
     cfg.iterations_path = "/no/such/dir/iters.csv";
     CHECK(ms_run(&cfg, &m, &err) == -1);
-    CHECK_STR_CONTAINS(err.msg, "iterations CSV /no/such/dir/iters.csv: cannot open");
+    CHECK_STR_CONTAINS(err.msg, "iterations CSV /no/such/dir/iters.csv: folder /no/such/dir: No such file or directory");
     CHECK_DONE();
 }

@@ -1,0 +1,159 @@
+#!/bin/sh
+# Data-safety checks of moesim's outputs (README "Data safety"), one case per
+# ctest: safety.sh MOESIM WORKDIR CASE.  Each case prints what failed and
+# exits 1, or exits 0; 77 means skipped (ctest SKIP_RETURN_CODE).
+M=$1; W=$2; CASE=$3
+set -u
+mkdir -p "$W" && cd "$W" || exit 1
+fail() { echo "FAIL ($CASE): $*"; exit 1; }
+
+# A small trace (2 requests) generated once per case folder.
+trace() {
+    [ -s t.h5 ] || "$M" trace gen --model mixtral-8x7b -o t.h5 --seed 5 --requests 2 --set prompt_max=16 \
+        --set output_max=8 >/dev/null 2>&1 || fail "cannot generate the fixture trace"
+}
+
+# expect_refused CODE REGEX cmd...: one line on stderr matching REGEX, exit CODE.
+expect_refused() {
+    code=$1; regex=$2; shift 2
+    err=$("$@" 2>&1 >/dev/null); rc=$?
+    [ "$rc" = "$code" ] || fail "exit $rc (expected $code) from: $*; stderr: $err"
+    [ "$(printf '%s\n' "$err" | grep -c .)" = 1 ] || fail "not one line on stderr: $err"
+    printf '%s\n' "$err" | grep -Eq -- "$regex" || fail "stderr '$err' does not match '$regex'"
+}
+
+# no temporaries of ours left in the folder
+no_temps() {
+    left=$(ls -A | grep '\.tmp\.' || true)
+    [ -z "$left" ] || fail "temporaries left behind: $left"
+}
+
+case $CASE in
+output_is_input)
+    # --events naming the trace (directly, through a symlink, through a hard link)
+    trace; cp t.h5 keep.h5; rm -f sl.h5 hl.h5; ln -s t.h5 sl.h5; ln t.h5 hl.h5
+    for out in t.h5 sl.h5 hl.h5 ./t.h5; do
+        expect_refused 1 "^moesim: --events $out: is the input file .*; refusing to overwrite it$" \
+            "$M" run --trace t.h5 --cache-experts 64 --events "$out"
+    done
+    expect_refused 1 "is the input file" "$M" run --trace sl.h5 --cache-experts 64 --events hl.h5
+    cmp -s t.h5 keep.h5 || fail "the trace changed"
+    # a profile is an input too
+    cp "$4" plat.ini
+    expect_refused 1 "^moesim: --events plat.ini: is the input file" \
+        "$M" run --trace t.h5 --platform plat.ini --cache-experts 64 --events plat.ini
+    # validate's CSVs (refused before the backend starts)
+    expect_refused 1 "^moesim: --iterations-csv t.h5: is the input file" \
+        "$M" validate --backend host --trace t.h5 --model mixtral-8x7b --platform "$4" --cache-experts 64 \
+        --expert-scale 0.00390625 --iterations-csv t.h5
+    cmp -s t.h5 keep.h5 || fail "the trace changed"
+    no_temps ;;
+device_output)
+    trace
+    expect_refused 1 "^moesim: --events /dev/null: is a character device, not a regular file; refusing to write it$" \
+        "$M" run --trace t.h5 --cache-experts 64 --events /dev/null
+    mkdir -p adir
+    expect_refused 1 "^moesim: --events adir: is a directory" "$M" run --trace t.h5 --cache-experts 64 --events adir
+    expect_refused 1 "names a folder" "$M" run --trace t.h5 --cache-experts 64 --events adir/
+    rm -f fifo; mkfifo fifo
+    expect_refused 1 "^moesim: --events fifo: is a fifo" "$M" run --trace t.h5 --cache-experts 64 --events fifo
+    expect_refused 1 "^moesim: calibrate: --out /dev/null: is a character device" \
+        "$M" calibrate --backend host --out /dev/null
+    touch afile
+    expect_refused 1 "^moesim: figures: --out afile: is a regular file, not a folder" \
+        "$M" figures --trace t.h5 --model mixtral-8x7b --out afile --only entropy-layer
+    expect_refused 1 "^moesim: demo: --out afile: is a regular file, not a folder" "$M" demo --out afile
+    no_temps ;;
+dev_full)
+    # every command that prints a result fails when standard output cannot be written
+    [ -w /dev/full ] || { echo "no writable /dev/full: skipped"; exit 77; }
+    trace
+    for cmd in "list" "--help" "run --trace t.h5 --cache-experts 64" "run --trace t.h5 --cache-experts 64 --json" \
+        "trace info t.h5" "trace validate t.h5" "trace stats t.h5" "trace stats t.h5 --json" "figures --list" \
+        "regress --golden $5" "regress --golden $5 --json" "sweep --help"; do
+        # shellcheck disable=SC2086
+        err=$("$M" $cmd 2>&1 >/dev/full); rc=$?
+        [ "$rc" != 0 ] || fail "'moesim $cmd > /dev/full' exited 0"
+        [ "$(printf '%s\n' "$err" | grep -c .)" = 1 ] || fail "'moesim $cmd > /dev/full': not one line: $err"
+        printf '%s\n' "$err" | grep -Eq "^moesim: standard output: (No space left on device|Input/output error)$" ||
+            fail "'moesim $cmd > /dev/full': stderr is not the write error: $err"
+    done ;;
+atomic_events)
+    # an output appears only whole: a run that fails leaves no file and no temporary
+    trace
+    rm -f e.csv
+    expect_refused 1 "oracle needs --distance >= 1" \
+        "$M" run --trace t.h5 --prefetch oracle --distance 0 --cache-experts 64 --events e.csv
+    [ ! -e e.csv ] || fail "a failed run left e.csv"
+    # a successful one replaces an existing file, keeping its mode
+    echo old > e.csv; chmod 640 e.csv
+    "$M" run --trace t.h5 --cache-experts 64 --events e.csv >/dev/null || fail "run failed"
+    [ "$(stat -c %a e.csv)" = 640 ] || fail "mode of e.csv changed to $(stat -c %a e.csv)"
+    head -1 e.csv | grep -q '^# moesim ' || fail "no provenance line in e.csv"
+    sed -n 2p e.csv | grep -qx 'kind,start_s,end_s,iteration,layer,expert,phase,bytes' || fail "header is not line 2"
+    no_temps ;;
+signal_cleanup)
+    # SIGTERM while --events is being written: the temporary is removed, the old file kept
+    [ -s "$6" ] || { echo "no real trace $6: skipped"; exit 77; }
+    "$M" trace import --format route-csv "$6" q.h5 >/dev/null 2>&1 || fail "cannot import $6"
+    echo old > e.csv
+    "$M" run --trace q.h5 --prefetch fmoe --cache fmoe --cache-bytes 4000MiB --train 0.5 --events e.csv \
+        >/dev/null 2>&1 &
+    pid=$!
+    n=0
+    while [ -z "$(ls -A | grep '^\.e\.csv\.tmp\.' || true)" ] && kill -0 $pid 2>/dev/null && [ $n -lt 400 ]; do
+        sleep 0.05; n=$((n + 1))
+    done
+    [ -n "$(ls -A | grep '^\.e\.csv\.tmp\.' || true)" ] || { kill $pid 2>/dev/null; fail "no temporary seen"; }
+    kill -TERM $pid; wait $pid; rc=$?
+    [ "$rc" = 143 ] || fail "exit status $rc after SIGTERM (expected 143)"
+    [ "$(cat e.csv)" = old ] || fail "e.csv was replaced or damaged"
+    no_temps ;;
+undefined_metrics)
+    # a prefill-only trace: TPOT and the decode hit rate have no sample
+    "$M" trace gen --model mixtral-8x7b -o p.h5 --seed 5 --requests 2 --set prompt_max=16 --set output_min=0 \
+        --set output_max=0 >/dev/null 2>&1 || fail "cannot generate the prefill-only trace"
+    j=$("$M" run --trace p.h5 --cache-experts 64 --json | tr -d ' \t\n') || fail "run failed"
+    echo "$j" | grep -q '"tpot_ms_mean":null,"tpot_ms_p50":null,"tpot_ms_p99":null,"tpot_samples":0' ||
+        fail "TPOT of a prefill-only trace is not null: $j"
+    echo "$j" | grep -q '"ttft_samples":2,' || fail "ttft_samples is not 2"
+    echo "$j" | grep -q '"decode":{"hit_rate":null,"hits":0,' || fail "decode hit rate over 0 activations is not null"
+    t=$("$M" run --trace p.h5 --cache-experts 64) || fail "run failed"
+    echo "$t" | grep -q 'TPOT mean n/a (p99 n/a)' || fail "table does not say n/a: $t"
+    echo "$t" | grep -Eq '^ +decode +0 +0 +0 +0 +n/a ' || fail "decode row does not say n/a: $t"
+    # a one-request trace whose prefill falls in the training split: no TTFT sample
+    "$M" trace gen --model mixtral-8x7b -o one.h5 --seed 5 --requests 1 --set prompt_max=16 --set output_min=8 \
+        --set output_max=8 >/dev/null 2>&1 || fail "cannot generate the one-request trace"
+    j=$("$M" run --trace one.h5 --cache-experts 64 --train 0.5 --json | tr -d ' \t\n') || fail "run failed"
+    echo "$j" | grep -q '"ttft_ms_mean":null,"ttft_ms_p50":null,"ttft_ms_p99":null,"ttft_samples":0' ||
+        fail "TTFT without a replayed prefill is not null: $j"
+    # no prefetcher: precision has no sample
+    echo "$j" | grep -q '"precision":null' || fail "prefetch precision without copies is not null"
+    # a sweep row leaves such cells empty
+    printf '[sweep]\noutput = s.csv\ntrace = %s/p.h5\ncache_experts = 64\n' "$W" > s.ini
+    rm -f s.csv
+    "$M" sweep s.ini >/dev/null || fail "sweep failed"
+    col=$(head -1 s.csv | tr ',' '\n' | grep -nx tpot_ms_mean | cut -d: -f1)
+    [ -n "$col" ] || fail "no tpot_ms_mean column"
+    [ -z "$(sed -n 2p s.csv | cut -d, -f"$col")" ] || fail "tpot_ms_mean cell is not empty: $(sed -n 2p s.csv)" ;;
+provenance)
+    trace
+    sum=$(sha256sum t.h5 | cut -d' ' -f1)
+    j=$("$M" run --trace t.h5 --cache-experts 64 --json | tr -d ' \t\n') || fail "run failed"
+    echo "$j" | grep -q "\"provenance\":{\"moesim\":\"[0-9][^\"]*\",\"commit\":\"[^\"]*\",\"trace\":{\"path\":\"t.h5\",\"sha256\":\"$sum\"}" ||
+        fail "no provenance with the trace's sha256 $sum: $j"
+    psum=$(sha256sum "$4" | cut -d' ' -f1)
+    "$M" run --trace t.h5 --platform "$4" --cache-experts 64 --json | tr -d ' \t\n' |
+        grep -q "\"platform\":{\"path\":\"$4\",\"sha256\":\"$psum\"}" || fail "no platform sha256 $psum"
+    printf '[sweep]\noutput = s.csv\ntrace = %s/t.h5\ncache_experts = 64\n' "$W" > s.ini
+    rm -f s.csv
+    "$M" sweep s.ini >/dev/null || fail "sweep failed"
+    col=$(head -1 s.csv | tr ',' '\n' | grep -nx trace_sha256 | cut -d: -f1)
+    [ "$(sed -n 2p s.csv | cut -d, -f"$col")" = "$sum" ] || fail "sweep row's trace_sha256 is not $sum"
+    v=$("$M" --version) || fail "--version failed"
+    head -1 s.csv | grep -q moesim_commit || fail "no moesim_commit column"
+    echo "$v" | grep -Eq '^moesim [0-9]+\.[0-9]+\.[0-9]+ \(commit [0-9a-f]{40}(-dirty)?|unknown\)' ||
+        fail "--version prints '$v'" ;;
+*) fail "unknown case" ;;
+esac
+echo "ok: $CASE"
