@@ -7,10 +7,51 @@
 #include "backend.h"
 #include "host_backend.h"
 #ifdef MS_HAVE_CUDA
-#include "cuda_backend.h"
+#include <dlfcn.h>
 #endif
 
 #define NO_CUDA_MSG "moesim was not built with CUDA (nvcc was not found when it was configured)"
+
+#ifdef MS_HAVE_CUDA
+/* The CUDA module (libmoesim_cuda.so), opened on first use: beside the
+ * executable (a build tree), else <exe_dir>/../lib/moesim/ (an install). */
+typedef int (*cuda_create_fn)(const ms_backend_config *, ms_exec *, ms_err *);
+static cuda_create_fn cuda_create;
+
+static int load_cuda_module(ms_err *err)
+{
+    if (cuda_create)
+        return 0;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return ms_fail(err, "cuda backend: cannot read /proc/self/exe to find libmoesim_cuda.so");
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    const char *const rel[] = {"libmoesim_cuda.so", "../lib/moesim/libmoesim_cuda.so"};
+    char path[2][4200], why[8600] = "";
+    for (int i = 0; i < 2; i++) {
+        snprintf(path[i], sizeof path[i], "%s/%s", exe, rel[i]);
+        if (access(path[i], R_OK) != 0)
+            continue;
+        void *h = dlopen(path[i], RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            snprintf(why, sizeof why, "%s", dlerror());
+            continue;
+        }
+        *(void **)&cuda_create = dlsym(h, "ms_cuda_backend_create");
+        if (cuda_create)
+            return 0;
+        snprintf(why, sizeof why, "no ms_cuda_backend_create in %s", path[i]);
+        dlclose(h);
+    }
+    if (why[0])
+        return ms_fail(err, "cuda backend: cannot load libmoesim_cuda.so: %s", why);
+    return ms_fail(err, "cuda backend: libmoesim_cuda.so is in neither %s nor %s", path[0], path[1]);
+}
+#endif
 
 int ms_backend_available(const char *name, ms_err *err)
 {
@@ -23,6 +64,9 @@ int ms_backend_available(const char *name, ms_err *err)
         ms_fail(err, NO_CUDA_MSG);
         return 0;
     }
+#else
+    if (!strcmp(name, "cuda") && load_cuda_module(err))
+        return 0;
 #endif
     return 1;
 }
@@ -34,7 +78,7 @@ int ms_backend_create(const char *name, const ms_backend_config *c, ms_exec *out
     if (!strcmp(name, "host"))
         return ms_host_backend_create(c, out, err);
 #ifdef MS_HAVE_CUDA
-    return ms_cuda_backend_create(c, out, err);
+    return cuda_create(c, out, err);
 #else
     return ms_fail(err, NO_CUDA_MSG);
 #endif

@@ -35,7 +35,11 @@ pack() {
         [ -x "$b" ] || { echo "gpu-check: $b is missing (build with CUDA first: cmake -S . -B $build && cmake --build $build)" >&2; exit 2; }
     done
     rm -rf "$dest" && mkdir -p "$dest/lib" || exit 2
+    [ -f "$build/libmoesim_cuda.so" ] || { echo "gpu-check: $build/libmoesim_cuda.so is missing" >&2; exit 2; }
     cp "${bins[@]}" "$dest/" && cp -r "$here/sim/profiles" "$dest/profiles" && cp "$0" "$dest/gpu-check.sh" || exit 2
+    # the CUDA module: beside moesim (where it dlopens it) and in lib/ (the CUDA tests link it)
+    cp "$build/libmoesim_cuda.so" "$dest/" && cp "$build/libmoesim_cuda.so" "$dest/lib/" || exit 2
+    bins+=("$build/libmoesim_cuda.so")
     for b in "${bins[@]}"; do strip --strip-debug "$dest/$(basename "$b")" 2>/dev/null; done
     # libraries outside glibc, the compiler runtime and CUDA: a bare CUDA image lacks them
     ldd "${bins[@]}" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |

@@ -19,6 +19,7 @@ int ms_cli_trace_stats(int argc, char **argv);
 int ms_cli_trace_gen(int argc, char **argv);
 int ms_cli_trace_workload(int argc, char **argv);
 int ms_cli_trace_fit(int argc, char **argv);
+int ms_cli_trace_upgrade(int argc, char **argv);
 int ms_cli_serverless(int argc, char **argv);
 int ms_cli_calibrate(int argc, char **argv);
 int ms_cli_validate(int argc, char **argv);

@@ -39,11 +39,12 @@ static const char usage[] =
     "  figures        regenerate the papers' figures (PNG + PDF) from a trace or a synthetic one\n"
     "  trace info     metadata of a trace file\n"
     "  trace validate check every value of a trace file\n"
-    "  trace import   convert a routing dump (route-csv, jsonl, dense-csv, npy) to trace format v1\n"
+    "  trace import   convert a routing dump (route-csv, jsonl, dense-csv, npy) to trace format v2\n"
     "  trace workload set request arrivals from the Azure LLM trace or a Poisson process\n"
     "  trace stats    entropy, reuse, co-activation and skew of a trace\n"
     "  trace gen      write a seeded synthetic trace\n"
     "  trace fit      fit the generator's knobs to a trace (params for trace gen --params)\n"
+    "  trace upgrade  rewrite a trace as format v2 (checksummed), values unchanged\n"
     "  version        the version and the git commit this binary was built from (also --version)\n"
     "\n"
     "`moesim <command> --help` describes each command.\n";
@@ -97,6 +98,8 @@ static int dispatch(int argc, char **argv)
             return ms_cli_trace_workload(argc - 2, argv + 2);
         if (!strcmp(sub, "fit"))
             return ms_cli_trace_fit(argc - 2, argv + 2);
+        if (!strcmp(sub, "upgrade"))
+            return ms_cli_trace_upgrade(argc - 2, argv + 2);
         return ms_cli_usage("trace: unknown subcommand '%s' (info, validate, import, stats, gen, fit, workload)", sub);
     }
     return ms_cli_usage("unknown command '%s' (run `moesim --help`)", cmd);

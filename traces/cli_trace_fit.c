@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "../sim/cli.h"
+#include "../sim/out.h"
 #include "../sim/params.h"
+#include "cli_trace_common.h"
 #include "fit.h"
 
 static const char fit_help[] =
@@ -84,6 +86,10 @@ int ms_cli_trace_fit(int argc, char **argv)
     if (!out || !*out)
         return ms_cli_usage("trace fit: missing -o PARAMS.ini");
     ms_err err;
+    /* the output is checked before minutes of fitting */
+    ms_out_input(in);
+    if (ms_out_check("-o", out, &err))
+        return ms_cli_error(err.msg);
     ms_fit_result r;
     if (ms_fit_trace(in, &o, &r, &err))
         return ms_cli_error(err.msg);
@@ -100,6 +106,7 @@ int ms_cli_trace_fit(int argc, char **argv)
         printf("  %-12s %9.4f %9.4f\n", "h_trace", s->h_trace, t->h_trace);
         printf("  %-12s %9.4f %9.4f\n", "reuse_prev", s->reuse_prev, t->reuse_prev);
         printf("  %-12s %9.4f %9.4f\n", "mi_top1", s->mi_top1, t->mi_top1);
+        ms_trace_cli_note_v1_file(in);
     }
     ms_fit_free(&r);
     return rc ? ms_cli_error(err.msg) : 0;

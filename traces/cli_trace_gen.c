@@ -1,13 +1,17 @@
 /* moesim trace gen (--model NAME | --params P.ini) -o OUT.h5 [...]: writes a
  * seeded synthetic trace (traces/gen.h; every knob in traces/GENERATOR.md;
  * params files in traces/gen_params.h). */
+#include <gsl/gsl_cdf.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "../sim/cli.h"
+#include "../sim/out.h"
 #include "../sim/profile.h"
+#include "cli_trace_common.h"
 #include "gen.h"
 #include "gen_params.h"
 
@@ -15,7 +19,7 @@
 
 static const char gen_usage[] =
     "usage: moesim trace gen --model NAME -o OUT.h5 [--params P.ini] [--seed N] [--requests N]\n"
-    "                        [--layer-steps N] [--set KNOB=VALUE ...] [--help]\n"
+    "                        [--layer-steps N] [--set KNOB=VALUE ...] [--force] [--help]\n"
     "       moesim trace gen --params P.ini -o OUT.h5 [...]   (P.ini has a [model] section)\n";
 
 static const char gen_help[] =
@@ -38,6 +42,14 @@ static const char gen_help[] =
     "                      request that crosses N is the last); without\n"
     "                      --requests, the request count is not capped\n"
     "  --set KNOB=VALUE    set one generator knob (repeatable; a knob once)\n"
+    "  --force             write even when the estimated size is more than the free\n"
+    "                      space of OUT's file system (on a terminal the estimate\n"
+    "                      is printed first; a write that fills the disk still ends\n"
+    "                      with one line and leaves no file)\n"
+    "\n"
+    "OUT is written as trace format v2 (checksummed, traces/FORMAT.md) through a\n"
+    "temporary file beside it, renamed into place at the end; OUT must not be an\n"
+    "input, a device or a folder.  On a terminal, a progress line shows on stderr.\n"
     "\n"
     "knobs (traces/GENERATOR.md explains each and the statistic it controls):\n";
 
@@ -46,6 +58,7 @@ typedef struct {
     const char *keys[MAX_SETTINGS], *values[MAX_SETTINGS];
     int n;
     int requests_given, layer_steps_given;
+    int force;
 } gen_args;
 
 static int remember(gen_args *a, const char *key, const char *value, const char *flag)
@@ -78,6 +91,10 @@ static int parse_args(int argc, char **argv, gen_args *a)
         const char *f = argv[i];
         if (!strcmp(f, "--help") || !strcmp(f, "-h"))
             return 1;
+        if (!strcmp(f, "--force")) {
+            a->force = 1;
+            continue;
+        }
         int known = !strcmp(f, "--model") || !strcmp(f, "-o") || !strcmp(f, "--output") ||
                     !strcmp(f, "--seed") || !strcmp(f, "--requests") || !strcmp(f, "--layer-steps") ||
                     !strcmp(f, "--set") || !strcmp(f, "--params");
@@ -135,6 +152,39 @@ static int apply_settings(const gen_args *a, ms_gen_params *p)
     return 0;
 }
 
+/* E[min(max(X, lo), hi)] for X lognormal with median m and sigma s: the
+ * mean length draw_length() gives (before rounding). */
+static double clipped_lognormal_mean(double m, double s, double lo, double hi)
+{
+    if (!(s > 0))
+        return m < lo ? lo : m > hi ? hi : m;
+    double mu = log(m);
+    double a = lo > 0 ? (log(lo) - mu) / s : -INFINITY, b = (log(hi) - mu) / s;
+    double below = lo > 0 ? gsl_cdf_ugaussian_P(a) : 0, above = gsl_cdf_ugaussian_Q(b);
+    double inside = exp(mu + s * s / 2) * (gsl_cdf_ugaussian_P(b - s) - (lo > 0 ? gsl_cdf_ugaussian_P(a - s) : 0));
+    return lo * below + hi * above + inside;
+}
+
+/* The uncompressed bytes the trace will hold, from the knobs' expected
+ * lengths and request count (an upper bound of the file but for HDF5's few
+ * KiB of structure: zstd only shrinks the data). */
+static uint64_t estimate_bytes(const ms_gen_params *p, const ms_trace_meta *m)
+{
+    double prompt = clipped_lognormal_mean(p->prompt_median, p->prompt_sigma, p->prompt_min, p->prompt_max);
+    double output = clipped_lognormal_mean(p->output_median, p->output_sigma, p->output_min, p->output_max);
+    double n = (double)p->requests;
+    if (p->layer_steps) { /* generation stops once iterations x L reaches layer_steps */
+        double by_steps = ceil((double)p->layer_steps / ((double)m->L * (1 + output)));
+        n = p->requests && (double)p->requests < by_steps ? (double)p->requests : by_steps;
+    }
+    double row = (double)(ms_trace_request_bytes(m, 1, 0, 0, 0) - ms_trace_request_bytes(m, 0, 0, 0, 0));
+    double iter = (double)(ms_trace_request_bytes(m, 0, 1, 0, 0) - ms_trace_request_bytes(m, 0, 0, 0, 0));
+    double fixed = (double)ms_trace_request_bytes(m, 0, 0, 0, 0);
+    double per = (prompt + output) * row + (1 + output) * iter + (p->token_ids ? prompt * 4 : 0) + fixed;
+    double total = n * per + (double)(64 << 10);
+    return total >= 1.8e19 ? UINT64_MAX : (uint64_t)total;
+}
+
 static void print_summary(const char *out, const ms_model *m, const ms_gen_params *p, const ms_gen_summary *s)
 {
     struct stat st;
@@ -158,6 +208,9 @@ int ms_cli_trace_gen(int argc, char **argv)
     if (rc)
         return rc;
     ms_err err;
+    ms_out_input(a.params);
+    if (ms_out_check("-o", a.out, &err))
+        return ms_cli_error(err.msg);
     ms_model model;
     if (a.model && ms_model_load(a.model, &model, &err))
         return ms_cli_error(err.msg);
@@ -184,8 +237,22 @@ int ms_cli_trace_gen(int argc, char **argv)
         ms_gen_file_free(&file);
         return rc;
     }
+    /* the estimate needs the knobs checked and the trace's shape */
+    ms_trace_meta meta;
+    if (ms_gen_meta(&p, &model, &meta, &err)) { /* validates the knobs */
+        ms_gen_file_free(&file);
+        return ms_cli_error(err.msg);
+    }
+    uint64_t est = estimate_bytes(&p, &meta);
+    ms_trace_meta_free(&meta);
+    if (ms_trace_cli_space("-o", a.out, est, "uncompressed, from the knobs' expected lengths", a.force, &err)) {
+        ms_gen_file_free(&file);
+        return ms_cli_error(err.msg);
+    }
     ms_gen_summary sum;
+    ms_trace_cli_progress_begin("trace gen", p.requests);
     rc = ms_gen_write(&p, &model, a.out, &sum, &err);
+    ms_trace_cli_progress_end();
     ms_gen_file_free(&file);
     if (rc)
         return ms_cli_error(err.msg);

@@ -1,10 +1,14 @@
 /* `moesim trace import --format FORMAT IN OUT.h5`: converts a routing dump to
- * trace format v1 and prints the import report on stdout. */
+ * trace format v2 and prints the import report on stdout. */
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "cli_trace_common.h"
 #include "import.h"
 #include "../sim/cli.h"
+#include "../sim/out.h"
 #include "../sim/params.h"
 
 typedef struct {
@@ -12,6 +16,7 @@ typedef struct {
     int (*import)(const char *in, const char *out, const ms_import_opts *o, ms_import_report *rep, ms_err *err);
     int takes_opts; /* model / dimension flags apply */
     const char *help;
+    double out_per_in; /* output bytes per input byte, at most (the size estimate) */
 } import_format;
 
 /* route-csv carries its model in its header; it takes no model flags. */
@@ -22,12 +27,16 @@ static int import_routecsv(const char *in, const char *out, const ms_import_opts
     return ms_import_routecsv(in, out, rep, err);
 }
 
-/* One line per importer; the usage text and error messages list this table. */
+/* One line per importer; the usage text and error messages list this table.
+ * out_per_in, for the size estimate: route-csv spends at least 20 text
+ * bytes per cell (9 stored), jsonl ~60 per (token, layer) line of K cells
+ * (9 K stored), a dense-csv probability at least 2 ("0,") for 4 stored, npy
+ * 4 or 8 per probability for 4 (+ the top-k). */
 static const import_format formats[] = {
-    {"route-csv", import_routecsv, 0, "route_trace v1 CSV (BigMoeOnEdge llama.cpp recorder)"},
-    {"jsonl", ms_import_jsonl, 1, "one JSON object per (request, token, layer) with top-k ids + weights"},
-    {"dense-csv", ms_import_densecsv, 1, "directory of layer<N>.csv, tokens x experts softmax probabilities"},
-    {"npy", ms_import_npy, 1, "NumPy array [tokens, layers, experts] of probabilities (Python converter)"},
+    {"route-csv", import_routecsv, 0, "route_trace v1 CSV (BigMoeOnEdge llama.cpp recorder)", 1.0},
+    {"jsonl", ms_import_jsonl, 1, "one JSON object per (request, token, layer) with top-k ids + weights", 1.0},
+    {"dense-csv", ms_import_densecsv, 1, "directory of layer<N>.csv, tokens x experts softmax probabilities", 2.0},
+    {"npy", ms_import_npy, 1, "NumPy array [tokens, layers, experts] of probabilities (Python converter)", 1.5},
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -42,10 +51,12 @@ static void known_formats(char *buf, size_t cap)
 
 static void print_usage(FILE *f)
 {
-    fputs("usage: moesim trace import --format FORMAT [options] IN OUT.h5\n"
+    fputs("usage: moesim trace import --format FORMAT [options] [--force] IN OUT.h5\n"
           "\n"
-          "Converts a routing dump IN to a trace file OUT.h5 (format v1) and prints\n"
-          "what was imported, including cells the dump lacks (kept as id -1).\n"
+          "Converts a routing dump IN to a trace file OUT.h5 (format v2, checksummed)\n"
+          "and prints what was imported, including cells the dump lacks (kept as id -1).\n"
+          "OUT.h5 is written through a temporary file beside it, renamed into place\n"
+          "only when the whole dump converted; it must not be IN, a device or a folder.\n"
           "\n"
           "formats:\n",
           f);
@@ -63,7 +74,11 @@ static void print_usage(FILE *f)
           "                      (defaults request_id, token_idx, layer, topk_ids, topk_weights, is_prompt)\n"
           "  --prompt-len P      jsonl: tokens < P are the prompt (the phase field is then not read)\n"
           "  --probs-kind KIND   jsonl: topk_renorm (default; weights sum to 1) or topk_raw\n"
-          "  --pattern GLOB      dense-csv: layer file names, '*' = layer number (default layer*.csv)\n",
+          "  --pattern GLOB      dense-csv: layer file names, '*' = layer number (default layer*.csv)\n"
+          "\n"
+          "  --force             write even when the estimated output (from IN's size) is more than\n"
+          "                      the free space of OUT's file system (on a terminal the estimate is\n"
+          "                      printed first, and a progress line while writing)\n",
           f);
 }
 
@@ -122,10 +137,36 @@ static int parse_opt(int argc, char **argv, int *i, ms_import_opts *o, int *n_op
     return rc ? 2 : 1;
 }
 
+/* Bytes of IN (a directory: of the regular files in it, which are also
+ * recorded as inputs: OUT must not overwrite a layer file). */
+static uint64_t input_bytes(const char *in)
+{
+    struct stat st;
+    if (stat(in, &st) != 0)
+        return 0;
+    if (!S_ISDIR(st.st_mode))
+        return S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+    uint64_t total = 0;
+    DIR *d = opendir(in);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s/%s", in, e->d_name) >= (int)sizeof path)
+            continue;
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+            total += (uint64_t)st.st_size;
+            ms_out_input(path);
+        }
+    }
+    if (d)
+        closedir(d);
+    return total;
+}
+
 int ms_cli_trace_import(int argc, char **argv)
 {
     const char *format = NULL, *pos[2] = {NULL, NULL};
-    int n_pos = 0, n_opts = 0;
+    int n_pos = 0, n_opts = 0, force = 0;
     char known[256];
     known_formats(known, sizeof known);
     ms_import_opts opts;
@@ -140,6 +181,8 @@ int ms_cli_trace_import(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             print_usage(stdout);
             return 0;
+        } else if (!strcmp(a, "--force")) {
+            force = 1;
         } else if (!strcmp(a, "--format")) {
             if (i + 1 >= argc)
                 return ms_cli_usage("trace import: --format needs a value (%s)", known);
@@ -170,9 +213,22 @@ int ms_cli_trace_import(int argc, char **argv)
         return ms_cli_usage("trace import: --format %s takes no model or field options (its header has them)",
                             fmt->name);
 
-    ms_import_report rep;
     ms_err err = {{0}};
-    if (fmt->import(pos[0], pos[1], &opts, &rep, &err) != 0)
+    ms_out_input(pos[0]);
+    ms_out_input(opts.model);
+    uint64_t in_bytes = input_bytes(pos[0]);
+    if (ms_out_check("OUT", pos[1], &err))
+        return ms_cli_error(err.msg);
+    char basis[96];
+    snprintf(basis, sizeof basis, "at most, from the input's %.1f MiB", (double)in_bytes / 1048576.0);
+    if (ms_trace_cli_space("OUT", pos[1], (uint64_t)((double)in_bytes * fmt->out_per_in) + (64u << 10), basis, force,
+                           &err))
+        return ms_cli_error(err.msg);
+    ms_import_report rep;
+    ms_trace_cli_progress_begin("trace import", 0);
+    int rc = fmt->import(pos[0], pos[1], &opts, &rep, &err);
+    ms_trace_cli_progress_end();
+    if (rc != 0)
         return ms_cli_error(err.msg);
     char line[2048];
     ms_import_report_format(&rep, line, sizeof line);

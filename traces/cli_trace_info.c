@@ -5,15 +5,16 @@
 #include <string.h>
 
 #include "../sim/cli.h"
+#include "cli_trace_common.h"
 #include "trace.h"
 
 static const char info_usage[] =
     "usage: moesim trace info FILE [--json]\n"
     "\n"
-    "Prints the metadata of a trace (format v1): model, L/J/K, probs kind, request,\n"
-    "iteration and row counts, optional parts, bytes per expert, source.  Opening\n"
-    "validates the header and the request table; `moesim trace validate` checks\n"
-    "every value.\n"
+    "Prints the metadata of a trace: format version (v2: checksummed, with its\n"
+    "content digest; v1: none), model, L/J/K, probs kind, request, iteration and\n"
+    "row counts, optional parts, bytes per expert, source.  Opening validates the\n"
+    "header and the request table; `moesim trace validate` checks every value.\n"
     "\n"
     "  --json   one JSON object on stdout instead of text\n";
 
@@ -22,8 +23,11 @@ static const char validate_usage[] =
     "\n"
     "Streams every request of a trace through the reader, which checks every\n"
     "value (ids in range, probabilities finite and normalised, counts and ranges\n"
-    "consistent).  Prints \"FILE: ok (N requests, I iterations, R rows, M missing\n"
-    "cells)\" and exits 0, or prints the first problem on one line and exits 1.\n";
+    "consistent) and, in format v2, every chunk's checksum on the way; then\n"
+    "compares the content digest of what it read with the file's content_sha256.\n"
+    "Prints \"FILE: ok (N requests, I iterations, R rows, M missing cells)\" and\n"
+    "exits 0, or prints the first problem on one line and exits 1.  A v1 trace\n"
+    "(no checksums) gets a note on stderr.\n";
 
 /* Positional FILE plus the flags a command accepts; 0 ok, 1 help printed,
  * else the usage exit code. */
@@ -96,6 +100,10 @@ static void print_info_text(const char *file, const ms_trace_meta *m)
     char parts[128];
     optional_parts(m, parts, sizeof parts);
     printf("file:           %s\n", file);
+    if (m->version >= 2)
+        printf("format:         v%u (checksummed; content_sha256 %s)\n", m->version, m->content_sha256);
+    else
+        printf("format:         v%u (no checksums; `moesim trace upgrade` rewrites it as v2)\n", m->version);
     printf("model:          %s\n", m->model_name);
     printf("source:         %s\n", m->source);
     printf("layers (L):     %u\n", m->L);
@@ -142,6 +150,11 @@ static void print_info_json(const char *file, const ms_trace_meta *m)
     cJSON_AddNumberToObject(o, "expert_bytes_max", (double)s.expert_max);
     cJSON_AddNumberToObject(o, "dense_bytes_min", (double)s.dense_min);
     cJSON_AddNumberToObject(o, "dense_bytes_max", (double)s.dense_max);
+    cJSON_AddNumberToObject(o, "version", m->version);
+    if (m->version >= 2)
+        cJSON_AddStringToObject(o, "content_sha256", m->content_sha256);
+    else
+        cJSON_AddNullToObject(o, "content_sha256");
     char *text = cJSON_PrintUnformatted(o);
     puts(text);
     cJSON_free(text);
@@ -163,6 +176,7 @@ int ms_cli_trace_info(int argc, char **argv)
         print_info_json(file, ms_reader_meta(r));
     else
         print_info_text(file, ms_reader_meta(r));
+    ms_trace_cli_note_v1(file, ms_reader_meta(r));
     ms_reader_close(r);
     return 0;
 }
@@ -193,15 +207,18 @@ int ms_cli_trace_validate(int argc, char **argv)
     memset(&q, 0, sizeof q);
     uint64_t missing = 0;
     int got;
+    ms_reader_digest_begin(r);
     while ((got = ms_reader_next(r, &q, &err)) == 1)
         missing += count_missing(m, &q);
     ms_request_free(&q);
-    if (got < 0) {
+    char hex[MS_DIGEST_HEX];
+    if (got < 0 || ms_reader_digest_check(r, hex, &err) < 0) {
         ms_reader_close(r);
         return ms_cli_error(err.msg);
     }
     printf("%s: ok (%" PRIu64 " requests, %" PRIu64 " iterations, %" PRIu64 " rows, %" PRIu64 " missing cells)\n",
            file, m->n_requests, m->n_iterations, m->n_rows, missing);
+    ms_trace_cli_note_v1(file, m);
     ms_reader_close(r);
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../sim/cli.h"
+#include "cli_trace_common.h"
 #include "stats.h"
 
 static const char stats_help[] =
@@ -124,6 +125,7 @@ int ms_cli_trace_stats(int argc, char **argv)
         return ms_cli_error(err.msg);
     }
     int rc = accumulate(rd, s, path, &err);
+    int v1 = ms_reader_meta(rd)->version == 1;
     ms_reader_close(rd);
     if (rc < 0) {
         ms_stats_free(s);
@@ -132,5 +134,9 @@ int ms_cli_trace_stats(int argc, char **argv)
     ms_stats_finish(s);
     rc = print_report(s, path, json);
     ms_stats_free(s);
+    if (!rc && v1) {
+        ms_trace_meta note = {.version = 1};
+        ms_trace_cli_note_v1(path, &note);
+    }
     return rc; /* main() checks standard output */
 }

@@ -3,12 +3,15 @@
  * arrivals (traces/workload.h) and prints what it did. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "cli_trace_common.h"
 #include "workload.h"
 #include "../sim/cli.h"
+#include "../sim/out.h"
 #include "../sim/params.h"
 
-#define WL_USAGE "moesim trace workload TRACE.h5 -o OUT.h5 (--azure CSV|code|conv [--start N] [--time-scale X] | --poisson RATE [--seed S])"
+#define WL_USAGE "moesim trace workload TRACE.h5 -o OUT.h5 (--azure CSV|code|conv [--start N] [--time-scale X] | --poisson RATE [--seed S]) [--force]"
 
 static void print_usage(void)
 {
@@ -27,7 +30,10 @@ static void print_usage(void)
          "                     0.5 = twice the request rate)\n"
          "  --poisson RATE     Poisson arrivals, RATE requests per second (fallback)\n"
          "  --seed S           seed of the Poisson draws (default 0)\n"
-         "  -o OUT.h5          output trace");
+         "  -o OUT.h5          output trace (format v2; through a temporary file beside\n"
+         "                     it; not TRACE.h5, a device or a folder)\n"
+         "  --force            write even when OUT's file system has less free space\n"
+         "                     than TRACE.h5's size");
 }
 
 static int need_value(int argc, char **argv, int i)
@@ -42,12 +48,16 @@ int ms_cli_trace_workload(int argc, char **argv)
     const char *in = NULL, *out = NULL, *azure = NULL;
     double rate = 0, scale = 1;
     unsigned long long start = 0, seed = 0;
-    int have_poisson = 0, have_start = 0, have_scale = 0, have_seed = 0;
+    int have_poisson = 0, have_start = 0, have_scale = 0, have_seed = 0, force = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             print_usage();
             return 0;
+        }
+        if (!strcmp(a, "--force")) {
+            force = 1;
+            continue;
         }
         int is_opt = !strcmp(a, "-o") || !strcmp(a, "--azure") || !strcmp(a, "--start") ||
                      !strcmp(a, "--time-scale") || !strcmp(a, "--poisson") || !strcmp(a, "--seed");
@@ -91,6 +101,14 @@ int ms_cli_trace_workload(int argc, char **argv)
         return ms_cli_usage("trace workload: --start / --time-scale go with --azure, not --poisson");
 
     ms_err err = {{0}};
+    ms_out_input(in);
+    ms_out_input(azure);
+    if (ms_out_check("-o", out, &err))
+        return ms_cli_error(err.msg);
+    struct stat st;
+    uint64_t in_bytes = stat(in, &st) == 0 ? (uint64_t)st.st_size : 0;
+    if (ms_trace_cli_space("-o", out, in_bytes + ((uint64_t)1 << 20), "about TRACE.h5's size", force, &err))
+        return ms_cli_error(err.msg);
     uint64_t n;
     if (ms_workload_trace_requests(in, &n, &err))
         return ms_cli_error(err.msg);
@@ -104,7 +122,9 @@ int ms_cli_trace_workload(int argc, char **argv)
     if (rc)
         return ms_cli_error(err.msg);
     ms_workload_report rep;
+    ms_trace_cli_progress_begin("trace workload", n);
     rc = ms_workload_apply(in, out, &w, &rep, &err);
+    ms_trace_cli_progress_end();
     if (rc == 0) {
         printf("workload %s: %llu requests over %.6g s (%.4g req/s)", w.what, (unsigned long long)rep.requests,
                rep.span_s, rep.span_s > 0 ? (double)rep.requests / rep.span_s : 0.0);
@@ -114,6 +134,7 @@ int ms_cli_trace_workload(int argc, char **argv)
             printf(" (workload rows: prompt mean %.1f, output mean %.1f)", rep.work_prompt_mean,
                    rep.work_output_mean);
         printf("\nwrote %s\n", out);
+        ms_trace_cli_note_v1_file(in);
     }
     ms_workload_free(&w);
     return rc ? ms_cli_error(err.msg) : 0;

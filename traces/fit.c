@@ -10,6 +10,7 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_roots.h>
 
+#include "../sim/out.h"
 #include "fit.h"
 #include "gen_params.h"
 
@@ -395,15 +396,9 @@ fail:
 
 int ms_fit_write(const ms_fit_result *r, const char *source_path, const char *out_path, ms_err *err)
 {
-    size_t n = strlen(out_path) + sizeof ".partial";
-    char *tmp = ms_xcalloc(n, 1);
-    snprintf(tmp, n, "%s.partial", out_path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        ms_fail(err, "trace fit: cannot write %s: %s", tmp, strerror(errno));
-        free(tmp);
+    ms_out *o = ms_out_open("trace fit -o", out_path, err);
+    if (!o)
         return -1;
-    }
     char comment[1024];
     const ms_fit_stats *s = &r->source, *t = &r->fitted;
     snprintf(comment, sizeof comment,
@@ -414,16 +409,8 @@ int ms_fit_write(const ms_fit_result *r, const char *source_path, const char *ou
              "generate: moesim trace gen --params %s -o TWIN.h5 [--requests N] [--seed N]",
              source_path, (unsigned long long)r->p.requests, s->hw_iter, t->hw_iter, s->h_req, t->h_req,
              s->h_trace, t->h_trace, s->reuse_prev, t->reuse_prev, s->mi_top1, t->mi_top1, out_path);
-    ms_gen_file_write(f, comment, &r->model, r->expert_bytes, r->dense_bytes, &r->p);
-    int bad = ferror(f);
-    if (fclose(f) || bad || rename(tmp, out_path)) {
-        ms_fail(err, "trace fit: cannot write %s: %s", out_path, strerror(errno));
-        remove(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
+    ms_gen_file_write(ms_out_fp(o), comment, &r->model, r->expert_bytes, r->dense_bytes, &r->p);
+    return ms_out_commit(o, err);
 }
 
 void ms_fit_free(ms_fit_result *r)

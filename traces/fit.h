@@ -65,7 +65,8 @@ typedef struct {
 
 void ms_fit_default_options(ms_fit_options *o);
 int ms_fit_trace(const char *path, const ms_fit_options *o, ms_fit_result *r, ms_err *err);
-/* Writes the params file (traces/gen_params.h), atomically via out.partial. */
+/* Writes the params file (traces/gen_params.h) through sim/out.h (checked
+ * output, a temporary renamed into place; "-" is standard output). */
 int ms_fit_write(const ms_fit_result *r, const char *source_path, const char *out_path, ms_err *err);
 void ms_fit_free(ms_fit_result *r);
 

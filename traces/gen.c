@@ -847,28 +847,15 @@ int ms_gen_write(const ms_gen_params *p, const ms_model *model, const char *out_
     ms_trace_meta meta;
     if (ms_gen_meta(p, model, &meta, err))
         return -1;
-    size_t n = strlen(out_path) + sizeof ".partial";
-    char *tmp = ms_xcalloc(n, 1);
-    snprintf(tmp, n, "%s.partial", out_path);
     int rc = -1;
-    ms_trace_writer *w = ms_writer_open(tmp, &meta, err);
+    ms_trace_writer *w = ms_writer_open(out_path, &meta, err);
     if (w) {
         void *ctx[2] = {w, err};
-        int run = ms_gen_run(p, model, &meta, emit_to_writer, ctx, sum, err);
-        ms_err close_err;
-        int closed = ms_writer_close(w, &close_err);
-        if (run == 0 && closed != 0)
-            *err = close_err;
-        if (run == 0 && closed == 0) {
-            if (rename(tmp, out_path) == 0)
-                rc = 0;
-            else
-                ms_fail(err, "trace gen: cannot rename %s to %s: %s", tmp, out_path, strerror(errno));
-        }
+        if (ms_gen_run(p, model, &meta, emit_to_writer, ctx, sum, err) == 0)
+            rc = ms_writer_close(w, err);
+        else
+            ms_writer_abort(w);
     }
-    if (rc)
-        remove(tmp);
-    free(tmp);
     ms_trace_meta_free(&meta);
     return rc;
 }

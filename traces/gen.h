@@ -101,8 +101,9 @@ int ms_gen_meta(const ms_gen_params *p, const ms_model *model, ms_trace_meta *me
  * meta must come from ms_gen_meta with the same p and model.  sum may be NULL. */
 int ms_gen_run(const ms_gen_params *p, const ms_model *model, const ms_trace_meta *meta,
                ms_gen_emit_fn emit, void *ctx, ms_gen_summary *sum, ms_err *err);
-/* Generates into an HDF5 trace at out_path (written to out_path.partial and
- * renamed on success, so a failed run leaves no file).  sum may be NULL. */
+/* Generates into an HDF5 trace at out_path (ms_writer_open: a temporary
+ * beside it, renamed on success, so a failed or killed run leaves no file).
+ * sum may be NULL. */
 int ms_gen_write(const ms_gen_params *p, const ms_model *model, const char *out_path,
                  ms_gen_summary *sum, ms_err *err);
 

@@ -76,6 +76,15 @@ int ms_h5_register_zstd(ms_err *err)
     static int registered;
     if (registered)
         return 0;
+    /* Before HDF5's first call (H5dont_atexit is void after the library
+     * initialised): no clean-up at exit.  HDF5 1.10.8 frees a file's state
+     * when H5Fclose fails (a write error while flushing) but keeps its id,
+     * and its exit-time clean-up then closes that id again: SIGSEGV in
+     * H5F__close_cb (fixed upstream in 1.14.1, HDFGroup/hdf5#2291).  moesim
+     * closes every file it opens, and the writer reserves disk space ahead
+     * of HDF5 so that a full disk never fails inside HDF5; this is the net
+     * for a write error that still does (EIO). */
+    H5dont_atexit();
     if (H5Zregister(&zstd_class) < 0)
         return ms_fail(err, "HDF5: cannot register the zstd filter (id %d)", MS_H5Z_ZSTD);
     registered = 1;

@@ -1,4 +1,4 @@
-/* Importers: public routing dumps -> trace format v1.
+/* Importers: public routing dumps -> trace format v2.
  *
  * route-csv ("route_trace v1", BigMoeOnEdge's llama.cpp recorder): `#`
  * header lines
@@ -141,16 +141,17 @@ int ms_lines_open(ms_lines *r, const char *path, ms_err *err);
 int ms_lines_next(ms_lines *r, ms_err *err);
 void ms_lines_close(ms_lines *r);
 
-/* Output through "<out>.import", renamed over out only on success. */
+/* Output through ms_writer_open (a temporary beside out, renamed over out
+ * only on success; refuses out == in). */
 typedef struct {
-    char *tmp;
     const char *out;
     ms_trace_writer *w;
 } ms_import_sink;
 int ms_import_sink_open(ms_import_sink *s, const char *in_path, const char *out_path, const ms_trace_meta *m,
                         ms_err *err);
-/* Closes; with rc == 0 renames into place, else removes the temporary.
- * Returns the final status (rc, or -1 when closing / renaming failed). */
+/* With rc == 0 closes the writer (renaming into place), else aborts it
+ * (removing the temporary, out untouched).  Returns the final status (rc,
+ * or -1 when closing failed). */
 int ms_import_sink_finish(ms_import_sink *s, int rc, ms_err *err);
 
 const char *ms_import_base_name(const char *path);

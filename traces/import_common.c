@@ -168,34 +168,19 @@ int ms_import_sink_open(ms_import_sink *s, const char *in_path, const char *out_
     struct stat a, b;
     if (stat(in_path, &a) == 0 && stat(out_path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
         return ms_fail(err, "%s: output is the input file", out_path);
-    size_t n = strlen(out_path) + sizeof ".import";
-    s->tmp = ms_xcalloc(n, 1);
-    snprintf(s->tmp, n, "%s.import", out_path);
     s->out = out_path;
-    s->w = ms_writer_open(s->tmp, m, err);
-    if (!s->w) {
-        free(s->tmp);
-        s->tmp = NULL;
-        return -1;
-    }
-    return 0;
+    s->w = ms_writer_open(out_path, m, err);
+    return s->w ? 0 : -1;
 }
 
 int ms_import_sink_finish(ms_import_sink *s, int rc, ms_err *err)
 {
     if (!s->w)
         return rc ? rc : -1;
-    ms_err close_err;
-    if (ms_writer_close(s->w, &close_err) && rc == 0) {
-        *err = close_err;
-        rc = -1;
-    }
+    if (rc == 0)
+        rc = ms_writer_close(s->w, err);
+    else
+        ms_writer_abort(s->w);
     s->w = NULL;
-    if (rc == 0 && rename(s->tmp, s->out) != 0)
-        rc = ms_fail(err, "%s: cannot rename %s to it: %s", s->out, s->tmp, strerror(errno));
-    if (rc != 0)
-        remove(s->tmp);
-    free(s->tmp);
-    s->tmp = NULL;
     return rc;
 }

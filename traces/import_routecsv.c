@@ -672,9 +672,9 @@ static int check_distinct_files(const char *in_path, const char *out_path, ms_er
     return 0;
 }
 
-/* The writer commits its file on close, even when the input turned out bad
- * half-way; it writes to "<out>.import" so that a failed import leaves an
- * existing <out> untouched, and the result is renamed over <out> at the end. */
+/* The writer writes a temporary beside out_path and renames it over
+ * out_path only when the whole input converted: a bad input half-way
+ * leaves an existing out_path untouched. */
 int ms_import_routecsv(const char *in_path, const char *out_path, ms_import_report *rep, ms_err *err)
 {
     if (check_distinct_files(in_path, out_path, err))
@@ -685,10 +685,7 @@ int ms_import_routecsv(const char *in_path, const char *out_path, ms_import_repo
         rc_close(&p, 0);
         return -1;
     }
-    size_t n = strlen(out_path) + sizeof ".import";
-    char *tmp = ms_xcalloc(n, 1);
-    snprintf(tmp, n, "%s.import", out_path);
-    ms_trace_writer *w = ms_writer_open(tmp, &p.meta, err);
+    ms_trace_writer *w = ms_writer_open(out_path, &p.meta, err);
     int rc = w ? 0 : -1;
     while (rc == 0) {
         ms_request req;
@@ -700,18 +697,10 @@ int ms_import_routecsv(const char *in_path, const char *out_path, ms_import_repo
         rc = ms_writer_add(w, &req, err);
         ms_request_free(&req);
     }
-    if (w) {
-        ms_err close_err;
-        if (ms_writer_close(w, &close_err) && rc == 0) {
-            *err = close_err;
-            rc = -1;
-        }
-        if (rc == 0 && rename(tmp, out_path) != 0)
-            rc = ms_fail(err, "%s: cannot rename %s to it: %s", out_path, tmp, strerror(errno));
-        if (rc != 0)
-            remove(tmp);
-    }
-    free(tmp);
+    if (w && rc == 0)
+        rc = ms_writer_close(w, err);
+    else
+        ms_writer_abort(w);
     copy_report(&p, rep);
     rc_close(&p, 0);
     return rc;

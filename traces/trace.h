@@ -1,4 +1,5 @@
-/* Trace data model (format v1) and the streaming reader / writer contract.
+/* Trace data model (format v2; v1 still reads) and the streaming reader /
+ * writer contract.
  *
  * A trace holds requests; a request holds iterations (one prefill, then one
  * decode per generated token); an iteration holds token rows; every token row
@@ -16,9 +17,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../sim/digest.h"
 #include "../sim/err.h"
 
-#define MS_TRACE_FORMAT_VERSION 1
+/* The version every writer writes; readers read 1 and 2.  v2 (FORMAT.md):
+ * every chunk carries HDF5's Fletcher32 checksum, the HDF5 metadata its own
+ * checksums (superblock v3, object header v2), strings are fixed-length and
+ * the root attribute content_sha256 holds a digest of the whole content. */
+#define MS_TRACE_FORMAT_VERSION 2
+#define MS_TRACE_FORMAT_OLDEST 1
 #define MS_NAME_MAX 128
 #define MS_SOURCE_MAX 512
 
@@ -35,6 +42,8 @@ int ms_probs_kind_parse(const char *s, ms_probs_kind *out); /* 0 ok, -1 unknown 
 
 /* Whole-trace metadata; arrays are owned by the struct (ms_trace_meta_free). */
 typedef struct {
+    uint32_t version;        /* format version of the file read (1 or 2); ignored by writers */
+    char content_sha256[MS_DIGEST_HEX]; /* v2: the stored content digest (hex); "" for v1 */
     char model_name[MS_NAME_MAX];
     char source[MS_SOURCE_MAX];
     uint32_t L;              /* MoE layers */
@@ -119,6 +128,8 @@ int ms_request_check(const ms_trace_meta *m, const ms_request *r, const char *wh
 typedef struct ms_trace_reader ms_trace_reader;
 
 ms_trace_reader *ms_reader_open(const char *path, ms_err *err);
+/* meta->version says which format the file has; a CLI reading a v1 trace
+ * prints ms_trace_v1_note once (the library never prints). */
 const ms_trace_meta *ms_reader_meta(const ms_trace_reader *r);
 /* Reads and validates the next request into *out (previous contents freed).
  * Returns 1 when a request was read, 0 at end of trace, -1 on error. */
@@ -128,14 +139,50 @@ int ms_reader_read(ms_trace_reader *r, uint64_t i, ms_request *out, ms_err *err)
 void ms_reader_rewind(ms_trace_reader *r);
 void ms_reader_close(ms_trace_reader *r);
 
+/* Content digest (FORMAT.md "Content digest").  After ms_reader_digest_begin
+ * (before the first read, or right after a rewind), the reader digests every
+ * request it returns; once all were read, in order, ms_reader_digest_check
+ * compares the result with the stored content_sha256: 0 when they agree,
+ * -1 with one line when they differ or the requests were not all read in
+ * order, 1 for a v1 trace (no stored digest; hex still gets the digest). */
+void ms_reader_digest_begin(ms_trace_reader *r);
+int ms_reader_digest_check(ms_trace_reader *r, char hex[MS_DIGEST_HEX], ms_err *err);
+
+/* The one-line note for a v1 trace ("... has no checksums; moesim trace
+ * upgrade ...") into buf; 0 when m is not v1 (buf empty), else 1. */
+int ms_trace_v1_note(const char *path, const ms_trace_meta *m, char *buf, size_t n);
+
 /* ---- writer ---- */
 typedef struct ms_trace_writer ms_trace_writer;
 
-/* meta's request table is ignored (the writer builds it); layer arrays, flags
- * and dimensions are taken as given. */
+/* Writes format v2.  meta's request table, version and content_sha256 are
+ * ignored (the writer builds them); layer arrays, flags and dimensions are
+ * taken as given.  The output goes through sim/out.h: path is checked
+ * (ms_out_check: not an input, not a device / fifo / folder, a writable
+ * folder) and written as a temporary beside it, removed on a signal;
+ * ms_writer_close renames it over path only when everything was written,
+ * else removes it, so a failed or killed writer leaves path as it was.
+ * Disk space is reserved ahead of HDF5 (fallocate), so a full disk is one
+ * line ("No space left on device") and a clean close, never a write error
+ * inside HDF5. */
 ms_trace_writer *ms_writer_open(const char *path, const ms_trace_meta *meta, ms_err *err);
 int ms_writer_add(ms_trace_writer *w, const ms_request *req, ms_err *err);
 int ms_writer_close(ms_trace_writer *w, ms_err *err); /* frees w even on error */
+/* Closes w and removes its temporary without writing the rest (error paths;
+ * NULL is a no-op). */
+void ms_writer_abort(ms_trace_writer *w);
+
+/* Progress of long writes: a process-wide callback every writer calls after
+ * each request (requests and rows so far, bytes of the file so far).  The
+ * CLI sets it to draw a progress line on a terminal; NULL turns it off. */
+typedef void (*ms_write_progress_fn)(void *ctx, uint64_t requests, uint64_t rows, uint64_t bytes);
+void ms_writer_set_progress(ms_write_progress_fn fn, void *ctx);
+
+/* Uncompressed bytes one request of this shape stores (rows, iterations,
+ * tokens, text bytes): an upper bound of what it adds to a file, for the
+ * size estimates of the CLI. */
+uint64_t ms_trace_request_bytes(const ms_trace_meta *m, uint64_t n_rows, uint64_t n_iters, uint64_t n_tokens,
+                                uint64_t text_bytes);
 
 /* Registers the zstd HDF5 filter (id 32015, the one hdf5plugin uses);
  * idempotent. */

@@ -5,7 +5,9 @@ The normal path is h5py + hdf5plugin (`import hdf5plugin` registers filter
 python3-hdf5plugin relies on separate filter packages and has no zstd); then
 chunks are read and written raw (read_direct_chunk / write_direct_chunk) and
 each chunk is (de)compressed as the plain zstd frame the filter defines, with
-the `zstandard` module or the `zstd` command-line tool.
+the `zstandard` module or the `zstd` command-line tool.  Format v2 chunks end
+with HDF5's Fletcher32 checksum (filter 3, after zstd): checked and stripped
+before decompressing (trace_v2.py).
 """
 import shutil
 import subprocess
@@ -13,6 +15,8 @@ import tempfile
 
 import h5py
 import numpy as np
+
+import trace_v2
 
 try:
     import hdf5plugin  # noqa: F401  (registers the filters it was built with)
@@ -64,7 +68,8 @@ def read(ds):
     """The whole dataset as a numpy array."""
     if filter_available() or ZSTD_ID not in filters_of(ds):
         return ds[()]
-    assert filters_of(ds) == [ZSTD_ID], f"{ds.name}: filters {filters_of(ds)}"
+    checksummed = filters_of(ds) == [ZSTD_ID, trace_v2.FLETCHER32_ID]
+    assert checksummed or filters_of(ds) == [ZSTD_ID], f"{ds.name}: filters {filters_of(ds)}"
     out = np.empty(ds.shape, dtype=ds.dtype)
     if ds.size == 0:
         return out
@@ -74,6 +79,8 @@ def read(ds):
         assert all(c == s for c, s in zip(chunk[1:], ds.shape[1:])), f"{ds.name}: chunked across inner axes"
         mask, frame = ds.id.read_direct_chunk(offset)
         assert mask == 0, f"{ds.name}: chunk {offset} skipped its filter (mask {mask})"
+        if checksummed:
+            frame = trace_v2.strip_fletcher32(frame, f"{ds.name} chunk {offset}")
         data = np.frombuffer(_decompress(frame), dtype=ds.dtype)
         assert data.size == int(np.prod(chunk)), f"{ds.name}: chunk {offset} holds {data.size} values"
         n = min(chunk[0], ds.shape[0] - lead)

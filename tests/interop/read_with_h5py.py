@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Reads a moesim trace (format v1) with h5py alone and checks it against the
-values the writer was given (JSON written by tests/unit/test_trace_io.c).
+"""Reads a moesim trace (format v1 or v2) with h5py alone and checks it
+against the values the writer was given (JSON written by
+tests/unit/test_trace_io.c).
 
 Usage: read_with_h5py.py TRACE.h5 EXPECTED.json
 
 Follows traces/FORMAT.md only: request table -> global iteration and row
 ranges.  Asserts that every numeric dataset is chunked, extendible along
-axis 0 and compressed with filter 32015 (zstd, hdf5plugin's id).
+axis 0 and compressed with filter 32015 (zstd, hdf5plugin's id), in v2
+followed by Fletcher32 (filter 3) on every dataset, and, for v2, recomputes
+the content digest (trace_v2.py) and compares it with content_sha256.
 """
 import json
 import os
@@ -18,6 +21,7 @@ import numpy as np
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h5zstd  # noqa: E402
+import trace_v2  # noqa: E402
 
 FLAG_TOKEN_IDS, FLAG_TEXT, FLAG_RECORDED_HITS = 1, 2, 4
 
@@ -32,15 +36,17 @@ def check_equal(have, want, what):
     check(have.shape == want.shape and np.array_equal(have, want), f"{what}: {have.tolist()} != {want.tolist()}")
 
 
-def check_storage(f):
+def check_storage(f, version):
     numeric = []
     f.visititems(lambda name, obj: numeric.append(obj) if isinstance(obj, h5py.Dataset) else None)
+    want = [h5zstd.ZSTD_ID] if version == 1 else [h5zstd.ZSTD_ID, trace_v2.FLETCHER32_ID]
     for ds in numeric:
-        if ds.dtype.kind in "OS":  # variable-length text: HDF5 cannot filter it
+        if ds.dtype.kind in "OS":  # v1 variable-length text: HDF5 cannot filter it
+            check(version == 1, f"{ds.name}: strings in a v2 trace")
             continue
         check(ds.chunks is not None, f"{ds.name} is chunked")
         check(ds.maxshape[0] is None, f"{ds.name} is extendible along axis 0")
-        check(h5zstd.filters_of(ds) == [h5zstd.ZSTD_ID], f"{ds.name} filters {h5zstd.filters_of(ds)} == [32015]")
+        check(h5zstd.filters_of(ds) == want, f"{ds.name} filters {h5zstd.filters_of(ds)} == {want}")
     return len(numeric)
 
 
@@ -50,15 +56,20 @@ def main():
         exp = json.load(fh)
     f = h5py.File(path, "r")
     a = f.attrs
-    check(a["format"] == "moesim-trace", "format attribute")
-    check(int(a["version"]) == 1, "version attribute")
+    version = int(a["version"])
+    check(version in (1, 2), f"version attribute {version}")
+    if version == 2:  # fixed-length strings (h5py returns bytes), checksummed metadata
+        check(all(isinstance(a[k], np.bytes_) for k in ("format", "model_name", "source", "probs_kind")),
+              "v2 string attributes are fixed-length")
+        check(f.id.get_create_plist().get_version()[0] >= 2, "v2: superblock version 2 or later")
+    check(trace_v2.attr_str(a["format"]) == "moesim-trace", "format attribute")
     for key in ("L", "J", "K", "embed_dim", "spec_depth"):
         check(int(a[key]) == exp[key], f"attribute {key} = {a[key]}, expected {exp[key]}")
-    check(a["model_name"] == exp["model_name"], "model_name attribute")
-    check(a["probs_kind"] == exp["probs_kind"], "probs_kind attribute")
+    check(trace_v2.attr_str(a["model_name"]) == exp["model_name"], "model_name attribute")
+    check(trace_v2.attr_str(a["probs_kind"]) == exp["probs_kind"], "probs_kind attribute")
     L, J, K, S, E = (exp[k] for k in ("L", "J", "K", "spec_depth", "embed_dim"))
     flags = int(a["flags"])
-    n_datasets = check_storage(f)
+    n_datasets = check_storage(f, version)
     check_equal(h5zstd.read(f["layers/expert_bytes"]), exp["expert_bytes"], "/layers/expert_bytes")
 
     col = {name: h5zstd.read(f["requests/" + name]) for name in
@@ -69,7 +80,12 @@ def main():
     rows = {name: h5zstd.read(f["rows/" + name]) for name in f["rows"]}
     it = {name: h5zstd.read(f["iterations/" + name]) for name in f["iterations"]}
     tokens = h5zstd.read(f["tokens/ids"]) if flags & FLAG_TOKEN_IDS else None
-    text = f["requests/text"].asstr()[()] if flags & FLAG_TEXT else None
+    text = None
+    if flags & FLAG_TEXT and version == 1:
+        text = f["requests/text"].asstr()[()]
+    elif flags & FLAG_TEXT:  # v2: UTF-8 bytes, one slice per request
+        utf8, t0, tn = (h5zstd.read(f[p]) for p in ("text/utf8", "requests/text_start", "requests/n_text_bytes"))
+        text = [bytes(utf8[int(s):int(s) + int(n)]).decode("utf-8") for s, n in zip(t0, tn)]
     check_equal(rows["topk_ids"].shape[1:], (L, K), "/rows/topk_ids shape")
 
     for i, r in enumerate(reqs):
@@ -106,6 +122,10 @@ def main():
             check_equal(tokens[t0:t0 + nt], r["token_ids"], f"{tag}: /tokens/ids")
         if "text" in r:
             check(text[i] == r["text"], f"{tag}: text {text[i]!r} != {r['text']!r}")
+    if version == 2:
+        digest = trace_v2.content_digest(f, h5zstd.read)
+        stored = trace_v2.attr_str(a["content_sha256"])
+        check(digest == stored, f"content digest {digest} != content_sha256 {stored}")
     print(f"{path}: ok ({len(reqs)} requests, {n_datasets} datasets, read via {h5zstd.method()})")
 
 
