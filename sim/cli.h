@@ -29,15 +29,22 @@ int ms_cli_validate(int argc, char **argv);
  * NULL) sees every "--flag value" first and returns 1 when it took it, 0
  * when it is not its flag, 2 after printing a usage error.  Returns 0 or the
  * usage exit code 2. */
+#define MS_CLI_MAX_SETS 32
 typedef struct {
     const char *cmd;
     const char *model, *platform;
+    /* --set model.KEY=VALUE / --set platform.KEY=VALUE (profile.h ms_profile_set) */
+    ms_profile_set model_sets[MS_CLI_MAX_SETS], platform_sets[MS_CLI_MAX_SETS];
+    int n_model_sets, n_platform_sets;
     int json;
     int cap_flags;
     int (*extra)(void *ctx, const char *flag, const char *val);
     void *ctx;
 } ms_run_flags;
 int ms_cli_parse_run_flags(int argc, char **argv, ms_run_config *cfg, ms_run_flags *f);
+/* Loads f->model (when given) and f->platform with their --set overrides
+ * into *model / *platform and points cfg at them; 0 or -1 with err. */
+int ms_cli_load_profiles(ms_run_flags *f, ms_run_config *cfg, ms_model *model, ms_platform *platform, ms_err *err);
 
 /* Prints "moesim: <msg>\n" to stderr and returns 1 (the error exit code). */
 int ms_cli_error(const char *msg);

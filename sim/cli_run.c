@@ -34,6 +34,9 @@ static const char run_usage[] =
     "                      when a chosen policy learns offline (fmoe, eam, transition, static), else 0\n"
     "  --topk-fill zero|even  top-k-only traces: probability outside the top-k is 0 (default) or\n"
     "                      the mass the top-k leaves, spread evenly\n"
+    "  --set platform.KEY=VALUE, --set model.KEY=VALUE\n"
+    "                      override one key of the profile (any [section]; e.g. gpu_mem_bytes=48GiB,\n"
+    "                      h2d_bw=64GB/s), validated like the file; repeatable; echoed in --json config\n"
     "  --json              print {\"config\": ..., \"metrics\": ...} instead of the table\n";
 
 static int need_value(const char *cmd, int i, int argc, char **argv)
@@ -49,6 +52,50 @@ static int parse_count(const char *cmd, const char *flag, const char *s, double 
     if (ms_parse_u64(s, &u) || (double)u < min || (double)u > max)
         return ms_cli_usage("%s: %s %s: expected a whole number in [%g, %g]", cmd, flag, s, min, max);
     *out = (double)u;
+    return 0;
+}
+
+/* --set model.KEY=VALUE | platform.KEY=VALUE; 0, or 2 after a usage error. */
+static int parse_set(ms_run_flags *f, const char *val)
+{
+    const char *dot = strchr(val, '.'), *eq = strchr(val, '=');
+    int is_model = !strncmp(val, "model.", 6), is_platform = !strncmp(val, "platform.", 9);
+    if (!dot || !eq || eq < dot || eq == dot + 1 || (!is_model && !is_platform))
+        return ms_cli_usage("%s: --set %s: expected platform.KEY=VALUE or model.KEY=VALUE", f->cmd, val);
+    ms_profile_set *sets = is_model ? f->model_sets : f->platform_sets;
+    int *n = is_model ? &f->n_model_sets : &f->n_platform_sets;
+    if (*n == MS_CLI_MAX_SETS)
+        return ms_cli_usage("%s: --set %s: more than %d overrides of one profile", f->cmd, val, MS_CLI_MAX_SETS);
+    /* the key is copied into a static pool: flags live as long as the process */
+    static char keys[2 * MS_CLI_MAX_SETS][64];
+    static int used;
+    size_t klen = (size_t)(eq - dot - 1);
+    if (klen >= sizeof keys[0] || used == 2 * MS_CLI_MAX_SETS)
+        return ms_cli_usage("%s: --set %s: key too long", f->cmd, val);
+    memcpy(keys[used], dot + 1, klen);
+    keys[used][klen] = '\0';
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(sets[i].key, keys[used]))
+            return ms_cli_usage("%s: --set %s: %s.%s is set twice", f->cmd, val, is_model ? "model" : "platform",
+                                keys[used]);
+    sets[(*n)++] = (ms_profile_set){keys[used++], eq + 1};
+    return 0;
+}
+
+int ms_cli_load_profiles(ms_run_flags *f, ms_run_config *cfg, ms_model *model, ms_platform *platform, ms_err *err)
+{
+    if (!f->model && f->n_model_sets)
+        return ms_fail(err, "--set model.%s: needs --model", f->model_sets[0].key);
+    if (f->model && ms_model_load_set(f->model, f->model_sets, f->n_model_sets, model, err))
+        return -1;
+    if (ms_platform_load_set(f->platform, f->platform_sets, f->n_platform_sets, platform, err))
+        return -1;
+    cfg->model = f->model ? model : NULL;
+    cfg->platform = platform;
+    cfg->model_sets = f->model_sets;
+    cfg->n_model_sets = f->n_model_sets;
+    cfg->platform_sets = f->platform_sets;
+    cfg->n_platform_sets = f->n_platform_sets;
     return 0;
 }
 
@@ -75,7 +122,10 @@ int ms_cli_parse_run_flags(int argc, char **argv, ms_run_config *cfg, ms_run_fla
             continue;
         if (extra)
             return 2;
-        if (!strcmp(a, "--trace"))
+        if (!strcmp(a, "--set")) {
+            if (parse_set(f, val))
+                return 2;
+        } else if (!strcmp(a, "--trace"))
             cfg->trace_path = val;
         else if (!strcmp(a, "--model"))
             f->model = val;
@@ -166,12 +216,8 @@ int ms_cli_run(int argc, char **argv)
     ms_err err;
     ms_model model;
     ms_platform platform;
-    if (f.model && ms_model_load(f.model, &model, &err))
+    if (ms_cli_load_profiles(&f, &cfg, &model, &platform, &err))
         return ms_cli_error(err.msg);
-    if (ms_platform_load(f.platform, &platform, &err))
-        return ms_cli_error(err.msg);
-    cfg.model = f.model ? &model : NULL;
-    cfg.platform = &platform;
     if (cfg.events_path && ms_out_check("--events", cfg.events_path, &err))
         return ms_cli_error(err.msg);
     ms_metrics m;

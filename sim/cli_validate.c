@@ -274,10 +274,8 @@ int ms_cli_validate(int argc, char **argv)
     ms_err err;
     ms_model model;
     ms_platform platform;
-    if (ms_model_load(f.model, &model, &err) || ms_platform_load(f.platform, &platform, &err))
+    if (ms_cli_load_profiles(&f, &cfg, &model, &platform, &err))
         return ms_cli_error(err.msg);
-    cfg.model = &model;
-    cfg.platform = &platform;
     const char *outs[][2] = {{"--events", cfg.events_path}, {"--iterations-csv", v.csv.iterations},
                              {"--layers-csv", v.csv.layers}, {"--ops-csv", v.csv.ops}};
     for (size_t i = 0; i < sizeof outs / sizeof *outs; i++)

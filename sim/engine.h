@@ -24,6 +24,10 @@ typedef struct {
     const char *trace_path;
     const ms_model *model;        /* NULL: dimensions from the trace alone */
     const ms_platform *platform;
+    /* --set overrides already applied to *model / *platform, echoed in the
+     * JSON config (profile.h ms_profile_set; may be NULL / 0) */
+    const ms_profile_set *model_sets, *platform_sets;
+    int n_model_sets, n_platform_sets;
     const char *prefetch_spec;    /* "name[:k=v,...]" */
     const char *cache_spec;
     const char *sched_spec;

@@ -690,10 +690,54 @@ static FILE *open_profile(const profile_schema *s, const char *name_or_path, cha
     return fp;
 }
 
+/* Applies --set KIND.KEY=VALUE overrides after the file: each is validated
+ * like the file's value (type, range, and the whole-profile checks that
+ * follow), and its [source] line says it was overridden. */
+static int apply_sets(parse_ctx *c, const ms_profile_set *sets, int n)
+{
+    const char *file = c->path;
+    for (int k = 0; k < n && !c->failed; k++) {
+        char where[600];
+        snprintf(where, sizeof where, "--set %s.%s=%s", c->schema->kind, sets[k].key, sets[k].value);
+        c->path = where;
+        c->line = 0;
+        int i = -1;
+        for (int j = 0; j < c->schema->nfields && i < 0; j++)
+            if (!strcmp(c->schema->fields[j].key, sets[k].key))
+                i = j;
+        if (i < 0 || !strcmp(sets[k].key, "name")) {
+            char known[1024] = "";
+            size_t used = 0;
+            for (int j = 0; j < c->schema->nfields && used < sizeof known; j++)
+                if (strcmp(c->schema->fields[j].key, "name"))
+                    used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", used ? ", " : "",
+                                             c->schema->fields[j].key);
+            ctx_fail(c, "unknown %s key '%s' (known: %s)", c->schema->kind, sets[k].key, known);
+            break;
+        }
+        const field_spec *f = &c->schema->fields[i];
+        int rc = (f->kind == K_NAME || f->kind == K_TEXT || f->kind == K_DTYPE) ? store_text(c, f, sets[k].value)
+                                                                               : store_number(c, f, sets[k].value);
+        if (rc)
+            break;
+        c->seen[i] = 1;
+        snprintf(c->raw[i], sizeof c->raw[i], "%s", sets[k].value);
+        int g = f->cite ? find_group(c, f->cite) : -1;
+        if (g >= 0) {
+            snprintf(c->group_text[g], sizeof c->group_text[g], "override --set %s.%s=%s (the file's value replaced)",
+                     c->schema->kind, sets[k].key, sets[k].value);
+            c->group_seen[g] = 1;
+        }
+    }
+    c->path = file;
+    return c->failed ? -1 : 0;
+}
+
 /* Reads and validates one profile into out (a zeroed struct of the schema's
  * type); name_off/source_off/source_cap locate the name and source members. */
 static int load_profile(const profile_schema *s, const char *name_or_path, void *out, size_t name_off,
-                        size_t source_off, size_t source_cap, char *file, size_t file_cap, ms_err *err)
+                        size_t source_off, size_t source_cap, char *file, size_t file_cap,
+                        const ms_profile_set *sets, int nsets, ms_err *err)
 {
     if (!name_or_path || !*name_or_path)
         return ms_fail(err, "empty %s name", s->kind);
@@ -720,6 +764,15 @@ static int load_profile(const profile_schema *s, const char *name_or_path, void 
     } else if (!c->failed && rc < 0) {
         ctx_fail(c, "inih failed (%d)", rc);
     }
+    char with[6000];
+    if (!c->failed && nsets && !apply_sets(c, sets, nsets)) {
+        /* the whole-profile checks below name the overrides too */
+        size_t used = (size_t)snprintf(with, sizeof with, "%.4000s with", path);
+        for (int k = 0; k < nsets && used < sizeof with; k++)
+            used += (size_t)snprintf(with + used, sizeof with - used, " --set %s.%s=%s", s->kind, sets[k].key,
+                                     sets[k].value);
+        c->path = with;
+    }
     if (!c->failed && !check_required(c) && s == &model_schema)
         check_model(c, out);
     if (!c->failed && by_name) {
@@ -736,12 +789,12 @@ static int load_profile(const profile_schema *s, const char *name_or_path, void 
     return failed ? -1 : 0;
 }
 
-int ms_model_load(const char *name_or_path, ms_model *out, ms_err *err)
+int ms_model_load_set(const char *name_or_path, const ms_profile_set *sets, int nsets, ms_model *out, ms_err *err)
 {
     ms_model m;
     memset(&m, 0, sizeof m);
     if (load_profile(&model_schema, name_or_path, &m, offsetof(ms_model, name), offsetof(ms_model, source),
-                     sizeof m.source, m.file, sizeof m.file, err) ||
+                     sizeof m.source, m.file, sizeof m.file, sets, nsets, err) ||
         ms_digest_file(m.file, m.sha256, err))
         return -1;
     ms_out_input(m.file);
@@ -749,17 +802,28 @@ int ms_model_load(const char *name_or_path, ms_model *out, ms_err *err)
     return 0;
 }
 
-int ms_platform_load(const char *name_or_path, ms_platform *out, ms_err *err)
+int ms_model_load(const char *name_or_path, ms_model *out, ms_err *err)
+{
+    return ms_model_load_set(name_or_path, NULL, 0, out, err);
+}
+
+int ms_platform_load_set(const char *name_or_path, const ms_profile_set *sets, int nsets, ms_platform *out,
+                         ms_err *err)
 {
     ms_platform p;
     memset(&p, 0, sizeof p);
     if (load_profile(&platform_schema, name_or_path, &p, offsetof(ms_platform, name),
-                     offsetof(ms_platform, source), sizeof p.source, p.file, sizeof p.file, err) ||
+                     offsetof(ms_platform, source), sizeof p.source, p.file, sizeof p.file, sets, nsets, err) ||
         ms_digest_file(p.file, p.sha256, err))
         return -1;
     ms_out_input(p.file);
     *out = p;
     return 0;
+}
+
+int ms_platform_load(const char *name_or_path, ms_platform *out, ms_err *err)
+{
+    return ms_platform_load_set(name_or_path, NULL, 0, out, err);
 }
 
 /* ---- listing ---- */

@@ -75,6 +75,19 @@ typedef struct {
 
 int ms_model_load(const char *name_or_path, ms_model *out, ms_err *err);
 int ms_platform_load(const char *name_or_path, ms_platform *out, ms_err *err);
+
+/* One override of a profile key without copying the file (`--set
+ * platform.gpu_mem_bytes=48GiB`): key is the bare key of any section. */
+typedef struct {
+    const char *key, *value;
+} ms_profile_set;
+/* The same loads with overrides applied after the file, each validated like
+ * the file's own value (type, range, whole-profile checks; errors name
+ * "--set KIND.KEY=VALUE"); the [source] line of an overridden figure says
+ * so.  The name cannot be overridden. */
+int ms_model_load_set(const char *name_or_path, const ms_profile_set *sets, int nsets, ms_model *out, ms_err *err);
+int ms_platform_load_set(const char *name_or_path, const ms_profile_set *sets, int nsets, ms_platform *out,
+                         ms_err *err);
 /* Names of shipped profiles, sorted; caller frees the array and strings. */
 int ms_profile_list(const char *kind /* "models" | "platforms" */, char ***names, int *n, ms_err *err);
 void ms_profile_list_free(char **names, int n);

@@ -64,6 +64,18 @@ cJSON *ms_report_config(const ms_run_config *cfg)
     else
         cJSON_AddNullToObject(c, "model");
     cJSON_AddStringToObject(c, "platform", cfg->platform->name);
+    if (cfg->n_model_sets || cfg->n_platform_sets) {
+        cJSON *o = cJSON_AddObjectToObject(c, "overrides");
+        char key[96];
+        for (int i = 0; i < cfg->n_model_sets; i++) {
+            snprintf(key, sizeof key, "model.%s", cfg->model_sets[i].key);
+            cJSON_AddStringToObject(o, key, cfg->model_sets[i].value);
+        }
+        for (int i = 0; i < cfg->n_platform_sets; i++) {
+            snprintf(key, sizeof key, "platform.%s", cfg->platform_sets[i].key);
+            cJSON_AddStringToObject(o, key, cfg->platform_sets[i].value);
+        }
+    }
     cJSON_AddItemToObject(c, "prefetch", ms_report_policy(MS_KIND_PREFETCH, cfg->prefetch_spec));
     cJSON_AddItemToObject(c, "cache", ms_report_policy(MS_KIND_CACHE, cfg->cache_spec));
     cJSON_AddItemToObject(c, "sched", ms_report_policy(MS_KIND_SCHED, cfg->sched_spec));

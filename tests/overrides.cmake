@@ -1,0 +1,35 @@
+# Profile overrides without copying a profile: --set platform.KEY=VALUE and
+# --set model.KEY=VALUE on run and validate (sim/profile.h ms_profile_set).
+set(OV_DIR ${CMAKE_CURRENT_BINARY_DIR}/overrides)
+set(OV_T ${OV_DIR}/t.h5)
+set(OV_FAIL ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_fail.sh)
+add_test(NAME overrides.fixture COMMAND sh -c "mkdir -p ${OV_DIR} && $<TARGET_FILE:moesim> trace gen --model mixtral-8x7b -o ${OV_T} --seed 9 --requests 2 --set prompt_max=16 --set output_max=8")
+set_tests_properties(overrides.fixture PROPERTIES FIXTURES_SETUP ov_trace)
+
+# half of Mixtral's experts (128 x 352 MB = 45 GB) does not fit rtx3090-pcie4's 24 GiB;
+# with the GPU memory overridden it runs, and the config says so
+add_test(NAME overrides.gpu_mem COMMAND sh -c "$<TARGET_FILE:moesim> run --trace ${OV_T} --model mixtral-8x7b --cache-experts 128 --set platform.gpu_mem_bytes=80GiB --json | tr -d ' \\t\\n' | grep -q '\"platform\":\"rtx3090-pcie4\",\"overrides\":{\"platform.gpu_mem_bytes\":\"80GiB\"}'")
+# an override gives exactly the metrics of a copied profile with that one value changed
+add_test(NAME overrides.same_as_copy COMMAND sh -c "sed '0,/^h2d_bw *=.*/s//h2d_bw = 64GB\\/s/' ${PROJECT_SOURCE_DIR}/sim/profiles/platforms/rtx3090-pcie4.ini > ${OV_DIR}/fast.ini && grep -q '^h2d_bw = 64GB/s' ${OV_DIR}/fast.ini && m() { $<TARGET_FILE:moesim> run --trace ${OV_T} --model mixtral-8x7b --cache-experts 32 --prefetch oracle --json \"$@\" | tr -d '\\n' | sed 's/.*\"metrics\"//'; } && a=$(m --set platform.h2d_bw=64GB/s) && b=$(m --platform ${OV_DIR}/fast.ini) && c=$(m) && [ -n \"$a\" ] && [ \"$a\" = \"$b\" ] && [ \"$a\" != \"$c\" ]")
+set_tests_properties(overrides.gpu_mem overrides.same_as_copy PROPERTIES FIXTURES_REQUIRED ov_trace)
+
+function(ov_fail name code regex)
+  add_test(NAME overrides.${name} COMMAND ${OV_FAIL} ${code} "${regex}" $<TARGET_FILE:moesim> ${ARGN})
+  set_tests_properties(overrides.${name} PROPERTIES FIXTURES_REQUIRED ov_trace)
+endfunction()
+ov_fail(bad_value 1 "^moesim: --set platform.gpu_mem_bytes=lots: \\[gpu\\] gpu_mem_bytes = 'lots': not a byte size such as 24GiB$"
+        run --trace ${OV_T} --cache-experts 16 --set platform.gpu_mem_bytes=lots)
+ov_fail(out_of_range 1 "^moesim: --set platform.h2d_bw=0: \\[link\\] h2d_bw = '0': must be > 0"
+        run --trace ${OV_T} --cache-experts 16 --set platform.h2d_bw=0)
+ov_fail(unknown_key 1 "^moesim: --set platform.gpu_mem=1: unknown platform key 'gpu_mem' \\(known: description, gpu_mem_bytes,"
+        run --trace ${OV_T} --cache-experts 16 --set platform.gpu_mem=1)
+ov_fail(name_key 1 "unknown platform key 'name'" run --trace ${OV_T} --cache-experts 16 --set platform.name=x)
+ov_fail(bad_spec 2 "^moesim: run: --set gpu.x=1: expected platform.KEY=VALUE or model.KEY=VALUE$"
+        run --trace ${OV_T} --cache-experts 16 --set gpu.x=1)
+ov_fail(no_value 2 "expected platform.KEY=VALUE" run --trace ${OV_T} --cache-experts 16 --set platform.h2d_bw)
+ov_fail(twice 2 "platform.h2d_bw is set twice" run --trace ${OV_T} --cache-experts 16 --set platform.h2d_bw=1GB/s --set platform.h2d_bw=2GB/s)
+ov_fail(model_without_model 1 "^moesim: --set model.top_k: needs --model$" run --trace ${OV_T} --cache-experts 16 --set model.top_k=3)
+ov_fail(model_cross_check 1 "mixtral-8x7b.ini with --set model.top_k=9: \\[model\\] top_k = 9 exceeds experts = 8$"
+        run --trace ${OV_T} --model mixtral-8x7b --cache-experts 16 --set model.top_k=9)
+ov_fail(validate_bad 1 "^moesim: --set platform.hbm_bw=x: \\[gpu\\] hbm_bw = 'x'"
+        validate --backend host --trace ${OV_T} --model mixtral-8x7b --platform rtx3090-pcie4 --cache-experts 16 --set platform.hbm_bw=x)
