@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CUDA backend's checks on a GPU machine (README "CUDA backend").
+# The CUDA backend's checks on a GPU machine (docs/real-execution.md "CUDA backend").
 #
 #   kernels/gpu-check.sh pack [BUILD [DEST]]   (here, after building with CUDA)
 #     copies moesim, the CUDA tests, the shared libraries they need that a bare

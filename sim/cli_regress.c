@@ -29,7 +29,7 @@ static const char regress_usage[] =
     "rate and the hits / late / misses / on_cpu counts with it.  Prints a diff table of the points\n"
     "that differ (point, metric, golden, got, delta) and a summary line.\n"
     "\n"
-    "  --golden FILE         the golden file (format: README, section `moesim regress`)\n"
+    "  --golden FILE         the golden file (format: docs/sweeps.md, `moesim regress`)\n"
     "  --tolerance T         absolute hit-rate tolerance (default 0: exact at 6 decimals); a point\n"
     "                        regresses when its hit rate is more than T below the golden\n"
     "  --count-tolerance N   counts may differ by N (default 0) when the hit rate is within T\n"

@@ -7,7 +7,7 @@
 # -timeout=10 (a hang), -rss_limit_mb=2048 and LeakSanitizer; crash inputs
 # land in $FUZZ_ARTIFACTS (default: the scratch dir, printed).  Exit 1 when
 # any harness crashed, hung, leaked or ran out of memory.
-# FUZZ_KEEP=DIR keeps each grown corpus in DIR/NAME (for the README figures).
+# FUZZ_KEEP=DIR keeps each grown corpus in DIR/NAME (for the docs/fuzzing.md figures).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD_DIR:-build-fuzz}

@@ -5,7 +5,7 @@
  * test time.  Each is fitted (1 pass, 1 trial seed, to stay fast), the params
  * file is written and read back, a twin is generated from it with the params'
  * own seed (never seen by the search) and both are measured by the stats
- * module.  Tolerances (also in README.md, "Fitted generator"):
+ * module.  Tolerances (also in docs/traces.md, "Fitted generator"):
  *   per-layer whole-trace entropy h_trace |twin - source| <= 0.6 bits, each layer
  *     (measured worst: 0.36 synthetic, 0.48 gpt-oss: small traces, sampling noise)
  *   mean h_req over layers                               <= 0.15 bits

@@ -29,7 +29,7 @@ typedef struct {
     double sizes[3];
 } test_trace;
 
-/* Per-policy parameters that keep the suite fast (documented in README's
+/* Per-policy parameters that keep the suite fast (documented in docs/policies.md's
  * test section): the map store and EAM collection are capped. */
 static const struct {
     ms_policy_kind kind;
