@@ -3,11 +3,11 @@
 
 #include <errno.h>
 #include <stddef.h>
-#include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ini.h"
 #include "params.h"
 #include "paths.h"
 #include "profile.h"
@@ -49,18 +49,14 @@ static const sl_key keys[] = {
 
 typedef struct {
     ms_sl_platform *p;
-    const char *path;
-    ms_err *err;
-    int failed, line;
+    ms_ini *ini;
     int seen[N_KEYS];
 } sl_ctx;
 
+/* "FILE:LINE: key = value: why" through the one INI reader; returns -1. */
 static int ctx_fail(sl_ctx *c, const char *key, const char *val, const char *why)
 {
-    if (!c->failed)
-        ms_fail(c->err, "%s: line %d: %s = %s: %s", c->path, c->line, key, val, why);
-    c->failed = 1;
-    return 0;
+    return ms_ini_fail(c->ini, "%s = %s: %s", key, val, why);
 }
 
 static int parse_memory_list(sl_ctx *c, const char *val)
@@ -82,34 +78,14 @@ static int parse_memory_list(sl_ctx *c, const char *val)
     }
     if (!c->p->n_mem)
         return ctx_fail(c, "memory_mb", val, "empty list");
-    return 1;
+    return 0;
 }
 
-/* fgets for ini_parse_stream that counts lines (for the error messages). */
-typedef struct {
-    FILE *fp;
-    int line;
-} line_reader;
-
-static char *read_line(char *buf, int size, void *stream)
-{
-    line_reader *r = stream;
-    char *s = fgets(buf, size, r->fp);
-    if (s)
-        r->line++;
-    return s;
-}
-
-static line_reader *g_reader; /* the reader of the file being parsed (single-threaded CLI) */
-
-static int on_value(void *user, const char *section, const char *name, const char *value)
+static int on_value(ms_ini *ini, void *user, const char *section, const char *name, const char *value)
 {
     sl_ctx *c = user;
-    c->line = g_reader ? g_reader->line : 0;
-    if (c->failed)
-        return 0;
-    if (strcmp(section, "serverless"))
-        return ctx_fail(c, name, value, "unknown section (expected [serverless])");
+    c->ini = ini;
+    (void)section; /* the reader admits [serverless] only */
     for (size_t k = 0; k < N_KEYS; k++) {
         if (strcmp(keys[k].key, name))
             continue;
@@ -118,11 +94,11 @@ static int on_value(void *user, const char *section, const char *name, const cha
         c->seen[k] = 1;
         if (keys[k].kind == K_NAME) {
             snprintf(c->p->name, sizeof c->p->name, "%s", value);
-            return 1;
+            return 0;
         }
         if (keys[k].kind == K_DESC) {
             snprintf(c->p->description, sizeof c->p->description, "%s", value);
-            return 1;
+            return 0;
         }
         if (keys[k].kind == K_MEM)
             return parse_memory_list(c, value);
@@ -138,7 +114,7 @@ static int on_value(void *user, const char *section, const char *name, const cha
             c->p->max_replicas = (int)v;
         } else
             *(double *)((char *)c->p + keys[k].off) = v * keys[k].scale;
-        return 1;
+        return 0;
     }
     return ctx_fail(c, name, value, "unknown key");
 }
@@ -158,23 +134,15 @@ int ms_sl_platform_load(const char *name_or_path, ms_sl_platform *out, ms_err *e
         if (snprintf(path, sizeof path, "%s/serverless/%s.ini", dir, name_or_path) >= (int)sizeof path)
             return ms_fail(err, "serverless profile path too long for '%s'", name_or_path);
     }
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return ms_fail(err, "%s: cannot open serverless profile: %s", path, strerror(errno));
     memset(out, 0, sizeof *out);
-    sl_ctx c = {.p = out, .path = path, .err = err};
-    line_reader lr = {fp, 0};
-    g_reader = &lr;
-    int rc = ini_parse_stream(read_line, &lr, on_value, &c);
-    g_reader = NULL;
-    fclose(fp);
-    if (c.failed)
+    sl_ctx c = {.p = out};
+    static const char *const sections[] = {"serverless", NULL};
+    ms_ini_spec spec = {.what = "serverless profile", .sections = sections, .on_value = on_value, .user = &c};
+    if (ms_ini_parse(path, &spec, err))
         return -1;
-    if (rc)
-        return ms_fail(err, "%s: line %d: syntax error", path, rc);
     for (size_t k = 0; k < N_KEYS; k++)
         if (!c.seen[k])
-            return ms_fail(err, "%s: missing required key '%s' in [serverless]", path, keys[k].key);
+            return ms_ini_fail_file(err, path, "missing required key '%s' in [serverless]", keys[k].key);
     return 0;
 }
 
