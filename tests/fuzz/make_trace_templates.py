@@ -15,10 +15,20 @@ number moesim validates is under the fuzzer's control.
   zstd.h5    the trace as moesim writes it (chunked, zstd filter 32015):
              the compressed bytes of every chunk are regions, so moesim's
              zstd filter (traces/h5_zstd.c) decodes fuzzed frames
+  plain_v2.h5 (with --v2 V2_TRACE.h5, a format v2 trace with every
+             optional part) format v2: HDF5 1.10 file format, every dataset
+             one chunk with the Fletcher32 filter only (no compression); the
+             regions are the chunks' values, and the harness recomputes each
+             chunk's checksum after splicing (third column 1), so the v2
+             reader (text bytes, text_start / n_text_bytes, the v2 checks)
+             sees fuzzed values behind valid checksums.  Attributes are not
+             regions: they live in checksummed object headers.
 
-For each template T: T.regions ("offset length" per line) and the seed
+For each template T: T.regions ("offset length [1]" per line) and the seed
 ../corpus/trace_h5/T.seed (the template's own region bytes, real values).
-Usage: make_trace_templates.py SOURCE_TRACE.h5 OUT_DIR
+Usage: make_trace_templates.py SOURCE_TRACE.h5 OUT_DIR [--v2 V2_TRACE.h5]
+(the v1 templates were made from a v1 trace: their SOURCE is not a trace
+moesim writes any more; --v2 alone with SOURCE '-' makes plain_v2 only)
 """
 import sys
 
@@ -86,17 +96,50 @@ def make_zstd(src_path, path):
     return regions, seed
 
 
+def make_plain_v2(src, path):
+    with h5py.File(path, "w", libver=("v110", "v110")) as dst:
+        for n in datasets(src):
+            data = src[n][()]
+            chunks = (max(data.shape[0], 1),) + data.shape[1:]
+            dst.create_dataset(n, data=data, chunks=chunks, maxshape=(None,) + data.shape[1:], fletcher32=True,
+                               track_times=False)
+        for k in sorted(src.attrs.keys()):
+            dst.attrs.create(k, src.attrs[k])  # fixed-length strings stay fixed-length
+    blob = open(path, "rb").read()
+    regions, seed = [], b""
+    with h5py.File(path, "r") as f:
+        for n in datasets(f):
+            d = f[n]
+            if d.id.get_num_chunks() == 0:
+                continue
+            info = d.id.get_chunk_info(0)
+            regions.append((info.byte_offset, info.size - 4, 1))  # the last 4 bytes: Fletcher32
+            seed += blob[info.byte_offset:info.byte_offset + info.size - 4]
+    return regions, seed
+
+
 def main():
-    src_path, out = sys.argv[1], sys.argv[2]
-    with h5py.File(src_path, "r") as src:
-        plain = make_plain(src, f"{out}/plain.h5")
-    zstd = make_zstd(src_path, f"{out}/zstd.h5")
-    for name, (regions, seed) in (("plain", plain), ("zstd", zstd)):
+    args = sys.argv[1:]
+    v2 = None
+    if "--v2" in args:
+        i = args.index("--v2")
+        v2 = args[i + 1]
+        del args[i:i + 2]
+    src_path, out = args
+    made = []
+    if src_path != "-":
+        with h5py.File(src_path, "r") as src:
+            made.append(("plain", 0, make_plain(src, f"{out}/plain.h5")))
+        made.append(("zstd", 1, make_zstd(src_path, f"{out}/zstd.h5")))
+    if v2:
+        with h5py.File(v2, "r") as src:
+            made.append(("plain_v2", 2, make_plain_v2(src, f"{out}/plain_v2.h5")))
+    for name, byte0, (regions, seed) in made:
         with open(f"{out}/{name}.regions", "w") as r:
-            for o, n in regions:
-                r.write(f"{o} {n}\n")
+            for reg in regions:
+                r.write(" ".join(str(x) for x in reg) + "\n")
         with open(f"{out}/../corpus/trace_h5/{name}.seed", "wb") as s:
-            s.write(bytes([0 if name == "plain" else 1]) + seed)
+            s.write(bytes([byte0]) + seed)
         print(name, len(regions), "regions,", len(seed), "seed bytes")
 
 
