@@ -2,8 +2,8 @@
 """Makes the templates of fuzz_trace_h5 (run once; needs h5py + hdf5plugin).
 
 fuzz_trace_h5 does not feed raw bytes to HDF5: Debian 12's HDF5 1.10.8
-crashes, hangs or leaks on corrupt object headers and global heaps (README
-"Fuzzing"), which moesim cannot guard against.  Instead each template is a
+crashes, hangs or leaks on corrupt object headers and global heaps
+(docs/fuzzing.md), which moesim cannot guard against.  Instead each template is a
 valid trace whose *values* are mutable: the fuzz input is spliced into the
 template's listed byte regions, so HDF5's structures stay intact while every
 number moesim validates is under the fuzzer's control.
