@@ -89,7 +89,11 @@ static int section_line(ms_ini *ini, const char *s)
             return ms_ini_fail(ini, "unknown section [%s] (known: %s)", ini->section, list);
         }
     }
-    return ini->spec->on_section ? ini->spec->on_section(ini, ini->spec->user, ini->section) : 0;
+    if (ini->spec->on_section && ini->spec->on_section(ini, ini->spec->user, ini->section) != 0) {
+        ini->failed = 1; /* the handler has filled err */
+        return -1;
+    }
+    return 0;
 }
 
 /* fgets for ini_parse_stream: counts lines, refuses over-long ones, notes
@@ -117,7 +121,9 @@ static int on_value(void *user, const char *section, const char *key, const char
     ms_ini *ini = user;
     if (ini->failed)
         return 0;
-    return ini->spec->on_value(ini, ini->spec->user, section, key, value) == 0 && !ini->failed;
+    if (ini->spec->on_value(ini, ini->spec->user, section, key, value) != 0)
+        ini->failed = 1; /* the handler has filled err */
+    return !ini->failed;
 }
 
 int ms_ini_parse(const char *path, const ms_ini_spec *spec, ms_err *err)

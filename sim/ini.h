@@ -26,7 +26,8 @@ typedef struct {
     /* every [section] line, after the known-name check (may be NULL) */
     int (*on_section)(ms_ini *ini, void *user, const char *section);
     /* every key = value (a continuation line arrives as the same key again,
-     * ms_ini_continuation() telling so); 0 to go on, -1 after ms_ini_fail */
+     * ms_ini_continuation() telling so); 0 to go on, -1 after ms_ini_fail
+     * (or after filling err with a message of the same form) */
     int (*on_value)(ms_ini *ini, void *user, const char *section, const char *key, const char *value);
     void *user;
 } ms_ini_spec;

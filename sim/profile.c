@@ -15,9 +15,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <ini.h>
 
 #include "digest.h"
+#include "ini.h"
 #include "out.h"
 #include "params.h"
 #include "paths.h"
@@ -167,7 +167,8 @@ typedef struct {
 
 static int ctx_fail(parse_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Records the first error as "FILE: message (line N)"; later calls are ignored. */
+/* Records the first error as "FILE:LINE: message" (the one INI error form,
+ * sim/ini.h; "FILE: message" outside a line); later calls are ignored. */
 static int ctx_fail(parse_ctx *c, const char *fmt, ...)
 {
     if (c->failed)
@@ -179,7 +180,7 @@ static int ctx_fail(parse_ctx *c, const char *fmt, ...)
     va_end(ap);
     c->failed = 1;
     if (c->line > 0)
-        return ms_fail(c->err, "%s: %s (line %d)", c->path, msg, c->line);
+        return ms_fail(c->err, "%s:%d: %s", c->path, c->line, msg);
     return ms_fail(c->err, "%s: %s", c->path, msg);
 }
 
@@ -397,48 +398,12 @@ static int on_ini_value(void *user, const char *section, const char *name, const
     return rc == 0;
 }
 
-/* Section header "[name]" of a raw line, checked here because inih only
- * reports sections through their keys (an empty misspelt section would
- * otherwise pass unnoticed). */
-static int check_section_line(parse_ctx *c, const char *line)
+/* The one INI reader's handler (sim/ini.h): 0 to go on, -1 after ctx_fail. */
+static int on_value(ms_ini *ini, void *user, const char *section, const char *name, const char *value)
 {
-    while (*line == ' ' || *line == '\t')
-        line++;
-    if (*line != '[')
-        return 0;
-    const char *end = strchr(line, ']');
-    if (!end)
-        return 0; /* inih reports the syntax error */
-    char name[64];
-    size_t n = (size_t)(end - line - 1);
-    if (n >= sizeof name)
-        n = sizeof name - 1;
-    memcpy(name, line + 1, n);
-    name[n] = '\0';
-    if (in_list(c->schema->sections, name))
-        return 0;
-    char known[256];
-    join_list(c->schema->sections, known, sizeof known);
-    return ctx_fail(c, "unknown section [%s] (known: %s)", name, known);
-}
-
-/* fgets-style reader for ini_parse_stream: counts lines, refuses lines
- * longer than inih's buffer (which inih would silently split), checks section
- * names, and ends the input after the first error. */
-static char *read_ini_line(char *str, int num, void *stream)
-{
-    parse_ctx *c = stream;
-    if (c->failed || !fgets(str, num, c->fp))
-        return NULL;
-    c->line++;
-    size_t n = strlen(str);
-    if (n > 0 && n == (size_t)num - 1 && str[n - 1] != '\n' && !feof(c->fp)) {
-        ctx_fail(c, "line longer than %d characters", num - 2);
-        return NULL;
-    }
-    if (check_section_line(c, str))
-        return NULL;
-    return str;
+    parse_ctx *c = user;
+    c->line = ms_ini_line(ini);
+    return on_ini_value(user, section, name, value) ? 0 : -1;
 }
 
 /* ---- whole-file checks ---- */
@@ -749,21 +714,19 @@ static int load_profile(const profile_schema *s, const char *name_or_path, void 
         free(c);
         return -1;
     }
+    fclose(c->fp);
+    c->fp = NULL;
     c->schema = s;
     c->path = path;
     c->out = out;
     c->err = err;
     collect_groups(c);
-    int rc = ini_parse_stream(read_ini_line, c, on_ini_value, c);
-    if (ferror(c->fp) && !c->failed)
-        ctx_fail(c, "read error: %s", strerror(errno));
-    fclose(c->fp);
-    if (!c->failed && rc > 0) {
-        c->line = rc;
-        ctx_fail(c, "syntax error (expected [section], key = value, or a ; or # comment)");
-    } else if (!c->failed && rc < 0) {
-        ctx_fail(c, "inih failed (%d)", rc);
-    }
+    char what[64];
+    snprintf(what, sizeof what, "%s profile", s->kind);
+    ms_ini_spec spec = {.what = what, .sections = s->sections, .on_value = on_value, .user = c};
+    if (ms_ini_parse(path, &spec, err))
+        c->failed = 1;
+    c->line = 0;
     char with[6000];
     if (!c->failed && nsets && !apply_sets(c, sets, nsets)) {
         /* the whole-profile checks below name the overrides too */

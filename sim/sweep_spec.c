@@ -1,6 +1,5 @@
 /* Sweep specifications: see sweep_spec.h. */
 #include <errno.h>
-#include <ini.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +11,7 @@
 #include "../traces/trace.h"
 #include "../traces/trace_cache.h"
 #include "params.h"
+#include "ini.h"
 #include "out.h"
 #include "sweep_spec.h"
 
@@ -103,7 +103,6 @@ struct ms_sweep_spec {
 
 typedef struct {
     ms_sweep_spec *s;
-    FILE *fp;
     int line;
     int failed;
     int continuation; /* the current line starts with white space */
@@ -143,50 +142,25 @@ static group *current_group(parse_ctx *c)
 }
 
 /* Section headers: only [sweep] (once, first) and [point]. */
-static int check_section_line(parse_ctx *c, const char *line)
+static int on_section(ms_ini *ini, void *user, const char *name)
 {
-    while (*line == ' ' || *line == '\t')
-        line++;
-    if (*line != '[')
-        return 0;
-    const char *end = strchr(line, ']');
-    if (!end)
-        return ctx_fail(c, "malformed section header");
-    size_t n = (size_t)(end - line - 1);
-    if (n == 5 && !strncmp(line + 1, "sweep", 5)) {
+    parse_ctx *c = user;
+    c->line = ms_ini_line(ini);
+    if (!strcmp(name, "sweep")) {
         if (c->in_point != -1)
             return ctx_fail(c, "[sweep] must come first and only once");
         c->in_point = 0;
         return 0;
     }
-    if (n == 5 && !strncmp(line + 1, "point", 5)) {
-        if (c->in_point == -1)
-            return ctx_fail(c, "[point] before [sweep]");
-        ms_sweep_spec *s = c->s;
-        s->groups = ms_xrealloc(s->groups, (size_t)s->ngroups + 1, sizeof *s->groups);
-        memset(&s->groups[s->ngroups], 0, sizeof *s->groups);
-        s->groups[s->ngroups++].line = c->line;
-        c->in_point = 1;
-        return 0;
-    }
-    return ctx_fail(c, "unknown section [%.*s] (known: sweep, point)", (int)(n < 64 ? n : 64), line + 1);
-}
-
-static char *read_spec_line(char *str, int num, void *stream)
-{
-    parse_ctx *c = stream;
-    if (c->failed || !fgets(str, num, c->fp))
-        return NULL;
-    c->line++;
-    size_t n = strlen(str);
-    if (n > 0 && n == (size_t)num - 1 && str[n - 1] != '\n' && !feof(c->fp)) {
-        ctx_fail(c, "line longer than %d characters (continue a list on indented lines)", num - 2);
-        return NULL;
-    }
-    c->continuation = (str[0] == ' ' || str[0] == '\t') && strspn(str, " \t\r\n") < n;
-    if (!c->continuation && check_section_line(c, str))
-        return NULL;
-    return str;
+    /* "point": the reader admits no other name */
+    if (c->in_point == -1)
+        return ctx_fail(c, "[point] before [sweep]");
+    ms_sweep_spec *s = c->s;
+    s->groups = ms_xrealloc(s->groups, (size_t)s->ngroups + 1, sizeof *s->groups);
+    memset(&s->groups[s->ngroups], 0, sizeof *s->groups);
+    s->groups[s->ngroups++].line = c->line;
+    c->in_point = 1;
+    return 0;
 }
 
 static int param_index(const char *name, int *gb)
@@ -246,7 +220,8 @@ static const char known_keys[] =
     "output, mode, trace_cache, trace, model, platform, prefetch, cache, sched, cache_experts, cache_bytes, "
     "cache_gb, distance, batch, host_bytes, h2d_gbps, train, topk_fill, offline, seed";
 
-static int on_value(void *user, const char *section, const char *name, const char *value)
+/* inih's convention: 1 to go on, 0 after ctx_fail */
+static int value_line(void *user, const char *section, const char *name, const char *value)
 {
     (void)section;
     parse_ctx *c = user;
@@ -278,6 +253,14 @@ static int on_value(void *user, const char *section, const char *name, const cha
     r->gb = gb;
     c->last_line_key_param = p;
     return 1;
+}
+
+static int on_value(ms_ini *ini, void *user, const char *section, const char *name, const char *value)
+{
+    parse_ctx *c = user;
+    c->line = ms_ini_line(ini);
+    c->continuation = ms_ini_continuation(ini);
+    return value_line(user, section, name, value) ? 0 : -1;
 }
 
 /* ---- numbers and ranges ---- */
@@ -701,18 +684,11 @@ ms_sweep_spec *ms_sweep_load(const char *path, ms_err *err)
     s->dir = dir_of(path);
     s->trace_cache = MS_TRACE_CACHE_DEFAULT_BYTES;
     parse_ctx c = {.s = s, .err = err, .in_point = -1, .last_line_key_param = -1};
-    c.fp = fopen(path, "r");
-    if (!c.fp) {
-        ms_fail(err, "%s: cannot open the sweep spec: %s", path, strerror(errno));
-        ms_sweep_free(s);
-        return NULL;
-    }
-    int rc = ini_parse_stream(read_spec_line, &c, on_value, &c);
-    fclose(c.fp);
-    if (!c.failed && rc > 0) {
-        c.line = rc;
-        ctx_fail(&c, "syntax error (expected [section], key = value, or a ; or # comment)");
-    }
+    static const char *const sections[] = {"sweep", "point", NULL};
+    ms_ini_spec spec = {.what = "the sweep spec", .sections = sections, .on_section = on_section,
+                        .on_value = on_value, .user = &c};
+    if (ms_ini_parse(path, &spec, err))
+        c.failed = 1;
     if (!c.failed && !check_whole_spec(&c) && !expand_points(&c)) {
         char *out = resolve_path(s, s->output);
         free(s->output);

@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <ini.h>
 
+
+#include "../sim/ini.h"
 #include "../sim/params.h"
 #include "gen_params.h"
 
@@ -166,59 +167,21 @@ static int popularity_value(parse_ctx *c, const char *key, const char *value)
     return list_append(c, nl, key, value);
 }
 
-static int on_value(void *user, const char *section, const char *name, const char *value)
+static int on_value(ms_ini *ini, void *user, const char *section, const char *name, const char *value)
 {
     parse_ctx *c = user;
-    if (c->failed)
-        return 0;
+    c->line = ms_ini_line(ini);
+    c->cont = ms_ini_continuation(ini);
     snprintf(c->section, sizeof c->section, "%s", section);
     if (!*section)
-        return ctx_fail(c, "key '%s' outside any [section]", name) == 0;
+        return ctx_fail(c, "key '%s' outside any [section]", name);
     if (!strcmp(section, "model")) {
         c->f->has_model = 1;
-        return model_value(c, name, value) == 0;
+        return model_value(c, name, value);
     }
     if (!strcmp(section, "gen"))
-        return gen_value(c, name, value) == 0;
-    return popularity_value(c, name, value) == 0;
-}
-
-static int check_section_line(parse_ctx *c, const char *s)
-{
-    while (*s == ' ' || *s == '\t')
-        s++;
-    if (*s != '[')
-        return 0;
-    const char *end = strchr(s, ']');
-    if (!end)
-        return 0; /* inih reports it */
-    size_t n = (size_t)(end - s - 1);
-    if ((n == 5 && !strncmp(s + 1, "model", 5)) || (n == 3 && !strncmp(s + 1, "gen", 3)) ||
-        (n == 10 && !strncmp(s + 1, "popularity", 10)))
-        return 0;
-    return ctx_fail(c, "unknown section [%.*s] (known: model, gen, popularity)", (int)(n > 60 ? 60 : n), s + 1);
-}
-
-/* Raw line reader for inih: counts lines, notes continuation lines, refuses
- * over-long lines and unknown sections, stops after the first error. */
-static char *read_line(char *str, int num, void *stream)
-{
-    parse_ctx *c = stream;
-    if (c->failed || !fgets(str, num, c->fp))
-        return NULL;
-    c->line++;
-    size_t n = strlen(str);
-    if (n > 0 && n == (size_t)num - 1 && str[n - 1] != '\n' && !feof(c->fp)) {
-        ctx_fail(c, "line longer than %d characters (continue a list on indented lines)", num - 2);
-        return NULL;
-    }
-    const char *s = str;
-    while (*s == ' ' || *s == '\t')
-        s++;
-    c->cont = s > str && *s && *s != '\n' && *s != '\r' && !strchr(";#", *s);
-    if (check_section_line(c, str))
-        return NULL;
-    return str;
+        return gen_value(c, name, value);
+    return popularity_value(c, name, value);
 }
 
 /* expert_bytes / dense_bytes: one value for all layers, or L values. */
@@ -325,16 +288,11 @@ int ms_gen_file_load(const char *path, const ms_model *shape, ms_gen_file *f, ms
     c.path = path;
     c.err = err;
     c.f = f;
-    c.fp = fopen(path, "r");
-    if (!c.fp)
-        return ms_fail(err, "%s: cannot open params file: %s", path, strerror(errno));
     c.pop = ms_xcalloc(PARAMS_MAX_LAYERS, sizeof *c.pop);
-    int rc = ini_parse_stream(read_line, &c, on_value, &c);
-    fclose(c.fp);
-    if (!c.failed && rc > 0) {
-        c.line = rc;
-        ctx_fail(&c, "not an INI line (expected [section] or key = value)");
-    }
+    static const char *const sections[] = {"model", "gen", "popularity", NULL};
+    ms_ini_spec spec = {.what = "params file", .sections = sections, .on_value = on_value, .user = &c};
+    if (ms_ini_parse(path, &spec, err))
+        c.failed = 1;
     if (!c.failed && f->has_model)
         finish_model(&c);
     if (!c.failed)

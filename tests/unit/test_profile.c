@@ -353,13 +353,13 @@ static void test_bad_models(void)
                      "'maybe'");
     expect_bad_model("source-key", edit(t, "dense = U test figures\n", "dense = U x\nnotes = U x\n"),
                      "unknown key 'notes' in [source]", NULL);
-    expect_bad_model("syntax", edit(t, "vocab = 100\n", "vocab 100\n"), "syntax error", "line 13");
+    expect_bad_model("syntax", edit(t, "vocab = 100\n", "vocab 100\n"), "syntax error", ".ini:13: ");
     expect_bad_model("no-section", edit(t, "[model]\n", ""), "key 'name' outside any [section]", NULL);
     char longline[400];
     memset(longline, 'x', sizeof longline);
     memcpy(longline, "description = ", 14);
     memcpy(longline + sizeof longline - 2, "\n", 2);
-    expect_bad_model("long-line", edit(t, "description = test model\n", longline), "longer than", "line 4");
+    expect_bad_model("long-line", edit(t, "description = test model\n", longline), "longer than", ".ini:4: ");
 }
 
 static void test_bad_platforms(void)
