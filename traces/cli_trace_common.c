@@ -7,6 +7,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
+#include "../sim/digest.h"
+#include "../sim/version.h"
 #include "cli_trace_common.h"
 
 /* ---- the v1 note ---- */
@@ -143,4 +147,20 @@ void ms_trace_cli_progress_end(void)
     if (prog.drawn)
         fprintf(stderr, "\r%*s\r", 100, "");
     prog.on = prog.drawn = 0;
+}
+
+cJSON *ms_trace_cli_provenance(const char *path)
+{
+    cJSON *p = cJSON_CreateObject(), *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "moesim", ms_version());
+    cJSON_AddStringToObject(p, "commit", ms_commit());
+    char hex[MS_DIGEST_HEX];
+    ms_err err;
+    cJSON_AddStringToObject(t, "path", path);
+    if (ms_digest_file_cached(path, hex, &err))
+        cJSON_AddNullToObject(t, "sha256");
+    else
+        cJSON_AddStringToObject(t, "sha256", hex);
+    cJSON_AddItemToObject(p, "trace", t);
+    return p;
 }

@@ -27,6 +27,12 @@ void ms_trace_cli_note_v1_file(const char *path);
 int ms_trace_cli_space(const char *what, const char *out, uint64_t estimate, const char *basis, int force,
                        ms_err *err);
 
+/* {"moesim": version, "commit": ..., "trace": {"path", "sha256"}} for the
+ * JSON the trace commands print (README "Data safety"); the digest is null
+ * when the file cannot be read. */
+struct cJSON;
+struct cJSON *ms_trace_cli_provenance(const char *path);
+
 /* "12.3 MiB" into buf. */
 const char *ms_trace_cli_bytes(uint64_t n, char *buf, size_t cap);
 

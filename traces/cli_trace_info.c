@@ -155,6 +155,7 @@ static void print_info_json(const char *file, const ms_trace_meta *m)
         cJSON_AddStringToObject(o, "content_sha256", m->content_sha256);
     else
         cJSON_AddNullToObject(o, "content_sha256");
+    cJSON_AddItemToObject(o, "provenance", ms_trace_cli_provenance(file));
     char *text = cJSON_PrintUnformatted(o);
     puts(text);
     cJSON_free(text);

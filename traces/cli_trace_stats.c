@@ -93,6 +93,7 @@ static int print_report(const ms_stats *s, const char *path, int json)
     }
     cJSON *o = ms_stats_to_json(s);
     cJSON_AddStringToObject(o, "file", path);
+    cJSON_AddItemToObject(o, "provenance", ms_trace_cli_provenance(path));
     char *txt = cJSON_Print(o);
     cJSON_Delete(o);
     if (!txt)

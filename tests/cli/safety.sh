@@ -150,6 +150,10 @@ provenance)
     "$M" sweep s.ini >/dev/null || fail "sweep failed"
     col=$(head -1 s.csv | tr ',' '\n' | grep -nx trace_sha256 | cut -d: -f1)
     [ "$(sed -n 2p s.csv | cut -d, -f"$col")" = "$sum" ] || fail "sweep row's trace_sha256 is not $sum"
+    for c in info stats; do
+        "$M" trace $c t.h5 --json | tr -d ' \t\n' | grep -q "\"provenance\":{\"moesim\":\"[^\"]*\",\"commit\":\"[^\"]*\",\"trace\":{\"path\":\"t.h5\",\"sha256\":\"$sum\"}}" ||
+            fail "trace $c --json has no provenance with sha256 $sum"
+    done
     v=$("$M" --version) || fail "--version failed"
     head -1 s.csv | grep -q moesim_commit || fail "no moesim_commit column"
     echo "$v" | grep -Eq '^moesim [0-9]+\.[0-9]+\.[0-9]+ \(commit [0-9a-f]{40}(-dirty)?|unknown\)' ||
