@@ -90,7 +90,7 @@ atomic_events)
     "$M" run --trace t.h5 --cache-experts 64 --events e.csv >/dev/null || fail "run failed"
     [ "$(stat -c %a e.csv)" = 640 ] || fail "mode of e.csv changed to $(stat -c %a e.csv)"
     head -1 e.csv | grep -q '^# moesim ' || fail "no provenance line in e.csv"
-    sed -n 2p e.csv | grep -qx 'kind,start_s,end_s,iteration,layer,expert,phase,bytes' || fail "header is not line 2"
+    sed -n 2p e.csv | grep -q '^kind,start_s,end_s,iteration,layer,expert,phase,bytes' || fail "header is not line 2"
     no_temps ;;
 signal_cleanup)
     # SIGTERM while --events is being written: the temporary is removed, the old file kept
