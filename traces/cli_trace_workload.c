@@ -117,6 +117,7 @@ int ms_cli_trace_workload(int argc, char **argv)
     const char *azure_path = azure ? ms_workload_azure_path(azure, path, sizeof path, &err) : NULL;
     if (azure && !azure_path)
         return ms_cli_error(err.msg);
+    ms_out_input(azure_path); /* a named shared copy too; the writer checks OUT against it */
     int rc = azure ? ms_workload_azure(azure_path, start, n, scale, &w, &err)
                    : ms_workload_poisson(n, rate, seed, &w, &err);
     if (rc)
