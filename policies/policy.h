@@ -74,6 +74,9 @@ double ms_view_capacity_experts(const ms_view *v, uint32_t l);   /* the whole ca
  * activated, UINT64_MAX if never.  Only for policies with needs_future. */
 uint64_t ms_view_next_use(const ms_view *v, uint32_t l, uint32_t e);
 int ms_view_queued(const ms_view *v, uint32_t l, uint32_t e);     /* a prefetch request waits in the queue */
+/* (l, e) holds a slot a prefetch filled, not used yet, and its target layer
+ * (the next run of layer l after the copy started) has not run yet. */
+int ms_view_prefetched_unused(const ms_view *v, uint32_t l, uint32_t e);
 /* The expert being admitted while the cache makes room (inside victim() and
  * full()); 0 outside. */
 int ms_view_incoming(const ms_view *v, uint32_t *l, uint32_t *e);

@@ -23,6 +23,9 @@
 #include "exec.h"
 
 enum { OUT_HIT = 1, OUT_LATE = 2, OUT_MISS = 3 };
+/* from_prefetch: its target layer (the next run of its layer) is still
+ * ahead, or it ran without activating the expert */
+enum { PF_AHEAD = 1, PF_PASSED = 2 };
 
 typedef struct {
     uint32_t x;
@@ -44,7 +47,7 @@ struct ms_view {
     /* per-expert state [NX] */
     uint8_t *cached;        /* holds a GPU slot (ready or in flight) */
     uint8_t *transient;     /* loaded for this layer only (cache declined it) */
-    uint8_t *from_prefetch; /* slot filled by a prefetch, not used yet */
+    uint8_t *from_prefetch; /* slot filled by a prefetch, not used yet: PF_AHEAD or PF_PASSED */
     uint8_t *queued;        /* a prefetch request waits in the heap */
     uint8_t *outcome;       /* this layer's OUT_* for activated experts */
     uint32_t *qgen;
@@ -104,18 +107,25 @@ static double unit_of(const ms_view *v, uint32_t x)
     return v->cfg->cap_kind == MS_CAP_BYTES ? v->layer_bytes[x / v->J] : 1.0;
 }
 
-static void event(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes)
+/* `unused_prefetch` is the last column: set on evict rows only. */
+static void event_tagged(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes,
+                         const char *unused_prefetch)
 {
     if (!v->ev)
         return;
-    fprintf(v->ev, "%s,%.9f,%.9f,%llu,%u,%u,%s,%.0f\n", kind, t0, t1, (unsigned long long)v->iter,
-            x / v->J, x % v->J, v->phase == MS_PHASE_PREFILL ? "prefill" : "decode", bytes);
+    fprintf(v->ev, "%s,%.9f,%.9f,%llu,%u,%u,%s,%.0f,%s\n", kind, t0, t1, (unsigned long long)v->iter,
+            x / v->J, x % v->J, v->phase == MS_PHASE_PREFILL ? "prefill" : "decode", bytes, unused_prefetch);
+}
+
+static void event(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes)
+{
+    event_tagged(v, kind, t0, t1, x, bytes, "");
 }
 
 static void event_layer(ms_view *v, const char *kind, double t0, double t1)
 {
     if (v->ev)
-        fprintf(v->ev, "%s,%.9f,%.9f,%llu,%u,,%s,\n", kind, t0, t1, (unsigned long long)v->iter, v->layer,
+        fprintf(v->ev, "%s,%.9f,%.9f,%llu,%u,,%s,,\n", kind, t0, t1, (unsigned long long)v->iter, v->layer,
                 v->phase == MS_PHASE_PREFILL ? "prefill" : "decode");
 }
 
@@ -181,6 +191,11 @@ uint64_t ms_view_next_use(const ms_view *v, uint32_t l, uint32_t e)
 int ms_view_queued(const ms_view *v, uint32_t l, uint32_t e)
 {
     return l < v->L && e < v->J && v->queued[l * v->J + e];
+}
+
+int ms_view_prefetched_unused(const ms_view *v, uint32_t l, uint32_t e)
+{
+    return l < v->L && e < v->J && v->from_prefetch[l * v->J + e] == PF_AHEAD;
 }
 
 int ms_view_incoming(const ms_view *v, uint32_t *l, uint32_t *e)
@@ -415,17 +430,21 @@ static ms_op expert_op(const ms_view *v, ms_op_kind kind, uint32_t x)
 static void evict(ms_view *v, uint32_t x)
 {
     double bytes = v->layer_bytes[x / v->J];
+    const char *unused = v->from_prefetch[x] == PF_AHEAD ? "before_target"
+                         : v->from_prefetch[x] == PF_PASSED ? "after_target"
+                                                            : "no";
     v->cached[x] = 0;
     v->used_units -= unit_of(v, x);
     v->used_bytes -= bytes;
     if (v->from_prefetch[x]) {
+        v->m->prefetch_evicted_unused += v->from_prefetch[x] == PF_AHEAD;
         v->from_prefetch[x] = 0;
         v->m->prefetch_wasted++;
         v->m->pcie_bytes_wasted += bytes;
     }
     if (v->cache->cache->on_evict)
         v->cache->cache->on_evict(v->cache_st, v, x / v->J, x % v->J);
-    event(v, "evict", v->clock, v->clock, x, bytes);
+    event_tagged(v, "evict", v->clock, v->clock, x, bytes, unused);
     release_slot(v, x);
 }
 
@@ -526,7 +545,7 @@ static void start_copy(ms_view *v, const qentry *q, double start)
             return;
         }
         occupy(v, x);
-        v->from_prefetch[x] = 1;
+        v->from_prefetch[x] = PF_AHEAD;
         v->m->prefetch_copied++;
     } else {
         v->m->demand_copies++;
@@ -863,6 +882,8 @@ static double compute_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, 
     return fmax(gpu, cpu);
 }
 
+/* Layer l runs: the queued prefetches of its experts it does not activate
+ * expire, and the prefetched ones it does not activate had their target. */
 static void expire_prefetches_of_layer(ms_view *v, uint32_t l)
 {
     for (uint32_t e = 0; e < v->J; e++) {
@@ -870,6 +891,10 @@ static void expire_prefetches_of_layer(ms_view *v, uint32_t l)
         if (v->queued[x] && v->mark[x] != v->iter + 1) {
             dequeue_prefetch(v, x);
             v->m->prefetch_cancelled++;
+        }
+        if (v->from_prefetch[x] == PF_AHEAD && v->mark[x] != v->iter + 1) {
+            v->from_prefetch[x] = PF_PASSED;
+            v->m->prefetch_target_passed++;
         }
     }
 }
@@ -1327,7 +1352,7 @@ static int open_outputs(ms_view *v)
 {
     const ms_run_config *c = v->cfg;
     v->ev = open_csv(v, "--events", c->events_path, &v->ev_out,
-                     "kind,start_s,end_s,iteration,layer,expert,phase,bytes\n");
+                     "kind,start_s,end_s,iteration,layer,expert,phase,bytes,unused_prefetch\n");
     if (c->events_path && !v->ev)
         return -1;
     v->iter_csv = open_csv(v, "iterations CSV", c->iterations_path, &v->iter_out,

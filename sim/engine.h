@@ -76,6 +76,10 @@ typedef struct {
     uint32_t L;
     uint64_t prefetch_issued, prefetch_copied, prefetch_useful, prefetch_late;
     uint64_t prefetch_wasted, prefetch_cancelled, prefetch_dropped;
+    /* prefetched experts evicted unused while their target layer (the next
+     * run of their layer) was still ahead, and those whose target layer ran
+     * without activating them (docs/engine.md "Outputs of `moesim run`") */
+    uint64_t prefetch_evicted_unused, prefetch_target_passed;
     uint64_t demand_copies, pcie_copies;
     double pcie_bytes, pcie_bytes_useful, pcie_bytes_wasted, ssd_bytes;
     double makespan_s;

@@ -156,6 +156,8 @@ cJSON *ms_report_metrics(const ms_metrics *m)
     cJSON_AddNumberToObject(pf, "wasted", (double)m->prefetch_wasted);
     cJSON_AddNumberToObject(pf, "cancelled", (double)m->prefetch_cancelled);
     cJSON_AddNumberToObject(pf, "dropped", (double)m->prefetch_dropped);
+    cJSON_AddNumberToObject(pf, "evicted_unused", (double)m->prefetch_evicted_unused);
+    cJSON_AddNumberToObject(pf, "target_passed", (double)m->prefetch_target_passed);
     add_num(pf, "precision", ratio((double)m->prefetch_useful, copied));
     add_num(pf, "recall", ratio((double)m->prefetch_useful, (double)act));
     cJSON *ph = cJSON_AddObjectToObject(o, "phases");
@@ -290,6 +292,12 @@ void ms_report_table(FILE *out, const ms_run_config *cfg, const ms_metrics *m)
             (unsigned long long)m->requests, ms_report_fmt(b, sizeof b, "%.2f ms", m->ttft_mean_s * 1e3),
             ms_report_fmt(c, sizeof c, "%.2f ms", m->tpot_mean_s * 1e3),
             ms_report_fmt(d, sizeof d, "%.2f", m->tpot_p99_s * 1e3), m->makespan_s);
+    if (m->prefetch_copied)
+        fprintf(out, "  prefetch: %llu copied, %llu useful, %llu wasted; %llu evicted before their layer ran, %llu passed "
+                     "by it unused\n",
+                (unsigned long long)m->prefetch_copied, (unsigned long long)m->prefetch_useful,
+                (unsigned long long)m->prefetch_wasted, (unsigned long long)m->prefetch_evicted_unused,
+                (unsigned long long)m->prefetch_target_passed);
     if (m->recorded_rows)
         fprintf(out, "  recorded residency: %llu of %llu decode cells agree (%.3f %%)\n",
                 (unsigned long long)m->recorded_agree, (unsigned long long)m->recorded_rows,
