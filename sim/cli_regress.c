@@ -298,7 +298,7 @@ static cJSON *point_json(const ms_golden *g, const ms_golden_point *p, const poi
     cJSON_AddStringToObject(j, "prefetch", p->prefetch);
     cJSON_AddStringToObject(j, "cache", p->cache);
     cJSON_AddStringToObject(j, "sched", p->sched);
-    cJSON_AddStringToObject(j, "cache_size", p->cache_size);
+    cJSON_AddStringToObject(j, p->cap_kind == MS_CAP_EXPERTS ? "cache_experts" : "cache_bytes", p->cache_size);
     cJSON_AddNumberToObject(j, "distance", p->distance);
     cJSON_AddStringToObject(j, "train", p->train);
     cJSON_AddStringToObject(j, "status", o->status == ST_REGRESSED ? "regressed" : o->status == ST_FAILED ? "failed"

@@ -9,6 +9,7 @@
 #include "out.h"
 #include "paths.h"
 #include "report.h"
+#include "runkeys.h"
 
 static const char run_usage[] =
     "usage: moesim run --trace FILE (--cache-experts N | --cache-bytes B | --cache-gb G) [options]\n"
@@ -25,7 +26,8 @@ static const char run_usage[] =
     "  --cache-gb G        ... or G * 1e9 bytes\n"
     "  --distance D        prefetch distance in layers (default 1)\n"
     "  --batch B           continuous-batching limit in requests (default 1)\n"
-    "  --host-bytes B      host-memory expert tier; experts beyond it are read from SSD (default: all in host)\n"
+    "  --host-bytes B      host-memory expert tier; experts beyond it are read from SSD (default 0: all in host)\n"
+    "  --h2d-gbps G        host-to-GPU link in GB/s (the same as --set platform.h2d_bw=GGB/s)\n"
     "  --offline           ignore arrival times (every request arrives at t = 0)\n"
     "  --events FILE       CSV of every copy, hit, miss and compute interval\n"
     "  --seed N            seed handed to policies (default 1)\n"
@@ -37,7 +39,10 @@ static const char run_usage[] =
     "  --set platform.KEY=VALUE, --set model.KEY=VALUE\n"
     "                      override one key of the profile (any [section]; e.g. gpu_mem_bytes=48GiB,\n"
     "                      h2d_bw=64GB/s), validated like the file; repeatable; echoed in --json config\n"
-    "  --json              print {\"config\": ..., \"metrics\": ...} instead of the table\n";
+    "  --json              print {\"config\": ..., \"metrics\": ...} instead of the table\n"
+    "\n"
+    "Each flag is a key of the run configuration (docs/engine.md): the flag --cache-experts is the key\n"
+    "cache_experts of a sweep spec and the column of a regress golden file.\n";
 
 static int need_value(const char *cmd, int i, int argc, char **argv)
 {
@@ -46,14 +51,6 @@ static int need_value(const char *cmd, int i, int argc, char **argv)
     return 0;
 }
 
-static int parse_count(const char *cmd, const char *flag, const char *s, double min, double max, double *out)
-{
-    unsigned long long u;
-    if (ms_parse_u64(s, &u) || (double)u < min || (double)u > max)
-        return ms_cli_usage("%s: %s %s: expected a whole number in [%g, %g]", cmd, flag, s, min, max);
-    *out = (double)u;
-    return 0;
-}
 
 /* --set model.KEY=VALUE | platform.KEY=VALUE; 0, or 2 after a usage error. */
 static int parse_set(ms_run_flags *f, const char *val)
@@ -99,11 +96,75 @@ int ms_cli_load_profiles(ms_run_flags *f, ms_run_config *cfg, ms_model *model, m
     return 0;
 }
 
+/* A numeric key's value from a flag: 0, or 2 after a usage error worded
+ * as the key table's check (runkeys.h). */
+static int flag_number(const ms_run_flags *f, int id, const char *flag, const char *val, double *x)
+{
+    char why[128];
+    if (ms_runkey_parse(id, val, x))
+        return ms_cli_usage("%s: %s %s: expected %s", f->cmd, flag, val, ms_runkey_expected(id));
+    if (ms_runkey_check(id, *x, why, sizeof why))
+        return ms_cli_usage("%s: %s %s: %s", f->cmd, flag, val, why);
+    return 0;
+}
+
+/* One key of the run configuration from its flag (runkeys.h): 0 or 2. */
+static int set_run_key(ms_run_config *cfg, ms_run_flags *f, int id, const char *flag, const char *val)
+{
+    double x = 0;
+    const ms_runkey *k = &ms_runkeys[id];
+    if ((k->kind == MS_RKV_INT || k->kind == MS_RKV_BYTES || k->kind == MS_RKV_GB || k->kind == MS_RKV_POS ||
+         (k->kind == MS_RKV_TRAIN && strcmp(val, "auto"))) &&
+        flag_number(f, id, flag, val, &x))
+        return 2;
+    switch ((ms_runkey_id)id) {
+    case MS_RK_TRACE: cfg->trace_path = val; break;
+    case MS_RK_MODEL: f->model = val; break;
+    case MS_RK_PLATFORM: f->platform = val; break;
+    case MS_RK_PREFETCH: cfg->prefetch_spec = val; break;
+    case MS_RK_CACHE: cfg->cache_spec = val; break;
+    case MS_RK_SCHED: cfg->sched_spec = val; break;
+    case MS_RK_EVENTS: cfg->events_path = val; break;
+    case MS_RK_CACHE_EXPERTS:
+    case MS_RK_CACHE_BYTES:
+    case MS_RK_CACHE_GB:
+        f->cap_flags++;
+        cfg->cap_kind = id == MS_RK_CACHE_EXPERTS ? MS_CAP_EXPERTS : MS_CAP_BYTES;
+        cfg->cap_value = id == MS_RK_CACHE_GB ? x * 1e9 : x;
+        break;
+    case MS_RK_DISTANCE: cfg->distance = (uint32_t)x; break;
+    case MS_RK_BATCH: cfg->max_batch = (uint32_t)x; break;
+    case MS_RK_HOST_BYTES: cfg->host_bytes = x; break;
+    case MS_RK_SEED: cfg->seed = (uint64_t)x; break;
+    case MS_RK_TRAIN:
+        cfg->train_set = strcmp(val, "auto") != 0;
+        cfg->train_frac = x;
+        break;
+    case MS_RK_TOPK_FILL:
+        if (strcmp(val, "zero") && strcmp(val, "even"))
+            return ms_cli_usage("%s: %s %s: expected zero or even", f->cmd, flag, val);
+        cfg->topk_fill = !strcmp(val, "even") ? MS_FILL_EVEN : MS_FILL_ZERO;
+        break;
+    case MS_RK_H2D_GBPS: {
+        /* the platform's link, as the sweep key does: an override of h2d_bw */
+        static char bw[64];
+        snprintf(bw, sizeof bw, "%.17gGB/s", x);
+        if (f->n_platform_sets == MS_CLI_MAX_SETS)
+            return ms_cli_usage("%s: %s: too many platform overrides", f->cmd, flag);
+        f->platform_sets[f->n_platform_sets++] = (ms_profile_set){"h2d_bw", bw};
+        break;
+    }
+    case MS_RK_OFFLINE: /* a flag without a value: handled before */
+    case MS_RK_N:
+        return ms_cli_usage("%s: %s takes no value", f->cmd, flag);
+    }
+    return 0;
+}
+
 int ms_cli_parse_run_flags(int argc, char **argv, ms_run_config *cfg, ms_run_flags *f)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        double x;
         if (!strcmp(a, "--json")) {
             f->json = 1;
             continue;
@@ -125,72 +186,13 @@ int ms_cli_parse_run_flags(int argc, char **argv, ms_run_config *cfg, ms_run_fla
         if (!strcmp(a, "--set")) {
             if (parse_set(f, val))
                 return 2;
-        } else if (!strcmp(a, "--trace"))
-            cfg->trace_path = val;
-        else if (!strcmp(a, "--model"))
-            f->model = val;
-        else if (!strcmp(a, "--platform"))
-            f->platform = val;
-        else if (!strcmp(a, "--prefetch"))
-            cfg->prefetch_spec = val;
-        else if (!strcmp(a, "--cache"))
-            cfg->cache_spec = val;
-        else if (!strcmp(a, "--sched"))
-            cfg->sched_spec = val;
-        else if (!strcmp(a, "--events"))
-            cfg->events_path = val;
-        else if (!strcmp(a, "--cache-experts") || !strcmp(a, "--cache-bytes") || !strcmp(a, "--cache-gb")) {
-            f->cap_flags++;
-            if (!strcmp(a, "--cache-experts")) {
-                if (parse_count(f->cmd, a, val, 1, 1e9, &x))
-                    return 2;
-                cfg->cap_kind = MS_CAP_EXPERTS;
-            } else if (!strcmp(a, "--cache-bytes")) {
-                if (ms_parse_bytes(val, &x) || !(x > 0))
-                    return ms_cli_usage("%s: --cache-bytes %s: expected a positive size such as 4000MiB", f->cmd, val);
-                cfg->cap_kind = MS_CAP_BYTES;
-            } else {
-                if (ms_parse_double(val, &x) || !(x > 0))
-                    return ms_cli_usage("%s: --cache-gb %s: expected a positive number", f->cmd, val);
-                x *= 1e9;
-                cfg->cap_kind = MS_CAP_BYTES;
-            }
-            cfg->cap_value = x;
-        } else if (!strcmp(a, "--distance")) {
-            if (parse_count(f->cmd, a, val, 0, 1024, &x))
-                return 2;
-            cfg->distance = (uint32_t)x;
-        } else if (!strcmp(a, "--batch")) {
-            if (parse_count(f->cmd, a, val, 1, 65536, &x))
-                return 2;
-            cfg->max_batch = (uint32_t)x;
-        } else if (!strcmp(a, "--host-bytes")) {
-            if (ms_parse_bytes(val, &x) || !(x > 0))
-                return ms_cli_usage("%s: --host-bytes %s: expected a positive size", f->cmd, val);
-            cfg->host_bytes = x;
-        } else if (!strcmp(a, "--train")) {
-            if (!strcmp(val, "auto")) {
-                cfg->train_set = 0;
-                continue;
-            }
-            if (ms_parse_double(val, &x) || !(x >= 0 && x < 1))
-                return ms_cli_usage("%s: --train %s: expected auto or a fraction in [0, 1)", f->cmd, val);
-            cfg->train_set = 1;
-            cfg->train_frac = x;
-        } else if (!strcmp(a, "--topk-fill")) {
-            if (!strcmp(val, "zero"))
-                cfg->topk_fill = MS_FILL_ZERO;
-            else if (!strcmp(val, "even"))
-                cfg->topk_fill = MS_FILL_EVEN;
-            else
-                return ms_cli_usage("%s: --topk-fill %s: expected zero or even", f->cmd, val);
-        } else if (!strcmp(a, "--seed")) {
-            unsigned long long u;
-            if (ms_parse_u64(val, &u))
-                return ms_cli_usage("%s: --seed %s: expected a whole number", f->cmd, val);
-            cfg->seed = u;
-        } else
+            continue;
+        }
+        int id = ms_runkey_find_flag(a);
+        if (id < 0)
             return ms_cli_usage("%s: unknown option '%s' (see moesim %s --help)", f->cmd, a, f->cmd);
+        if (set_run_key(cfg, f, id, a, val))
+            return 2;
     }
     if (!cfg->trace_path)
         return ms_cli_usage("%s: --trace FILE is required", f->cmd);

@@ -16,18 +16,26 @@
 #include "../policies/policy.h"
 #include "params.h"
 #include "report.h"
+#include "runkeys.h"
 
 const char *const ms_golden_col_names[MS_GCOL_N] = {
-    "trace", "model", "platform", "prefetch", "cache", "sched", "cache_size", "distance", "train",
+    "trace", "model", "platform", "prefetch", "cache", "sched", "cache_experts", "cache_bytes", "cache_gb",
+    "cache_size", "distance", "train",
     "hits", "late", "misses", "on_cpu", "hit_rate",
 };
 
 #define DEFAULT_PLATFORM "rtx3090-pcie4"
 #define RESULT_FIRST MS_GCOL_HITS /* result columns: hits .. hit_rate */
 
+static int col_is_capacity(int c)
+{
+    return c == MS_GCOL_CACHE_EXPERTS || c == MS_GCOL_CACHE_BYTES || c == MS_GCOL_CACHE_GB || c == MS_GCOL_CACHE_SIZE;
+}
+
+/* Optional one by one; at least one capacity column is checked apart. */
 static int col_optional(int c)
 {
-    return c == MS_GCOL_MODEL || c == MS_GCOL_PLATFORM;
+    return c == MS_GCOL_MODEL || c == MS_GCOL_PLATFORM || col_is_capacity(c);
 }
 
 static int col_is_result(int c)
@@ -137,8 +145,9 @@ static int parse_header(ms_golden *g, uint32_t line, const char *text, ms_err *e
     for (size_t i = 0; i < n && !rc; i++) {
         int c = column_index(f[i]);
         if (c < 0)
-            rc = ms_fail(err, "%s:%u: header: unknown column '%s' (columns: trace;prefetch;cache;sched;cache_size;"
-                         "distance;train;hits;late;misses;on_cpu;hit_rate, optional model;platform)", g->path, line, f[i]);
+            rc = ms_fail(err, "%s:%u: header: unknown column '%s' (columns: trace;prefetch;cache;sched;"
+                         "cache_experts|cache_bytes|cache_gb;distance;train;hits;late;misses;on_cpu;hit_rate, "
+                         "optional model;platform)", g->path, line, f[i]);
         else if (g->col[c] >= 0)
             rc = ms_fail(err, "%s:%u: header: column '%s' appears twice", g->path, line, f[i]);
         else
@@ -147,6 +156,9 @@ static int parse_header(ms_golden *g, uint32_t line, const char *text, ms_err *e
     for (int c = 0; c < MS_GCOL_N && !rc; c++)
         if (g->col[c] < 0 && !col_optional(c))
             rc = ms_fail(err, "%s:%u: header: missing column '%s'", g->path, line, ms_golden_col_names[c]);
+    if (!rc && g->col[MS_GCOL_CACHE_EXPERTS] < 0 && g->col[MS_GCOL_CACHE_BYTES] < 0 && g->col[MS_GCOL_CACHE_GB] < 0 &&
+        g->col[MS_GCOL_CACHE_SIZE] < 0)
+        rc = ms_fail(err, "%s:%u: header: missing column 'cache_experts' (or cache_bytes, cache_gb)", g->path, line);
     g->ncols = n;
     free_fields(f, n);
     return rc;
@@ -304,22 +316,40 @@ static int parse_u64_field(const ms_golden *g, uint32_t line, int col, const cha
     return 0;
 }
 
+/* The one filled capacity cell, checked by the run keys' rules (runkeys.h). */
 static int parse_cache_size(const ms_golden *g, uint32_t line, ms_golden_point *p, ms_err *err)
 {
-    unsigned long long u;
-    double b;
-    if (!ms_parse_u64(p->cache_size, &u)) {
-        if (u < 1 || u > 1000000000ULL)
-            return field_fail(err, g, line, MS_GCOL_CACHE_SIZE, "'%s' experts: expected 1 to 1e9", p->cache_size);
-        p->cap_kind = MS_CAP_EXPERTS;
-        p->cap_value = (double)u;
-        return 0;
+    static const int cols[4] = {MS_GCOL_CACHE_EXPERTS, MS_GCOL_CACHE_BYTES, MS_GCOL_CACHE_GB, MS_GCOL_CACHE_SIZE};
+    static const int keys[4] = {MS_RK_CACHE_EXPERTS, MS_RK_CACHE_BYTES, MS_RK_CACHE_GB, -1};
+    int which = -1;
+    for (int i = 0; i < 4; i++) {
+        int c = g->col[cols[i]];
+        if (c < 0 || !*p->field[c])
+            continue;
+        if (which >= 0)
+            return field_fail(err, g, line, cols[i], "'%s' besides %s '%s': fill one of cache_experts, "
+                              "cache_bytes, cache_gb", p->field[c], ms_golden_col_names[cols[which]], p->cache_size);
+        which = i;
+        p->cache_size = p->field[c];
     }
-    if (ms_parse_bytes(p->cache_size, &b) || !(b > 0))
-        return field_fail(err, g, line, MS_GCOL_CACHE_SIZE,
-                          "'%s' is neither a whole number of experts nor a size such as 4000MiB", p->cache_size);
-    p->cap_kind = MS_CAP_BYTES;
-    p->cap_value = b;
+    if (which < 0)
+        return field_fail(err, g, line, cols[0], "empty: fill one of cache_experts, cache_bytes, cache_gb");
+    double x;
+    char why[128];
+    if (which == 3) { /* cache_size: experts when a whole number, else bytes */
+        unsigned long long u;
+        which = ms_parse_u64(p->cache_size, &u) ? 1 : 0;
+        if (which == 1 && ms_parse_bytes(p->cache_size, &x))
+            return field_fail(err, g, line, MS_GCOL_CACHE_SIZE,
+                              "'%s' is neither a whole number of experts nor a size such as 4000MiB", p->cache_size);
+    }
+    if (ms_runkey_parse(keys[which], p->cache_size, &x))
+        return field_fail(err, g, line, cols[which], "'%s': expected %s", p->cache_size,
+                          ms_runkey_expected(keys[which]));
+    if (ms_runkey_check(keys[which], x, why, sizeof why))
+        return field_fail(err, g, line, cols[which], "'%s': %s", p->cache_size, why);
+    p->cap_kind = which == 0 ? MS_CAP_EXPERTS : MS_CAP_BYTES;
+    p->cap_value = which == 2 ? x * 1e9 : x;
     return 0;
 }
 
@@ -377,7 +407,6 @@ static int parse_point(ms_golden *g, uint32_t line, ms_golden_point *p, int allo
     p->prefetch = p->field[g->col[MS_GCOL_PREFETCH]];
     p->cache = p->field[g->col[MS_GCOL_CACHE]];
     p->sched = p->field[g->col[MS_GCOL_SCHED]];
-    p->cache_size = p->field[g->col[MS_GCOL_CACHE_SIZE]];
     p->train = p->field[g->col[MS_GCOL_TRAIN]];
     const char *model = field_or(g, p->field, MS_GCOL_MODEL, NULL);
     const char *platform = field_or(g, p->field, MS_GCOL_PLATFORM, DEFAULT_PLATFORM);
@@ -435,7 +464,7 @@ int ms_golden_load(const char *path, int allow_empty_results, ms_golden *g, ms_e
         }
     }
     if (!have_header)
-        return ms_fail(err, "%s: no header line (trace;prefetch;cache;sched;cache_size;...)", path);
+        return ms_fail(err, "%s: no header line (trace;prefetch;cache;sched;cache_experts;...)", path);
     if (!g->n_pts)
         return ms_fail(err, "%s: no points (only a header)", path);
     return 0;

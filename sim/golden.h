@@ -5,7 +5,8 @@
  * generator sources contain commas), surrounding blanks trimmed.  Lines that
  * are empty or start with '#' are comments, kept verbatim by --update.  The
  * first other line is the header naming the columns, in any order:
- *   required  trace prefetch cache sched cache_size distance train
+ *   required  trace prefetch cache sched distance train
+ *             one or more of cache_experts cache_bytes cache_gb
  *             hits late misses on_cpu hit_rate
  *   optional  model (profile name or .ini; empty = none, sizes from the trace)
  *             platform (default rtx3090-pcie4)
@@ -17,8 +18,14 @@
  * trace generated into the temp dir with `moesim trace gen`'s knobs).  PATH
  * may hold ${VAR} (from the environment, e.g. ${MOESIM_SHARED}); a relative
  * PATH is relative to the golden file's folder.
- * cache_size: a whole number of experts (`64`), or bytes with a unit
- * (`4000MiB`, `3GB`).  distance: whole number.  train: `auto` or a fraction
+ * The columns are the run configuration's keys (sim/runkeys.h: the key
+ * cache_experts is the flag --cache-experts and the sweep key
+ * cache_experts), with their values checked by the same rules.
+ * cache_experts / cache_bytes / cache_gb: exactly one filled per line: a
+ * whole number of experts (`64`), bytes with a unit (`4000MiB`, `3GB`), or
+ * 1e9 bytes.  (cache_size, the column of golden files written before the
+ * run keys, is still read: a whole number of experts or bytes with a unit.)
+ * distance: whole number.  train: `auto` or a fraction
  * in [0, 1).  hits, late, misses, on_cpu: whole numbers (on_cpu: the
  * activations of the three that ran on the CPU); hit_rate: the fraction
  * hits / (hits + late + misses) at 6 decimals (checked against the counts;
@@ -42,7 +49,7 @@
 
 typedef enum {
     MS_GCOL_TRACE, MS_GCOL_MODEL, MS_GCOL_PLATFORM, MS_GCOL_PREFETCH, MS_GCOL_CACHE, MS_GCOL_SCHED,
-    MS_GCOL_CACHE_SIZE, MS_GCOL_DISTANCE, MS_GCOL_TRAIN, MS_GCOL_HITS, MS_GCOL_LATE, MS_GCOL_MISSES,
+    MS_GCOL_CACHE_EXPERTS, MS_GCOL_CACHE_BYTES, MS_GCOL_CACHE_GB, MS_GCOL_CACHE_SIZE, MS_GCOL_DISTANCE, MS_GCOL_TRAIN, MS_GCOL_HITS, MS_GCOL_LATE, MS_GCOL_MISSES,
     MS_GCOL_ON_CPU, MS_GCOL_HIT_RATE, MS_GCOL_N
 } ms_golden_col;
 
@@ -67,7 +74,8 @@ typedef struct {
     uint32_t line;
     char **field;          /* [ncols] trimmed text, in the file's column order */
     size_t source;         /* index into ms_golden.srcs */
-    const char *prefetch, *cache, *sched, *cache_size, *train; /* the fields' text */
+    const char *prefetch, *cache, *sched, *cache_size, *train; /* the fields' text (cache_size: the
+                                                                 * capacity cell that is filled) */
     int has_model;
     ms_model model;
     ms_platform platform;

@@ -13,44 +13,34 @@
 #include "params.h"
 #include "ini.h"
 #include "out.h"
+#include "runkeys.h"
 #include "sweep_spec.h"
 
 #define MAX_AXIS_VALUES 1000000u
 #define MAX_POINTS 10000000ull
 #define LINE_MAX_CHARS 4096
 
-const char *const ms_sweep_param_names[MS_SW_NPARAM] = {
+const char *const ms_sweep_param_names[MS_SW_NPARAM] = { /* = the first keys of ms_runkeys (test_runkeys) */
     "trace", "model", "platform", "prefetch", "cache", "sched", "cache_experts", "cache_bytes", "distance",
     "batch", "host_bytes", "h2d_gbps", "train", "topk_fill", "offline", "seed",
 };
 
-typedef enum { K_PATH, K_MODEL, K_PLATFORM, K_POLICY, K_INT, K_BYTES, K_GB, K_POS, K_TRAIN, K_ENUM } value_kind;
-
-typedef struct {
-    value_kind kind;
-    double min, max;     /* K_INT */
-    const char *choices; /* K_ENUM: "a|b" */
-    const char *def;     /* default text; NULL: none (capacity) */
-} axis_desc;
-
-static const axis_desc axes[MS_SW_NPARAM] = {
-    [MS_SW_TRACE] = {K_PATH, 0, 0, NULL, NULL},
-    [MS_SW_MODEL] = {K_MODEL, 0, 0, NULL, "none"},
-    [MS_SW_PLATFORM] = {K_PLATFORM, 0, 0, NULL, "rtx3090-pcie4"},
-    [MS_SW_PREFETCH] = {K_POLICY, MS_KIND_PREFETCH, 0, NULL, "none"},
-    [MS_SW_CACHE] = {K_POLICY, MS_KIND_CACHE, 0, NULL, "lru"},
-    [MS_SW_SCHED] = {K_POLICY, MS_KIND_SCHED, 0, NULL, "gpu"},
-    [MS_SW_CACHE_EXPERTS] = {K_INT, 1, 1e9, NULL, NULL},
-    [MS_SW_CACHE_BYTES] = {K_BYTES, 0, 0, NULL, NULL},
-    [MS_SW_DISTANCE] = {K_INT, 0, 1024, NULL, "1"},
-    [MS_SW_BATCH] = {K_INT, 1, 65536, NULL, "1"},
-    [MS_SW_HOST_BYTES] = {K_BYTES, 0, 0, NULL, "0"},
-    [MS_SW_H2D_GBPS] = {K_POS, 0, 0, NULL, NULL},
-    [MS_SW_TRAIN] = {K_TRAIN, 0, 0, NULL, "auto"},
-    [MS_SW_TOPK_FILL] = {K_ENUM, 0, 0, "zero|even", "zero"},
-    [MS_SW_OFFLINE] = {K_ENUM, 0, 0, "0|1", "0"},
-    [MS_SW_SEED] = {K_INT, 0, 9007199254740992.0, NULL, "1"},
-};
+/* The keys, their kinds, ranges and defaults: the run configuration's one
+ * table (runkeys.h), whose first MS_SW_NPARAM entries are the sweep's. */
+typedef ms_runkey axis_desc;
+typedef ms_runkey_kind value_kind;
+#define axes ms_runkeys
+#define K_PATH MS_RKV_PATH
+#define K_MODEL MS_RKV_MODEL
+#define K_PLATFORM MS_RKV_PLATFORM
+#define K_POLICY MS_RKV_POLICY
+#define K_INT MS_RKV_INT
+#define K_BYTES MS_RKV_BYTES
+#define K_GB MS_RKV_GB
+#define K_POS MS_RKV_POS
+#define K_TRAIN MS_RKV_TRAIN
+#define K_ENUM MS_RKV_ENUM
+_Static_assert((int)MS_SW_NPARAM == (int)MS_RK_CACHE_GB, "the sweep's parameters are the first keys of runkeys.h");
 
 /* Values of one key as written, and where. */
 typedef struct {
@@ -302,34 +292,18 @@ static int parse_scalar(value_kind k, const char *s, double *x)
     return k == K_BYTES ? ms_parse_bytes(s, x) : ms_parse_double(s, x);
 }
 
-static int check_number(parse_ctx *c, const char *key, const axis_desc *a, double x, const char *text)
+static int check_number(parse_ctx *c, const char *key, double x, const char *text)
 {
-    switch (a->kind) {
-    case K_INT:
-        if (x != floor(x) || x < a->min || x > a->max)
-            return ctx_fail(c, "%s = %s: expected a whole number in [%g, %g]", key, text, a->min, a->max);
-        return 0;
-    case K_BYTES:
-        if (!(x >= 0) || (x == 0 && strcmp(key, "host_bytes")) || x > 1e18)
-            return ctx_fail(c, "%s = %s: expected a %s size such as 4000MiB", key, text,
-                            strcmp(key, "host_bytes") ? "positive" : "");
-        return 0;
-    case K_GB:
-    case K_POS:
-        if (!(x > 0) || x > 1e12)
-            return ctx_fail(c, "%s = %s: expected a positive number", key, text);
-        return 0;
-    default: /* K_TRAIN */
-        if (!(x >= 0 && x < 1))
-            return ctx_fail(c, "%s = %s: expected auto or a fraction in [0, 1)", key, text);
-        return 0;
-    }
+    char why[128];
+    if (ms_runkey_check(ms_runkey_find(key), x, why, sizeof why)) /* key: a sweep key, or cache_gb */
+        return ctx_fail(c, "%s = %s: %s", key, text, why);
+    return 0;
 }
 
 static int push_number(parse_ctx *c, const char *key, const axis_desc *a, double x, const char *text,
                        value_list *out)
 {
-    if (check_number(c, key, a, x, text))
+    if (check_number(c, key, x, text))
         return -1;
     char buf[40];
     format_number(a->kind == K_GB ? x * 1e9 : x, buf, sizeof buf);
@@ -374,8 +348,7 @@ static int add_number_item(parse_ctx *c, const char *key, const axis_desc *a, ch
     double x;
     if (parse_scalar(a->kind, item, &x))
         return ctx_fail(c, "%s = %s: expected %s", key, item,
-                        a->kind == K_BYTES ? "a size such as 4000MiB" : a->kind == K_TRAIN ? "auto or a fraction"
-                                                                                           : "a number");
+                        a->kind == K_INT ? "a number" : ms_runkey_expected(ms_runkey_find(key)));
     return push_number(c, key, a, x, item, out);
 }
 
@@ -545,9 +518,7 @@ static int split_items(parse_ctx *c, int p, const char *key, const char *raw, va
 static int expand_values(parse_ctx *c, int p, const raw_value *r, value_list *out)
 {
     const char *key = r->gb ? "cache_gb" : ms_sweep_param_names[p];
-    axis_desc a = axes[p];
-    if (r->gb)
-        a.kind = K_GB;
+    axis_desc a = axes[r->gb ? MS_RK_CACHE_GB : p];
     c->line = r->line;
     value_list items = {0};
     int rc = split_items(c, p, key, r->raw, &items);

@@ -33,7 +33,7 @@ add_test(NAME regress.allow_improvement COMMAND ${EXPECT} 0 "0 regressed, 1 impr
   ${M} regress --golden ${REGRESS_BAD}/improvement.csv --allow-improvement)
 add_test(NAME regress.improvement_fails_by_default COMMAND ${EXPECT} 1 "0 regressed, 1 improved.*: FAIL$"
   ${M} regress --golden ${REGRESS_BAD}/improvement.csv)
-add_test(NAME regress.json COMMAND sh -c "${M} regress --golden ${TOL} --json | tr -d ' \\t\\n' | grep -q '\"cache\":\"lru\",\"sched\":\"gpu\",\"cache_size\":\"64\",\"distance\":1,\"train\":\"auto\",\"status\":\"regressed\",\"golden\":{\"hit_rate\":0.769164,\"hits\":40648.*\"summary\":{\"same\":1,\"regressed\":1,\"improved\":1,\"changed\":0,\"failed\":0,\"new\":0},\"verdict\":\"FAIL\"'")
+add_test(NAME regress.json COMMAND sh -c "${M} regress --golden ${TOL} --json | tr -d ' \\t\\n' | grep -q '\"cache\":\"lru\",\"sched\":\"gpu\",\"cache_experts\":\"64\",\"distance\":1,\"train\":\"auto\",\"status\":\"regressed\",\"golden\":{\"hit_rate\":0.769164,\"hits\":40648.*\"summary\":{\"same\":1,\"regressed\":1,\"improved\":1,\"changed\":0,\"failed\":0,\"new\":0},\"verdict\":\"FAIL\"'")
 add_test(NAME regress.update COMMAND sh ${REGRESS_BAD}/check_update.sh ${M} ${TOL} ${REGRESS_OUT})
 
 # ---- a worsened LFU: moesim_worse ----

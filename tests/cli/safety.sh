@@ -68,9 +68,13 @@ dev_full)
     # every command that prints a result fails when standard output cannot be written
     [ -w /dev/full ] || { echo "no writable /dev/full: skipped"; exit 77; }
     trace
+    # a golden of this build's own results, so that regress itself passes
+    grep -v '^gen:' "$5" > g.csv
+    grep '^gen:' "$5" | grep ';none;lru;gpu;' >> g.csv
+    "$M" regress --golden g.csv --update >/dev/null || fail "cannot make the golden"
     for cmd in "list" "--help" "run --trace t.h5 --cache-experts 64" "run --trace t.h5 --cache-experts 64 --json" \
         "trace info t.h5" "trace validate t.h5" "trace stats t.h5" "trace stats t.h5 --json" "figures --list" \
-        "regress --golden $5" "regress --golden $5 --json" "sweep --help"; do
+        "regress --golden g.csv" "regress --golden g.csv --json" "sweep --help"; do
         # shellcheck disable=SC2086
         err=$("$M" $cmd 2>&1 >/dev/full); rc=$?
         [ "$rc" != 0 ] || fail "'moesim $cmd > /dev/full' exited 0"
