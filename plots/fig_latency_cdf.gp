@@ -10,4 +10,6 @@ set xlabel "request latency, arrival to last token (s)"
 set ylabel "CDF of requests"
 set yrange [0:1.02]
 set xrange [0:*]
-plot for [i=1:N] csv using (strcol(1) eq S[i] ? $2 : 1/0):3 with steps lt i lw 2.5 title S[i]
+# curves that coincide stay visible: each is drawn thinner than the one before
+# it, so a later one runs inside an earlier one
+plot for [i=1:N] csv using (strcol(1) eq S[i] ? $2 : 1/0):3 with steps lt i lw 1.5 + 1.5 * (N - i) title S[i]

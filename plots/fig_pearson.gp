@@ -6,7 +6,7 @@ width = 1200; height = 520
 load plots . "/fig_common.gp"
 csv = dir . "/pearson.csv"
 its = dir . "/pearson_iterations.csv"
-set multiplot layout 1, 2 title heading . "\n{/*0.85 " . subtitle . "}" enhanced
+set multiplot layout 1, 2 title titled("") enhanced
 unset title
 set style fill solid 0.85 border -1
 set boxwidth 0.5
@@ -22,7 +22,7 @@ plot csv every ::1 using ($0 + 1):2:xtic(1) with boxes lt 1 notitle, \
 set title "per decode iteration"
 set grid
 set xrange [*:*]
-set yrange [0:100]
+set yrange [ylow(100):100]  # hit rates of 0 stay off the axis
 set xlabel "trajectory similarity score, mean of the iteration's searches (cosine)"
 set ylabel "expert hit rate of the iteration (%)"
 plot its using (strcol(2) eq "decode" ? $8 : 1/0):(100*$6) with points pt 7 ps 0.35 lc rgb "#7570b3" notitle

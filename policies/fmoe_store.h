@@ -82,7 +82,7 @@ uint32_t fmoe_select_code(const float *P, const uint32_t *order, uint32_t J, dou
 /* Paper PRI^prefetch = p / (t - l_now); l_now = -1 before layer 0. */
 double fmoe_priority_paper(double p, int64_t t, int64_t l_now);
 /* FineMoE code: p (1 - (t - start) / (end + 1)) over a call guiding layers
- * [start, end]. */
+ * [start, end) (end exclusive, as FineMoE's layer_end). */
 double fmoe_priority_code(double p, uint32_t t, uint32_t start, uint32_t end);
 /* Eviction keys, smallest evicted first: paper PRI^evict = 1 / (p freq), so
  * the victim has the smallest p x freq; code: integer truncation of p x count. */

@@ -27,7 +27,9 @@ static const char figures_usage[] =
     "plots/fig_<name>.gp into DIR/<name>.png and DIR/<name>.pdf (the data: DIR/*.csv).  Without --trace\n"
     "the figures use a seeded synthetic mixtral-8x7b trace (generator defaults: embeddings and\n"
     "speculative gates; --requests N, --seed N) written to DIR/default-trace.h5.  Figures that need what\n"
-    "a --trace lacks (embeddings, speculative gates) are skipped with a note.  --list names every figure.\n"
+    "a --trace lacks (embeddings, speculative gates) are skipped with a note.  Cache sizes are fractions\n"
+    "of the trace's L x J experts (16 to 64 of Mixtral's 256: 1/16 to 1/4); layers are numbered from 0.\n"
+    "--list names every figure.\n"
     "Defaults: --out moesim-figures --model mixtral-8x7b (with --trace: none, dimensions from the trace)\n"
     "--platform rtx3090-pcie4 --seed 42 --requests 16.\n";
 

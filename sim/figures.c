@@ -3,7 +3,15 @@
  * iterations of a single-request trace) for every run, offline arrivals
  * (except latency-cdf, which serves the trace's arrivals), batch 1, prefetch
  * distance FIG_DISTANCE (fMoE's evaluation setting) and a cache of
- * FIG_CACHE experts unless the figure sweeps that knob. */
+ * FIG_CACHE experts unless the figure sweeps that knob.
+ *
+ * Cache sizes are written for Mixtral-8x7B, whose L x J = 32 x 8 = 256
+ * experts FIG_REF_EXPERTS stands for; fig_cache() scales them to the same
+ * fraction of the trace's L x J (16, 32, 64 are 1/16, 1/8, 1/4), so a
+ * Qwen3-30B-A3B trace (48 x 128) replays with 384, 768, 1536.
+ *
+ * Layers are numbered from 0 in every CSV, as in traces, --events and
+ * `trace stats`. */
 #include "figures.h"
 
 #include <errno.h>
@@ -29,6 +37,7 @@
 #define FIG_TRAIN 0.5
 #define FIG_DISTANCE 3
 #define FIG_CACHE 32
+#define FIG_REF_EXPERTS 256
 
 typedef struct {
     const char *label, *prefetch, *cache, *sched;
@@ -44,11 +53,20 @@ static const fig_system fmoe_systems[] = {
 };
 #define N_FMOE_SYSTEMS (sizeof fmoe_systems / sizeof fmoe_systems[0])
 
+/* A cache of `mixtral` experts scaled to the trace's model: the same
+ * fraction of its L x J experts as `mixtral` is of Mixtral's 256, rounded,
+ * at least 1 (the identity on a Mixtral-shaped trace). */
+static uint32_t fig_cache(const ms_fig_ctx *c, uint32_t mixtral)
+{
+    long n = lround((double)mixtral * c->meta->L * c->meta->J / FIG_REF_EXPERTS);
+    return n < 1 ? 1 : (uint32_t)n;
+}
+
 static ms_run_config base_cfg(const ms_fig_ctx *c)
 {
     return (ms_run_config){.trace_path = c->trace, .model = c->model, .platform = c->plat,
                            .prefetch_spec = "none", .cache_spec = "lru", .sched_spec = "gpu",
-                           .cap_kind = MS_CAP_EXPERTS, .cap_value = FIG_CACHE, .distance = FIG_DISTANCE,
+                           .cap_kind = MS_CAP_EXPERTS, .cap_value = fig_cache(c, FIG_CACHE), .distance = FIG_DISTANCE,
                            .max_batch = 1, .offline = 1, .seed = 1, .train_set = 1, .train_frac = FIG_TRAIN};
 }
 
@@ -182,6 +200,7 @@ static int fig_hit_distance(const ms_fig_ctx *c, ms_err *err)
 
 /* ---- fMoE Fig. 11: TPOT vs expert-cache budget ---- */
 
+/* in Mixtral experts (fig_cache scales them) */
 static const uint32_t cache_sweep[] = {16, 24, 32, 48, 64};
 #define N_CACHE_SWEEP (sizeof cache_sweep / sizeof cache_sweep[0])
 
@@ -194,11 +213,12 @@ static int fig_tpot_cache(const ms_fig_ctx *c, ms_err *err)
     for (size_t s = 0; s < N_FMOE_SYSTEMS && !rc; s++)
         for (size_t k = 0; k < N_CACHE_SWEEP && !rc; k++) {
             ms_run_config cfg = system_cfg(c, &fmoe_systems[s]);
-            cfg.cap_value = cache_sweep[k];
+            uint32_t n = fig_cache(c, cache_sweep[k]);
+            cfg.cap_value = n;
             ms_metrics m;
             if ((rc = run_sim(&cfg, &m, err)))
                 break;
-            fprintf(f, "%s,%u,%.3f,%.4f,%.6f\n", fmoe_systems[s].label, cache_sweep[k],
+            fprintf(f, "%s,%u,%.3f,%.4f,%.6f\n", fmoe_systems[s].label, n,
                     m.gpu_cache_capacity_bytes / 1e9, m.tpot_mean_s * 1e3, ms_metrics_hit_rate(&m.total));
             ms_metrics_free(&m);
         }
@@ -247,8 +267,13 @@ static int fig_ablation_cache(const ms_fig_ctx *c, ms_err *err)
         {"LFU", "fmoe", "lfu", "gpu"},
         {"fMoE cache", "fmoe", "fmoe", "gpu"},
     };
-    static const uint32_t sizes[] = {16, 32, 64};
-    FILE *f = open_csv(c, "ablation_cache.csv", "method,c16,c32,c64", err);
+    static const uint32_t mixtral_sizes[] = {16, 32, 64};
+    uint32_t sizes[3];
+    char header[96];
+    for (size_t k = 0; k < 3; k++)
+        sizes[k] = fig_cache(c, mixtral_sizes[k]);
+    snprintf(header, sizeof header, "method,c%u,c%u,c%u", sizes[0], sizes[1], sizes[2]);
+    FILE *f = open_csv(c, "ablation_cache.csv", header, err);
     if (!f)
         return -1;
     int rc = 0;
@@ -300,7 +325,7 @@ static int fig_entropy_layer(const ms_fig_ctx *c, ms_err *err)
     FILE *f = open_csv(c, "entropy_layer.csv", "layer,iteration,request,trace,h_max", err);
     int rc = f ? 0 : -1;
     for (uint32_t l = 0; f && l < r->L; l++)
-        fprintf(f, "%u,%.6f,%.6f,%.6f,%.6f\n", l + 1, r->h_iter[l], r->h_req[l], r->h_trace[l], r->h_max);
+        fprintf(f, "%u,%.6f,%.6f,%.6f,%.6f\n", l, r->h_iter[l], r->h_req[l], r->h_trace[l], r->h_max);
     if (f)
         rc = close_csv(f, c, "entropy_layer.csv", rc, err);
     ms_stats_free(s);
@@ -344,7 +369,7 @@ static void write_heat(FILE *f, const char *panel, const ms_trace_meta *m, const
 {
     for (uint32_t l = 0; l < m->L; l++)
         for (uint32_t e = 0; e < m->J; e++)
-            fprintf(f, "%s,%u,%u,%.5f\n", panel, l + 1, e, w[(size_t)l * m->J + e]);
+            fprintf(f, "%s,%u,%u,%.5f\n", panel, l, e, w[(size_t)l * m->J + e]);
 }
 
 /* Request 0: two consecutive decode iterations and the whole request. */
@@ -658,12 +683,13 @@ static int fig_moeinf_hit_cache(const ms_fig_ctx *c, ms_err *err)
     for (size_t s = 0; s < sizeof sys / sizeof sys[0] && !rc; s++)
         for (size_t k = 0; k < N_CACHE_SWEEP && !rc; k++) {
             ms_run_config cfg = system_cfg(c, &sys[s]);
-            cfg.cap_value = cache_sweep[k];
+            uint32_t n = fig_cache(c, cache_sweep[k]);
+            cfg.cap_value = n;
             cfg.distance = 1;
             ms_metrics m;
             if ((rc = run_sim(&cfg, &m, err)))
                 break;
-            fprintf(f, "%s,%u,%.3f,%.6f\n", sys[s].label, cache_sweep[k], m.gpu_cache_capacity_bytes / 1e9,
+            fprintf(f, "%s,%u,%.3f,%.6f\n", sys[s].label, n, m.gpu_cache_capacity_bytes / 1e9,
                     ms_metrics_hit_rate(&m.total));
             ms_metrics_free(&m);
         }
@@ -818,7 +844,11 @@ static int fig_hybrimoe_timeline(const ms_fig_ctx *c, ms_err *err)
     for (size_t i = 0; i < n; i++)
         if (e[i].layer == l && !strcmp(e[i].kind, "layer"))
             t0 = e[i].t0, t1 = e[i].t1;
-    FILE *f = open_csv(c, "hybrimoe_timeline.csv", "lane,start_ms,end_ms,expert,kind,iteration,layer", err);
+    /* layer: the interval's own layer (a copy may be for a later one);
+     * label: L<layer>/E<expert>, empty for non-expert compute;
+     * shown_layer: the layer the GPU and CPU lanes show */
+    FILE *f = open_csv(c, "hybrimoe_timeline.csv", "lane,start_ms,end_ms,kind,iteration,layer,expert,label,shown_layer",
+                       err);
     int rc = f ? 0 : -1;
     for (size_t i = 0; f && i < n; i++) {
         const char *k = e[i].kind;
@@ -828,8 +858,11 @@ static int fig_hybrimoe_timeline(const ms_fig_ctx *c, ms_err *err)
                                                                     : -1;
         if (lane < 0 || e[i].t1 <= t0 || e[i].t0 >= t1 || (lane && e[i].layer != l))
             continue;
-        fprintf(f, "%d,%.4f,%.4f,%d,%s,%llu,%d\n", lane, (e[i].t0 - t0) * 1e3, (e[i].t1 - t0) * 1e3, e[i].expert,
-                k, it, l + 1);
+        char label[32] = "";
+        if (e[i].expert >= 0)
+            snprintf(label, sizeof label, "L%d/E%d", e[i].layer, e[i].expert);
+        fprintf(f, "%d,%.4f,%.4f,%s,%llu,%d,%d,%s,%d\n", lane, (e[i].t0 - t0) * 1e3, (e[i].t1 - t0) * 1e3, k, it,
+                e[i].layer, e[i].expert, label, l);
     }
     if (f)
         rc = close_csv(f, c, "hybrimoe_timeline.csv", rc, err);
@@ -885,6 +918,21 @@ const char *ms_figure_missing(const ms_figure *f, const ms_trace_meta *meta)
     return NULL;
 }
 
+/* A name from a trace or a profile as it goes into the gnuplot command line,
+ * inside '...' inside "...": the characters those quotes cannot carry
+ * (' " \ $ `) and control characters become '?'.  The rest is kept as it
+ * is; the scripts print it literally (lit() in plots/fig_common.gp escapes
+ * gnuplot's enhanced-text markup: _ ^ { } @ & ~). */
+static void gnuplot_safe(const char *in, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (; *in && n + 1 < cap; in++, n++) {
+        unsigned char ch = (unsigned char)*in;
+        out[n] = ch < 0x20 || ch == 0x7f || strchr("'\"\\$`", ch) ? '?' : (char)ch;
+    }
+    out[n] = 0;
+}
+
 /* One gnuplot run; term is "png" or "pdf". */
 static int gnuplot(const ms_figure *f, const ms_fig_ctx *c, const char *term, ms_err *err)
 {
@@ -895,14 +943,16 @@ static int gnuplot(const ms_figure *f, const ms_fig_ctx *c, const char *term, ms
     for (char *p = name; *p; p++)
         if (*p == '-')
             *p = '_';
-    const char *model = c->meta->model_name[0] ? c->meta->model_name : "trace";
+    char model[MS_NAME_MAX], platform[256];
+    gnuplot_safe(c->meta->model_name[0] ? c->meta->model_name : "trace", model, sizeof model);
+    gnuplot_safe(c->plat->name, platform, sizeof platform);
     /* gnuplot writes a temporary beside the figure, renamed when whole */
     char out[1200];
     snprintf(out, sizeof out, "%s/%s.%s", c->out_dir, f->name, term);
     if (snprintf(cmd, sizeof cmd,
                  "gnuplot -e \"dir='%s'; out='@OUT@'; term='%s'; plots='%s'; "
-                 "heading='%s (%s)'; subtitle='%s on %s'\" '%s/fig_%s.gp'",
-                 c->out_dir, term, plots, f->title, f->paper, model, c->plat->name,
+                 "heading='%s (%s)'; subtitle='%s on %s'; model='%s'; platform='%s'\" '%s/fig_%s.gp'",
+                 c->out_dir, term, plots, f->title, f->paper, model, platform, model, platform,
                  plots, name) >= (int)sizeof cmd)
         return ms_fail(err, "figures: the gnuplot command for %s is longer than %zu bytes", f->name, sizeof cmd - 1);
     if (ms_out_from_command("figures", out, cmd, err))

@@ -10,7 +10,13 @@
  * (MS_FIG_NEEDS_EMBED) or speculative gates (MS_FIG_NEEDS_SPEC); on a trace
  * without them ms_figure_missing() names what is missing and the caller
  * skips the figure.  Every simulation of a recipe is deterministic, so the
- * CSVs are byte-identical from run to run. */
+ * CSVs are byte-identical from run to run.
+ *
+ * Conventions: layers are numbered from 0 in every CSV and figure, as in
+ * traces, --events and `trace stats`; cache sizes are fractions of the
+ * trace's L x J experts (the fractions 16, 24, 32, 48 and 64 are of
+ * Mixtral-8x7B's 256), so a --trace of another model gets caches of its
+ * own scale. */
 #ifndef MS_FIGURES_H
 #define MS_FIGURES_H
 
@@ -47,7 +53,9 @@ const ms_figure *ms_figure_find(const char *name);
  * embeddings") naming what it lacks. */
 const char *ms_figure_missing(const ms_figure *f, const ms_trace_meta *meta);
 /* Renders <out_dir>/<name>.png and .pdf with plots/fig_<name>.gp (the script
- * gets csv, out_dir, out, term and subtitle through gnuplot -e). */
+ * gets dir, out, term, plots, heading, subtitle, model and platform through
+ * gnuplot -e; the model and platform names as they are, but for the
+ * characters the quoting cannot carry, ' " \ $ `, shown as ?). */
 int ms_figure_render(const ms_figure *f, const ms_fig_ctx *ctx, ms_err *err);
 
 #endif

@@ -1,7 +1,8 @@
-/* fmoe: fMoE's expert cache (seed 000 "Expert Caching and Eviction";
- * POLICIES.md "fMoE").  Meant to run with `--prefetch fmoe`, which publishes
- * the latest searched probability p of every guided expert on the score
- * board; with another prefetcher every p is `eps` and this is LFU.
+/* fmoe: fMoE's expert cache (seed 000 "Expert Caching and Eviction", seed
+ * 001 section 4.5; POLICIES.md "fMoE").  Meant to run with `--prefetch
+ * fmoe`, which publishes the searched probability p of the experts it guides
+ * on the score board; with another prefetcher every p is `eps` and this is
+ * LFU.
  *
  * paper: PRI^evict = 1 / (p_{l,j} freq_{l,j}); the victim is the evictable
  * expert with the largest PRI, i.e. the smallest p x freq, p read from the
@@ -9,9 +10,36 @@
  * (insertions and hits), kept across evictions (the paper counts visits and
  * says nothing of a reset).
  * code (FineMoE): key = integer truncation of p x visit count, smallest
- * first, with p the value published when the expert was queued (taken at its
- * insertion) and p and count reset on eviction.
- * Ties: the least recently used. */
+ * first; p is the probability the prefetcher published when it last listed
+ * the expert (on the board while it is listed, sampled here at every gate and
+ * insertion), 0 when never listed; p and count are reset on eviction (a
+ * listed expert evicted by the demand fallback below gets its p back at the
+ * next gate; in FineMoE at its next listing).
+ * Ties: the least recently used.
+ *
+ * Protection (`protect`, issue 19).  Read literally, the key lets the cache
+ * discard its own prefetcher's work: it weighs an expert prefetched for a
+ * layer due within d layers against the experts of the layers that just ran
+ * (not needed again for about L layers) by p x lifetime visits only, and the
+ * prefetched one is often the smallest (docs/policies.md, "Prefetches the
+ * cache throws away").  The seeds say the cache evicts experts "less
+ * frequently hit and [with] lower probabilities of being activated", that
+ * the matched maps guide both prefetching and eviction, and that cached
+ * experts are offloaded to make room for the prefetched ones (seed 001
+ * section 3, step 3); an expert the map just selected for the next layers
+ * is the one most likely to be activated.  So:
+ *  - target (paper's default): an expert a prefetch filled is not a victim
+ *    until its target layer has run (ms_view_prefetched_unused);
+ *  - list (code's default): an expert on the prefetcher's current candidate
+ *    list is not a victim; prefetch `fmoe:mode=code` publishes the whole list
+ *    (every expert of the layers it guides, cached or not) on the board and
+ *    NAN for the others, as FineMoE's cache skips its candidate list (at
+ *    gate l that list is layers [l+1+d, L), so the fresh prefetches of
+ *    layers l+1..l+d, key trunc(p x 1) = 0, are still the first victims);
+ *  - none: the key alone (the literal reading, before issue 19).
+ * When every evictable expert is protected, an incoming prefetch finds no
+ * room and is dropped (FineMoE: "evict failed"); a demand load evicts the
+ * protected expert with the smallest key. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,15 +48,29 @@
 #include "../fmoe_store.h"
 #include "../policy.h"
 
+enum { PROTECT_NONE = 0, PROTECT_TARGET, PROTECT_LIST };
+
 typedef struct {
     ms_xset members;
     double *count, *p_code;
     uint64_t *last_use;
     uint64_t tick;
-    uint32_t J;
-    int code;
+    uint64_t gate_step; /* ms_view_step() + 1 of the last gate seen, 0 before */
+    uint32_t J, NX;
+    int code, protect;
     double eps;
 } fmoe_cache;
+
+static int parse_protect(const char *s, int code)
+{
+    if (!strcmp(s, "target"))
+        return PROTECT_TARGET;
+    if (!strcmp(s, "list"))
+        return PROTECT_LIST;
+    if (!strcmp(s, "none"))
+        return PROTECT_NONE;
+    return code ? PROTECT_LIST : PROTECT_TARGET; /* auto */
+}
 
 static void *fmoe_cache_create(const ms_params *p, const ms_policy_env *env, ms_err *err)
 {
@@ -36,7 +78,9 @@ static void *fmoe_cache_create(const ms_params *p, const ms_policy_env *env, ms_
     uint32_t nx = env->meta->L * env->meta->J;
     fmoe_cache *s = ms_xcalloc(1, sizeof *s);
     s->J = env->meta->J;
+    s->NX = nx;
     s->code = !strcmp(ms_param_str(p, "mode"), "code");
+    s->protect = parse_protect(ms_param_str(p, "protect"), s->code);
     s->eps = ms_param_num(p, "eps");
     ms_xset_init(&s->members, nx);
     s->count = ms_xcalloc(nx, sizeof *s->count);
@@ -61,15 +105,21 @@ static void visit(fmoe_cache *s, uint32_t x)
     s->last_use[x] = ++s->tick;
 }
 
+/* code: p of x follows the prefetcher's latest listing (a number on the board). */
+static void sample_p(fmoe_cache *s, const ms_view *v, uint32_t x)
+{
+    double p = ms_view_score(v, x / s->J, x % s->J);
+    if (!isnan(p))
+        s->p_code[x] = p;
+}
+
 static void fmoe_cache_insert(void *st, const ms_view *v, uint32_t l, uint32_t e)
 {
     fmoe_cache *s = st;
     uint32_t x = l * s->J + e;
     ms_xset_add(&s->members, x);
-    if (s->code) {
-        double p = ms_view_score(v, l, e);
-        s->p_code[x] = isnan(p) ? 0.0 : p;
-    }
+    if (s->code)
+        sample_p(s, v, x);
     visit(s, x);
 }
 
@@ -92,6 +142,19 @@ static void fmoe_cache_evict(void *st, const ms_view *v, uint32_t l, uint32_t e)
     }
 }
 
+/* Every prefetcher call between two gates is seen by the later gate (the
+ * prefetcher guides after a layer's gate, the cache hears the next one
+ * first), so sampling here catches every listing. */
+static void fmoe_cache_gate(void *st, const ms_view *v, uint32_t l)
+{
+    (void)l;
+    fmoe_cache *s = st;
+    s->gate_step = ms_view_step(v) + 1;
+    if (s->code)
+        for (uint32_t x = 0; x < s->NX; x++)
+            sample_p(s, v, x);
+}
+
 static double evict_key(const fmoe_cache *s, const ms_view *v, uint32_t x)
 {
     if (s->code)
@@ -100,14 +163,38 @@ static double evict_key(const fmoe_cache *s, const ms_view *v, uint32_t x)
     return fmoe_evict_key_paper(isnan(p) ? s->eps : p, s->count[x]);
 }
 
-static int fmoe_cache_victim(void *st, const ms_view *v, uint32_t *l, uint32_t *e)
+static int is_protected(const fmoe_cache *s, const ms_view *v, uint32_t x)
 {
-    fmoe_cache *s = st;
+    uint32_t l = x / s->J, e = x % s->J;
+    if (s->protect == PROTECT_TARGET)
+        return ms_view_prefetched_unused(v, l, e);
+    if (s->protect == PROTECT_LIST)
+        return !isnan(ms_view_score(v, l, e));
+    return 0;
+}
+
+/* The room is for a demand load: an activated expert of the running layer
+ * once its gate has been revealed (a prefetch of one is possible only when
+ * the scheduler ran it on the CPU; it is treated as a demand). */
+static int incoming_is_demand(const fmoe_cache *s, const ms_view *v)
+{
+    uint32_t l, e, n;
+    if (!ms_view_incoming(v, &l, &e) || l != ms_view_layer(v) || s->gate_step != ms_view_step(v) + 1)
+        return 0;
+    const ms_act *a = ms_view_activated(v, l, &n);
+    for (uint32_t i = 0; i < n; i++)
+        if (a[i].expert == e)
+            return 1;
+    return 0;
+}
+
+static uint32_t pick(const fmoe_cache *s, const ms_view *v, int allow_protected)
+{
     uint32_t best = MS_NIL;
     double best_key = 0;
     for (uint32_t i = 0; i < s->members.n; i++) {
         uint32_t x = s->members.items[i];
-        if (!ms_view_evictable(v, x / s->J, x % s->J))
+        if (!ms_view_evictable(v, x / s->J, x % s->J) || (!allow_protected && is_protected(s, v, x)))
             continue;
         double k = evict_key(s, v, x);
         if (best == MS_NIL || k < best_key || (k == best_key && s->last_use[x] < s->last_use[best])) {
@@ -115,6 +202,15 @@ static int fmoe_cache_victim(void *st, const ms_view *v, uint32_t *l, uint32_t *
             best_key = k;
         }
     }
+    return best;
+}
+
+static int fmoe_cache_victim(void *st, const ms_view *v, uint32_t *l, uint32_t *e)
+{
+    fmoe_cache *s = st;
+    uint32_t best = pick(s, v, s->protect == PROTECT_NONE);
+    if (best == MS_NIL && s->protect != PROTECT_NONE && incoming_is_demand(s, v))
+        best = pick(s, v, 1);
     if (best == MS_NIL)
         return 0;
     *l = best / s->J;
@@ -125,13 +221,17 @@ static int fmoe_cache_victim(void *st, const ms_view *v, uint32_t *l, uint32_t *
 static const ms_param_spec fmoe_cache_params[] = {
     {"mode", MS_PARAM_ENUM, "paper", 0, 0, "paper|code", "paper: smallest p x freq; code: smallest trunc(p x count)"},
     {"eps", MS_PARAM_DOUBLE, "1e-6", 0, 1, NULL, "paper: p of an expert the prefetcher never searched"},
+    {"protect", MS_PARAM_ENUM, "auto", 0, 0, "auto|target|list|none",
+     "never a victim: target = a prefetched expert until its target layer ran; list = the prefetcher's current "
+     "candidate list (prefetch fmoe:mode=code); none = the key alone; auto = target (paper), list (code)"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 static const ms_cache_ops fmoe_cache_ops = {
     .create = fmoe_cache_create, .destroy = fmoe_cache_destroy, .on_insert = fmoe_cache_insert,
-    .on_access = fmoe_cache_access, .on_evict = fmoe_cache_evict, .victim = fmoe_cache_victim,
+    .on_access = fmoe_cache_access, .on_evict = fmoe_cache_evict, .on_gate = fmoe_cache_gate,
+    .victim = fmoe_cache_victim,
 };
 const ms_policy_desc ms_policy_cache_fmoe = {
     .name = "fmoe", .kind = MS_KIND_CACHE, .params = fmoe_cache_params, .cache = &fmoe_cache_ops,
-    .summary = "fMoE: evict the smallest searched probability x visit count",
+    .summary = "fMoE: evict the smallest searched probability x visit count, prefetched experts kept until used",
 };

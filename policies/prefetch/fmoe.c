@@ -12,7 +12,10 @@
  *    every layer in [l + 1 + d, L) (code).
  *  - on_iteration_end: online mode adds the iteration's map.
  * The searched probability of every guided expert is published on the score
- * board (ms_view_set_score) for the `fmoe` cache.
+ * board (ms_view_set_score) for the `fmoe` cache.  In code mode each call
+ * first sets the whole board to NAN, so the board holds exactly the current
+ * candidate list (FineMoE's cache never evicts a listed expert: cache
+ * `fmoe:protect=list`).
  *
  * Batch > 1: the iteration's map is the batch mean of each layer's gate
  * distribution (ms_view_gate_mean) and its embedding the batch mean
@@ -255,33 +258,37 @@ static void guide_paper(fmoe_pf *s, ms_view *v, const float *P, uint32_t n, uint
         ms_view_prefetch(v, t, s->order[i], fmoe_priority_paper(P[s->order[i]], t, l_now));
 }
 
-/* Code: the selected experts keep p, the others 0; 1e-6 is added to every
- * expert so all J are queued (delta only orders them); priority =
- * p (1 - (t - start) / (end + 1)); p is published only for experts that are
- * actually queued (not cached). */
+/* Code (FineMoE): the selected experts keep p, the others 0, times the
+ * layer decay 1 - (t - start) / (end + 1) over the band [start, end), plus
+ * 1e-6 for every expert of the band, so all J are queued (delta only orders
+ * them).  Every expert of the band is a candidate: its searched probability
+ * P[e] (selected or not, cached or not) goes to the board, where the `fmoe`
+ * cache reads p and, with protect=list, the candidate list. */
 static void guide_code(fmoe_pf *s, ms_view *v, const float *P, uint32_t n, uint32_t t, uint32_t start,
                        uint32_t end)
 {
     for (uint32_t i = 0; i < s->J; i++) {
         uint32_t e = s->order[i];
-        double p = (i < n ? P[e] : 0.0) + 1e-6;
-        if (!ms_view_cached(v, t, e))
-            ms_view_set_score(v, t, e, p);
-        ms_view_prefetch(v, t, e, fmoe_priority_code(p, t, start, end));
+        ms_view_set_score(v, t, e, P[e]);
+        ms_view_prefetch(v, t, e, fmoe_priority_code(i < n ? P[e] : 0.0, t, start, end) + 1e-6);
     }
 }
 
 /* Guides layers [t0, t1] with map y searched at similarity `score`. */
 static void guide(fmoe_pf *s, ms_view *v, int y, double score, uint32_t t0, uint32_t t1, int64_t l_now)
 {
-    if (s->code)
-        ms_view_clear_prefetches(v); /* each call replaces the queue */
+    if (s->code) {
+        ms_view_clear_prefetches(v); /* each call replaces the queue ... */
+        for (uint32_t l = 0; l < s->L; l++) /* ... and the candidate list */
+            for (uint32_t e = 0; e < s->J; e++)
+                ms_view_set_score(v, l, e, NAN);
+    }
     for (uint32_t t = t0; t <= t1; t++) {
         const float *P = guided_row(s, y, t);
         fmoe_sort_desc(P, s->J, s->order);
         uint32_t n = selected_count(s, P, score);
         if (s->code)
-            guide_code(s, v, P, n, t, t0, t1);
+            guide_code(s, v, P, n, t, t0, t1 + 1);
         else
             guide_paper(s, v, P, n, t, l_now);
     }
