@@ -956,8 +956,9 @@ static int gnuplot(const ms_figure *f, const ms_fig_ctx *c, const char *term, ms
                  plots, name) >= (int)sizeof cmd)
         return ms_fail(err, "figures: the gnuplot command for %s is longer than %zu bytes", f->name, sizeof cmd - 1);
     if (ms_out_from_command("figures", out, cmd, err))
-        return ms_fail_prefix(err, "gnuplot on plots/fig_%s.gp (is gnuplot installed? apt-get install gnuplot-nox)",
-                              name);
+        return ms_fail_prefix(err, "gnuplot on plots/fig_%s.gp%s", name,
+                              strstr(err->msg, "the command failed") ? " (is gnuplot installed? apt-get install gnuplot-nox)"
+                                                                     : "");
     return 0;
 }
 

@@ -113,6 +113,19 @@ signal_cleanup)
     [ "$rc" = 143 ] || fail "exit status $rc after SIGTERM (expected 143)"
     [ "$(cat e.csv)" = old ] || fail "e.csv was replaced or damaged"
     no_temps ;;
+figures_disk_full)
+    # a figure that does not fit: one line, exit 1, no partial image and no temporary
+    [ "$(id -u)" = 0 ] || { echo "mounting a small tmpfs needs root: skipped"; exit 77; }
+    trace
+    mkdir -p full
+    mount -t tmpfs -o size=24k tmpfs full 2>/dev/null || { echo "cannot mount a tmpfs here: skipped"; exit 77; }
+    trap 'umount "$W/full" 2>/dev/null' EXIT
+    expect_refused 1 "^moesim: figures: entropy-layer: gnuplot on plots/fig_entropy_layer.gp: full/entropy-layer.png: the plotting program left an incomplete PNG \([0-9]+ bytes; is the disk full\?\)$" \
+        "$M" figures --trace t.h5 --model mixtral-8x7b --out full --only entropy-layer
+    [ ! -e full/entropy-layer.png ] || fail "a partial PNG was left"
+    left=$(ls -A full | grep '\.tmp\.' || true)
+    [ -z "$left" ] || fail "temporaries left in full/: $left"
+    ;;
 undefined_metrics)
     # a prefill-only trace: TPOT and the decode hit rate have no sample
     "$M" trace gen --model mixtral-8x7b -o p.h5 --seed 5 --requests 2 --set prompt_max=16 --set output_min=0 \
