@@ -101,8 +101,7 @@ static void unregister_tmp(const char *tmp)
 
 /* ---- checks ------------------------------------------------------------- */
 
-/* The folder part of path ("." when there is none) into dir. */
-static void dir_of(const char *path, char *dir, size_t n)
+void ms_out_dir_of(const char *path, char *dir, size_t n)
 {
     const char *slash = strrchr(path, '/');
     if (!slash)
@@ -175,7 +174,7 @@ int ms_out_check(const char *what, const char *path, ms_err *err)
         return ms_fail(err, "%s %s: is a dangling symbolic link", what, path);
     }
     char dir[PATH_MAX];
-    dir_of(path, dir, sizeof dir);
+    ms_out_dir_of(path, dir, sizeof dir);
     return check_dir_writable(what, path, dir, err);
 }
 
@@ -200,7 +199,7 @@ int ms_out_check_dir(const char *what, const char *path, ms_err *err)
     snprintf(trimmed, sizeof trimmed, "%s", path);
     for (size_t n = strlen(trimmed); n > 1 && trimmed[n - 1] == '/'; n--)
         trimmed[n - 1] = '\0';
-    dir_of(trimmed, dir, sizeof dir);
+    ms_out_dir_of(trimmed, dir, sizeof dir);
     return check_dir_writable(what, path, dir, err);
 }
 
@@ -210,7 +209,7 @@ int ms_out_check_dir(const char *what, const char *path, ms_err *err)
 static int make_tmp(const char *what, const char *path, char *tmp, size_t n, ms_err *err)
 {
     char dir[PATH_MAX];
-    dir_of(path, dir, sizeof dir);
+    ms_out_dir_of(path, dir, sizeof dir);
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
     if (snprintf(tmp, n, "%s/.%s.tmp.XXXXXX", dir, base) >= (int)n)

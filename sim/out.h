@@ -31,6 +31,9 @@ void ms_out_input(const char *path);
 /* Forgets every recorded input (tests, and a sweep worker between points). */
 void ms_out_inputs_clear(void);
 
+/* The folder part of path ("." when there is none, "/" for "/x") into dir. */
+void ms_out_dir_of(const char *path, char *dir, size_t n);
+
 /* Checks an output path before any work.  `what` names it in messages (the
  * flag, e.g. "--events").  Refuses, with one line naming `what`, the path and
  * why: the same file as a recorded input; an existing directory, device,

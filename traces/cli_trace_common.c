@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "../sim/digest.h"
+#include "../sim/out.h"
 #include "../sim/version.h"
 #include "cli_trace_common.h"
 
@@ -60,23 +61,11 @@ const char *ms_trace_cli_bytes(uint64_t n, char *buf, size_t cap)
     return buf;
 }
 
-/* The folder part of path ("." when there is none). */
-static void folder_of(const char *path, char *dir, size_t n)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(dir, n, ".");
-    else if (slash == path)
-        snprintf(dir, n, "/");
-    else
-        snprintf(dir, n, "%.*s", (int)(slash - path), path);
-}
-
 int ms_trace_cli_space(const char *what, const char *out, uint64_t estimate, const char *basis, int force,
                        ms_err *err)
 {
     char dir[4096], est[32], avail[32];
-    folder_of(out, dir, sizeof dir);
+    ms_out_dir_of(out, dir, sizeof dir);
     struct statvfs vfs;
     if (statvfs(dir, &vfs) != 0)
         return ms_fail(err, "%s %s: cannot read the free space of %s: %s", what, out, dir, strerror(errno));
