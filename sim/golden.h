@@ -24,7 +24,8 @@
  * cache_experts / cache_bytes / cache_gb: exactly one filled per line: a
  * whole number of experts (`64`), bytes with a unit (`4000MiB`, `3GB`), or
  * 1e9 bytes.  (cache_size, the column of golden files written before the
- * run keys, is still read: a whole number of experts or bytes with a unit.)
+ * run keys, is still read: a whole number of experts or bytes with a unit;
+ * the committed goldens use the key columns.)
  * distance: whole number.  train: `auto` or a fraction
  * in [0, 1).  hits, late, misses, on_cpu: whole numbers (on_cpu: the
  * activations of the three that ran on the CPU); hit_rate: the fraction

@@ -7,14 +7,14 @@
 moesim=$1; golden=$2; dir=$3
 fail() { echo "check_update: $*"; exit 1; }
 copy=$dir/update.csv
-rm -f "$copy" "$copy".tmp.*
+rm -f "$copy" "$copy".tmp.* "$dir"/.update.csv.tmp.*
 cp "$golden" "$copy" || fail "cannot copy $golden"
 "$moesim" regress --golden "$copy" --update || fail "--update exited $?"
 G="gen:model=mixtral-8x7b,seed=3,requests=4"
-[ "$(sed -n 5p "$copy")" = "$G;mixtral-8x7b;none;lru;gpu;64;1;auto;40628;0;12219;0;0.768785" ] || fail "line 5: $(sed -n 5p "$copy")"
-[ "$(sed -n 6p "$copy")" = "$G;mixtral-8x7b;none;fifo;gpu;64;1;auto;22475;0;30372;0;0.425284" ] || fail "line 6: $(sed -n 6p "$copy")"
+[ "$(sed -n 5p "$copy")" = "$G;mixtral-8x7b;none;lru;gpu;64;;1;auto;40628;0;12219;0;0.768785" ] || fail "line 5: $(sed -n 5p "$copy")"
+[ "$(sed -n 6p "$copy")" = "$G;mixtral-8x7b;none;fifo;gpu;64;;1;auto;22475;0;30372;0;0.425284" ] || fail "line 6: $(sed -n 6p "$copy")"
 [ "$(sed '5,6d' "$copy")" = "$(sed '5,6d' "$golden")" ] || fail "lines other than 5 and 6 changed"
 [ "$(wc -l < "$copy")" = "$(wc -l < "$golden")" ] || fail "line count changed"
-ls "$copy".tmp.* >/dev/null 2>&1 && fail "a temp file was left behind"
+ls "$copy".tmp.* "$dir"/.update.csv.tmp.* >/dev/null 2>&1 && fail "a temp file was left behind"
 out=$("$moesim" regress --golden "$copy") || fail "the updated golden does not pass: $out"
 echo "ok: $out"
