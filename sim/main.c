@@ -82,7 +82,7 @@ static int dispatch(int argc, char **argv)
         return ms_cli_figures(argc - 1, argv + 1);
     if (!strcmp(cmd, "trace")) {
         if (argc < 3)
-            return ms_cli_usage("trace: missing subcommand (info, validate, import, stats, gen, fit, workload)");
+            return ms_cli_usage("trace: missing subcommand (info, validate, import, stats, gen, fit, workload, upgrade)");
         const char *sub = argv[2];
         if (!strcmp(sub, "info"))
             return ms_cli_trace_info(argc - 2, argv + 2);
@@ -100,7 +100,7 @@ static int dispatch(int argc, char **argv)
             return ms_cli_trace_fit(argc - 2, argv + 2);
         if (!strcmp(sub, "upgrade"))
             return ms_cli_trace_upgrade(argc - 2, argv + 2);
-        return ms_cli_usage("trace: unknown subcommand '%s' (info, validate, import, stats, gen, fit, workload)", sub);
+        return ms_cli_usage("trace: unknown subcommand '%s' (info, validate, import, stats, gen, fit, workload, upgrade)", sub);
     }
     return ms_cli_usage("unknown command '%s' (run `moesim --help`)", cmd);
 }
