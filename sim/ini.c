@@ -20,29 +20,34 @@ struct ms_ini {
     char section[128];
 };
 
+int ms_ini_vfail_at(ms_err *err, const char *path, int line, const char *fmt, va_list ap)
+{
+    char msg[900];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (line > 0)
+        return ms_fail(err, "%s:%d: %s", path, line, msg);
+    return ms_fail(err, "%s: %s", path, msg);
+}
+
 int ms_ini_fail(ms_ini *ini, const char *fmt, ...)
 {
     if (ini->failed)
         return -1;
-    char msg[900];
+    ini->failed = 1;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    ms_ini_vfail_at(ini->err, ini->path, ini->line, fmt, ap);
     va_end(ap);
-    ini->failed = 1;
-    if (ini->line > 0)
-        return ms_fail(ini->err, "%s:%d: %s", ini->path, ini->line, msg);
-    return ms_fail(ini->err, "%s: %s", ini->path, msg);
+    return -1;
 }
 
 int ms_ini_fail_file(ms_err *err, const char *path, const char *fmt, ...)
 {
-    char msg[900];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    ms_ini_vfail_at(err, path, 0, fmt, ap);
     va_end(ap);
-    return ms_fail(err, "%s: %s", path, msg);
+    return -1;
 }
 
 int ms_ini_line(const ms_ini *ini)

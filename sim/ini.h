@@ -14,6 +14,8 @@
 #ifndef MS_INI_H
 #define MS_INI_H
 
+#include <stdarg.h>
+
 #include "err.h"
 
 #define MS_INI_LINE_MAX 4096
@@ -40,6 +42,10 @@ int ms_ini_parse(const char *path, const ms_ini_spec *spec, ms_err *err);
  * ms_ini_fail_file); later calls keep the first.  Returns -1. */
 int ms_ini_fail(ms_ini *ini, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int ms_ini_fail_file(ms_err *err, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The same form for parsers that keep their own first-error state:
+ * "PATH:LINE: message" when line > 0, else "PATH: message"; returns -1. */
+int ms_ini_vfail_at(ms_err *err, const char *path, int line, const char *fmt, va_list ap);
 
 int ms_ini_line(const ms_ini *ini);          /* 1-based line being read */
 int ms_ini_continuation(const ms_ini *ini);  /* the line starts with white space */

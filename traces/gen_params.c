@@ -52,15 +52,12 @@ static int ctx_fail(parse_ctx *c, const char *fmt, ...)
 {
     if (c->failed)
         return -1;
-    char msg[900];
+    c->failed = 1;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    ms_ini_vfail_at(c->err, c->path, c->line, fmt, ap);
     va_end(ap);
-    c->failed = 1;
-    if (c->line > 0)
-        return ms_fail(c->err, "%s:%d: %s", c->path, c->line, msg);
-    return ms_fail(c->err, "%s: %s", c->path, msg);
+    return -1;
 }
 
 /* Appends the whitespace-separated numbers of text to a list. */
