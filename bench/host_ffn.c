@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../kernels/host_ffn.h"
+#include "kernels/host_ffn.h"
 
 static double now_s(void)
 {

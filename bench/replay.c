@@ -15,10 +15,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "sim/engine.h"
-#include "sim/params.h"
-#include "traces/gen.h"
-#include "traces/trace.h"
+#include "sim/engine/engine.h"
+#include "sim/core/params.h"
+#include "traces/synth/gen.h"
+#include "traces/format/trace.h"
 
 static double wall(void)
 {

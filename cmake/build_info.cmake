@@ -1,4 +1,4 @@
-# Writes the header that sim/version.c includes: MS_VERSION (CMake's project
+# Writes the header that sim/core/version.c includes: MS_VERSION (CMake's project
 # VERSION) and MS_COMMIT, the git commit of the source tree now (at build
 # time), "-dirty" appended when tracked files differ from it, "unknown" when
 # git is missing or the sources are not tracked by a git work tree (a tarball
@@ -8,7 +8,7 @@
 #
 # The build runs this on every build (target moesim_build_info); OUT is
 # rewritten only when its text changes, so an unchanged commit recompiles
-# nothing and a new one recompiles sim/version.c alone (then relinks).
+# nothing and a new one recompiles sim/core/version.c alone (then relinks).
 set(commit "unknown")
 if(GIT)
   execute_process(COMMAND "${GIT}" -C "${SRC}" rev-parse --verify -q HEAD

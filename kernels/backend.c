@@ -4,8 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "host_backend.h"
+#include "kernels/backend.h"
+#include "kernels/host_backend.h"
 #ifdef MS_HAVE_CUDA
 #include <dlfcn.h>
 #endif

@@ -1,4 +1,4 @@
-/* The backend registry: real executors of the sim/exec.h contract by name.
+/* The backend registry: real executors of the sim/engine/exec.h contract by name.
  *   "host": kernels/host_backend.h (threads, memcpy, a CPU FFN), always built;
  *   "cuda": kernels/cuda_backend.h, built only when CMake found nvcc
  *           (MS_HAVE_CUDA); otherwise a one-line error.
@@ -7,7 +7,7 @@
 #ifndef MS_BACKEND_H
 #define MS_BACKEND_H
 
-#include "../sim/exec.h"
+#include "sim/engine/exec.h"
 
 int ms_backend_create(const char *name /* "host" | "cuda" */, const ms_backend_config *c, ms_exec *out,
                       ms_err *err);

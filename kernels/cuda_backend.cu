@@ -11,7 +11,7 @@
 #include <gsl/gsl_statistics_double.h>
 #include <unistd.h>
 
-#include "cuda_backend.h"
+#include "kernels/cuda_backend.h"
 
 #ifndef MS_CUDA_ARCHS
 #define MS_CUDA_ARCHS "unknown"

@@ -1,4 +1,4 @@
-/* The CUDA backend: the executor contract (sim/exec.h) on a real GPU.
+/* The CUDA backend: the executor contract (sim/engine/exec.h) on a real GPU.
  *
  *   - Expert weights: L*J experts in pinned host memory (cudaHostAlloc), each
  *     `slot bytes` = max(the bf16 FFN matrices of the scaled expert,
@@ -45,7 +45,7 @@
 extern "C" { /* the C headers below declare C functions */
 #endif
 
-#include "sim/exec.h"
+#include "sim/engine/exec.h"
 
 #define MS_CUDA_READ_RING 4096
 

@@ -13,9 +13,9 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "backend.h"
-#include "host_backend.h"
-#include "host_ffn.h"
+#include "kernels/backend.h"
+#include "kernels/host_backend.h"
+#include "kernels/host_ffn.h"
 
 #define MIB (1024.0 * 1024.0)
 #define NDEPS 2

@@ -1,4 +1,4 @@
-/* The host backend: the executor contract of sim/exec.h run for real on the
+/* The host backend: the executor contract of sim/engine/exec.h run for real on the
  * host, so that the real-execution path (`moesim validate`, `moesim
  * calibrate`) runs on machines without a GPU.
  *
@@ -33,7 +33,7 @@
 #ifndef MS_HOST_BACKEND_H
 #define MS_HOST_BACKEND_H
 
-#include "../sim/exec.h"
+#include "sim/engine/exec.h"
 
 int ms_host_backend_create(const ms_backend_config *c, ms_exec *out, ms_err *err);
 

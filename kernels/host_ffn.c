@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host_ffn.h"
+#include "kernels/host_ffn.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define MS_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))

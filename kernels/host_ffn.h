@@ -5,7 +5,7 @@
  *
  * Its time is therefore roofline-shaped: about weight bytes / memory
  * bandwidth at a few tokens, 2 x params x tokens / the loop's FLOP/s at
- * many, as sim/timing.h prices it (docs/real-execution.md gives the
+ * many, as sim/core/timing.h prices it (docs/real-execution.md gives the
  * measured GB/s and FLOP/s; bench/host_ffn.c measures them).
  *
  * Weight layout: a matrix mapping `in` features to `out` features is

@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 
-#include "map_search.h"
+#include "kernels/map_search.h"
 
 #define WARPS_PER_BLOCK 8
 #define ARGMAX_THREADS 256

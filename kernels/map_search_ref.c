@@ -1,7 +1,7 @@
 /* The CPU reference of the map search (map_search.h): fmoe_cosine's sums in
  * its order, fmoe_semantic_search's argmax (strictly greater wins, so ties go
  * to the lowest index). */
-#include "map_search.h"
+#include "kernels/map_search.h"
 
 #include <math.h>
 #include <stddef.h>

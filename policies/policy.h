@@ -9,22 +9,14 @@
 
 #include <stdint.h>
 
-#include "../sim/err.h"
-#include "../sim/params.h"
-#include "../sim/profile.h"
-#include "../traces/trace.h"
+#include "sim/core/err.h"
+#include "sim/core/params.h"
+#include "sim/core/profile.h"
+#include "traces/format/trace.h"
+#include "policies/view.h"
 
 typedef enum { MS_KIND_PREFETCH = 0, MS_KIND_CACHE = 1, MS_KIND_SCHED = 2 } ms_policy_kind;
 
-/* One activated expert of a layer in the running iteration: the union over
- * the batch's token rows, in order of first appearance (row, then slot). */
-typedef struct {
-    uint32_t expert;
-    uint32_t tokens;   /* token rows that routed to it */
-    float weight_sum;  /* summed router weight over those rows */
-} ms_act;
-
-typedef struct ms_view ms_view; /* the engine as policies see it */
 
 /* How top-k-only traces (probs_kind topk_*) are widened to a distribution
  * over all J experts (--topk-fill): the experts outside the top-k get 0, or
@@ -53,72 +45,6 @@ typedef struct {
     ms_topk_fill topk_fill;
     ms_split split;
 } ms_policy_env;
-
-/* ---- engine queries (valid inside hooks) ---- */
-const ms_trace_meta *ms_view_meta(const ms_view *v);
-double ms_view_now(const ms_view *v);
-uint64_t ms_view_iteration(const ms_view *v);   /* 0-based, engine order */
-uint32_t ms_view_layer(const ms_view *v);       /* running layer */
-uint64_t ms_view_step(const ms_view *v);        /* iteration * L + layer */
-ms_phase ms_view_phase(const ms_view *v);
-uint32_t ms_view_batch_rows(const ms_view *v);  /* token rows in this iteration */
-/* Activated experts of layer l in the running iteration (any l: the trace
- * knows the future; only `oracle`-style policies may look ahead). */
-const ms_act *ms_view_activated(const ms_view *v, uint32_t l, uint32_t *n);
-int ms_view_resident(const ms_view *v, uint32_t l, uint32_t e);   /* weights on GPU, ready now */
-int ms_view_cached(const ms_view *v, uint32_t l, uint32_t e);     /* holds a GPU slot (ready or in flight) */
-int ms_view_evictable(const ms_view *v, uint32_t l, uint32_t e);  /* cached, not protected, not in flight */
-int ms_view_fits(const ms_view *v, uint32_t l, uint32_t e);       /* (l, e) fits in the cache without evicting */
-double ms_view_capacity_experts(const ms_view *v, uint32_t l);   /* the whole cache, in experts of layer l's size */
-/* Next step (iteration * L + layer) after the running one at which (l, e) is
- * activated, UINT64_MAX if never.  Only for policies with needs_future. */
-uint64_t ms_view_next_use(const ms_view *v, uint32_t l, uint32_t e);
-int ms_view_queued(const ms_view *v, uint32_t l, uint32_t e);     /* a prefetch request waits in the queue */
-/* (l, e) holds a slot a prefetch filled, not used yet, and its target layer
- * (the next run of layer l after the copy started) has not run yet. */
-int ms_view_prefetched_unused(const ms_view *v, uint32_t l, uint32_t e);
-/* The expert being admitted while the cache makes room (inside victim() and
- * full()); 0 outside. */
-int ms_view_incoming(const ms_view *v, uint32_t *l, uint32_t *e);
-
-/* The running iteration's batch: item i is one request's iteration. */
-uint32_t ms_view_items(const ms_view *v);
-const ms_request *ms_view_item_request(const ms_view *v, uint32_t i);
-uint64_t ms_view_item_index(const ms_view *v, uint32_t i); /* request index in the trace */
-uint32_t ms_view_item_iter(const ms_view *v, uint32_t i);  /* iteration index within its request */
-/* Layer l's gate distribution averaged over the running iteration's token
- * rows, into out[J] (policies/gate.h says how top-k traces are widened). */
-void ms_view_gate_mean(const ms_view *v, uint32_t l, float *out);
-/* The iteration's semantic embedding (mean over the batch's items) into
- * out[embed_dim]; returns 0 when the trace has none. */
-int ms_view_embedding(const ms_view *v, float *out);
-/* Speculative gate of layer l + i computed from layer l's hidden state
- * (1 <= i <= spec_depth), averaged over the rows, into out[J]: each row's
- * speculative top-k weights, 0 elsewhere.  Returns 0 when the trace has none
- * or l + i >= L. */
-int ms_view_spec_gate(const ms_view *v, uint32_t l, uint32_t i, float *out);
-
-/* Sizes and the clock of the copy engine, for policies that model time. */
-const ms_platform *ms_view_platform(const ms_view *v);
-double ms_view_expert_bytes(const ms_view *v, uint32_t l);
-double ms_view_expert_params(const ms_view *v, uint32_t l);
-double ms_view_link_free(const ms_view *v); /* when the H2D engine finishes what it has started (>= now) */
-
-/* A score board the prefetcher writes and the cache reads (fMoE evicts by
- * the probability its prefetcher last searched).  NAN when never set. */
-void ms_view_set_score(ms_view *v, uint32_t l, uint32_t e, double score);
-double ms_view_score(const ms_view *v, uint32_t l, uint32_t e);
-
-/* ---- policy actions ---- */
-/* Queue a prefetch of (l, e); higher priority is served first; resubmitting
- * a queued expert replaces its priority.  Ignored when (l, e) is cached.
- * The request expires once layer l next runs. */
-void ms_view_prefetch(ms_view *v, uint32_t l, uint32_t e, double priority);
-void ms_view_clear_prefetches(ms_view *v);
-/* Modelled decision cost: a synchronous cost delays GPU compute, an
- * asynchronous one delays only the prefetches issued after it in this hook. */
-void ms_view_charge_sync(ms_view *v, double seconds);
-void ms_view_charge_async(ms_view *v, double seconds);
 
 /* Running totals of a prefetcher's similarity searches (fMoE Fig. 8 and
  * 14a): for each search that found a map, its best score is added to the sum

@@ -2,7 +2,7 @@
  * all iterate this table.  Adding a policy = its file + one line here. */
 #include <string.h>
 
-#include "policy.h"
+#include "policies/policy.h"
 
 extern const ms_policy_desc ms_policy_prefetch_none, ms_policy_prefetch_oracle, ms_policy_prefetch_topk_id,
     ms_policy_prefetch_traced_topk;

@@ -88,7 +88,7 @@ import_cli_test(missing_out 2 "missing OUT.h5"
 import_cli_test(extra_arg 2 "unexpected argument 'extra'"
   "trace|import|--format|route-csv|${IMPORT_FIXTURES}/small.csv|${IMPORT_OUT}/x.h5|extra")
 # control bytes of the input (ESC, CR) quoted in a message become '?': the
-# error stays one printable line (sim/err.c)
+# error stays one printable line (sim/core/err.c)
 add_test(NAME cli.import.control_bytes COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_fail.sh 1
   "control_bytes.csv:1: header: expected '# route_trace v1', got '\\?\\[31mroute\\?trace'"
   $<TARGET_FILE:moesim> trace import --format route-csv ${IMPORT_FIXTURES}/control_bytes.csv ${IMPORT_OUT}/control_bytes.h5)

@@ -1,6 +1,6 @@
 # Provenance and relocation (issue 13): `moesim --version`, the generator of
 # its commit (cmake/build_info.cmake), the run-time data lookup of
-# sim/paths.h (no path compiled in), $MOESIM_WORKLOAD_DIR, and an install that
+# sim/core/paths.h (no path compiled in), $MOESIM_WORKLOAD_DIR, and an install that
 # still works once the sources and the build it came from are gone.
 set(INST_DIR ${CMAKE_CURRENT_BINARY_DIR}/paths-test)
 set(INST_FAIL ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_fail.sh)

@@ -1,5 +1,5 @@
 # Profile overrides without copying a profile: --set platform.KEY=VALUE and
-# --set model.KEY=VALUE on run and validate (sim/profile.h ms_profile_set).
+# --set model.KEY=VALUE on run and validate (sim/core/profile.h ms_profile_set).
 set(OV_DIR ${CMAKE_CURRENT_BINARY_DIR}/overrides)
 set(OV_T ${OV_DIR}/t.h5)
 set(OV_FAIL ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_fail.sh)

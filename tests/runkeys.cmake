@@ -1,4 +1,4 @@
-# The run configuration's keys (sim/runkeys.h): one name for a CLI flag, a
+# The run configuration's keys (sim/engine/runkeys.h): one name for a CLI flag, a
 # sweep key and a golden column; the same point through all three.
 add_test(NAME runkeys.same_point COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli/runkeys_same_point.sh
          $<TARGET_FILE:moesim> ${CMAKE_CURRENT_BINARY_DIR}/runkeys)

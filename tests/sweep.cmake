@@ -1,5 +1,5 @@
-# `moesim sweep` (sim/cli_sweep.c, sweep_spec.c, sweep_csv.c, sweep_pool.c, sweep_mpi.c) and
-# the trace cache (traces/trace_cache.c).  tests/sweep/sweep_test.sh holds the
+# `moesim sweep` (sim/cli/cli_sweep.c, sweep_spec.c, sweep_csv.c, sweep_pool.c, sweep_mpi.c) and
+# the trace cache (traces/format/trace_cache.c).  tests/sweep/sweep_test.sh holds the
 # cases; `sweep.setup` makes two small traces and the 216-point reference CSV.
 set(SWEEP_SH ${CMAKE_CURRENT_SOURCE_DIR}/sweep/sweep_test.sh)
 set(SWEEP_DIR ${CMAKE_CURRENT_BINARY_DIR}/sweep)

@@ -7,8 +7,8 @@
  * bound every cache is measured against. */
 #include <stdlib.h>
 
-#include "../expert_list.h"
-#include "../policy.h"
+#include "policies/lib/expert_list.h"
+#include "policies/policy.h"
 
 typedef struct {
     ms_xset members;

@@ -19,8 +19,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../eam_common.h"
-#include "../expert_list.h"
+#include "policies/lib/eam_common.h"
+#include "policies/lib/expert_list.h"
 
 typedef struct {
     eam_mode mode;

@@ -2,8 +2,8 @@
  * refresh it. */
 #include <stdlib.h>
 
-#include "../expert_list.h"
-#include "../policy.h"
+#include "policies/lib/expert_list.h"
+#include "policies/policy.h"
 
 typedef struct {
     ms_xlist list;

@@ -44,9 +44,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../expert_list.h"
-#include "../fmoe_store.h"
-#include "../policy.h"
+#include "policies/lib/expert_list.h"
+#include "policies/lib/fmoe_store.h"
+#include "policies/policy.h"
 
 enum { PROTECT_NONE = 0, PROTECT_TARGET, PROTECT_LIST };
 

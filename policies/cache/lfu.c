@@ -3,8 +3,8 @@
  * count when it is evicted (classic in-cache LFU); reset=0 keeps it. */
 #include <stdlib.h>
 
-#include "../expert_list.h"
-#include "../policy.h"
+#include "policies/lib/expert_list.h"
+#include "policies/policy.h"
 
 typedef struct {
     ms_xset members;

@@ -3,8 +3,8 @@
  * recent evictable one. */
 #include <stdlib.h>
 
-#include "../expert_list.h"
-#include "../policy.h"
+#include "policies/lib/expert_list.h"
+#include "policies/policy.h"
 
 typedef struct {
     ms_xlist list;

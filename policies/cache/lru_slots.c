@@ -47,8 +47,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../expert_list.h"
-#include "../policy.h"
+#include "policies/lib/expert_list.h"
+#include "policies/policy.h"
 
 typedef struct {
     ms_xlist *lru;      /* [L] per-layer recency over expert ids, head = most recent */

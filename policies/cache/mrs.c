@@ -18,10 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../expert_list.h"
-#include "../gate.h"
-#include "../hybrimoe_hss.h"
-#include "../policy.h"
+#include "policies/lib/expert_list.h"
+#include "policies/lib/gate.h"
+#include "policies/lib/hybrimoe_hss.h"
+#include "policies/policy.h"
 
 typedef struct {
     int code;

@@ -14,9 +14,9 @@
  * sake. */
 #include <stdlib.h>
 
-#include "../base_predict.h"
-#include "../expert_list.h"
-#include "../policy.h"
+#include "policies/lib/base_predict.h"
+#include "policies/lib/expert_list.h"
+#include "policies/policy.h"
 
 typedef struct {
     ms_xlist list;

@@ -5,7 +5,7 @@
  * trace is counted: an oracle static placement. */
 #include <stdlib.h>
 
-#include "../gate.h"
+#include "policies/lib/gate.h"
 
 typedef struct {
     uint64_t *count;

@@ -1,7 +1,7 @@
 /* eam: MoE-Infinity activation-aware prefetching (seed 004, Algorithm 1;
  * POLICIES.md "MoE-Infinity").
  *
- * State: the EAM of every sequence in flight (policies/eam_common.h) and an
+ * State: the EAM of every sequence in flight (policies/lib/eam_common.h) and an
  * EAM collection (EAMC) of at most `capacity` entries, built offline from the
  * training split by seeded k-means (one EAM per training request; on a
  * single-request trace, one per window of `window` iterations, and the live
@@ -36,7 +36,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../eam_common.h"
+#include "policies/lib/eam_common.h"
 
 typedef struct {
     eam_mode mode;

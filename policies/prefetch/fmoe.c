@@ -1,6 +1,6 @@
 /* fmoe: fMoE's expert-map prefetcher (seeds 000, 001; POLICIES.md "fMoE").
  *
- * Expert Map Store (policies/fmoe_store.h) of capacity C (`capacity`),
+ * Expert Map Store (policies/lib/fmoe_store.h) of capacity C (`capacity`),
  * filled offline from the training split (`store=offline`, --train auto =
  * 0.7) or online from every finished iteration (`store=online`).
  *
@@ -47,8 +47,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../fmoe_store.h"
-#include "../gate.h"
+#include "policies/lib/fmoe_store.h"
+#include "policies/lib/gate.h"
 
 enum { TRACK_FULL = 0, TRACK_TRAJ_SEM, TRACK_TRAJ, TRACK_HITCOUNT };
 

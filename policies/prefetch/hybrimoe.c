@@ -27,11 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../sim/timing.h"
-#include "../gate.h"
-#include "../hybrimoe_hss.h"
-#include "../policy.h"
-#include "../rank.h"
+#include "sim/core/timing.h"
+#include "policies/lib/gate.h"
+#include "policies/lib/hybrimoe_hss.h"
+#include "policies/policy.h"
+#include "policies/lib/rank.h"
 
 enum { PRED_AUTO, PRED_SPEC, PRED_HISTORY };
 

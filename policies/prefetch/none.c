@@ -1,7 +1,7 @@
 /* none: on-demand loading only (DeepSpeed-Inference with an expert cache). */
 #include <stddef.h>
 
-#include "../policy.h"
+#include "policies/policy.h"
 
 static const ms_param_spec none_params[] = {{NULL, 0, NULL, 0, 0, NULL, NULL}};
 static const ms_prefetch_ops none_ops = {0};

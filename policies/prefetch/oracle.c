@@ -4,7 +4,7 @@
  * activation order. */
 #include <stdlib.h>
 
-#include "../policy.h"
+#include "policies/policy.h"
 
 typedef struct {
     uint32_t d;

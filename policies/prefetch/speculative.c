@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../base_predict.h"
-#include "../policy.h"
+#include "policies/lib/base_predict.h"
+#include "policies/policy.h"
 
 typedef struct {
     uint32_t k, d, J, L;

@@ -2,8 +2,8 @@
  * lowest-id experts of layer l+d (k = 0 means the trace's top-k K). */
 #include <stdlib.h>
 
-#include "../policy.h"
-#include "../rank.h"
+#include "policies/policy.h"
+#include "policies/lib/rank.h"
 
 typedef struct {
     uint32_t k, d, J, L;

@@ -2,8 +2,8 @@
  * layer l+d activated most often so far in the replay (k = 0 means K). */
 #include <stdlib.h>
 
-#include "../policy.h"
-#include "../rank.h"
+#include "policies/policy.h"
+#include "policies/lib/rank.h"
 
 typedef struct {
     uint32_t k, d, J, L;

@@ -15,8 +15,8 @@
  * with no training split (--train 0) has nothing to learn from: an error. */
 #include <stdlib.h>
 
-#include "../base_predict.h"
-#include "../gate.h"
+#include "policies/lib/base_predict.h"
+#include "policies/lib/gate.h"
 
 typedef struct {
     ms_coact T;

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../sim/timing.h"
-#include "../policy.h"
+#include "sim/core/timing.h"
+#include "policies/policy.h"
 
 typedef struct {
     int faster;

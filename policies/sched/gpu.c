@@ -1,7 +1,7 @@
 /* gpu: every activated expert runs on the GPU (the default scheduler). */
 #include <stddef.h>
 
-#include "../policy.h"
+#include "policies/policy.h"
 
 static const ms_param_spec gpu_params[] = {{NULL, 0, NULL, 0, 0, NULL, NULL}};
 static const ms_sched_ops gpu_ops = {0};

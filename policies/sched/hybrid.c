@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../sim/timing.h"
-#include "../hybrimoe_hss.h"
-#include "../policy.h"
+#include "sim/core/timing.h"
+#include "policies/lib/hybrimoe_hss.h"
+#include "policies/policy.h"
 
 typedef struct {
     int code;

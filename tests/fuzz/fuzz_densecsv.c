@@ -1,4 +1,4 @@
-/* dense-csv importer (traces/import_densecsv.c): the input is split into
+/* dense-csv importer (traces/import/import_densecsv.c): the input is split into
  * per-layer files of one directory.  Bytes before the first marker line go
  * to layer0.csv; a line "@@@N" (N one digit) starts (or appends to)
  * layerN.csv, so the fuzzer can also make layer gaps.  Then
@@ -6,7 +6,7 @@
  * (J from the header).  The npy importer converts to exactly these files
  * (traces/tools/npy2trace.py) and is covered through this harness. */
 #include "fuzz_util.h"
-#include "traces/import.h"
+#include "traces/import/import.h"
 
 #define MARK "@@@"
 

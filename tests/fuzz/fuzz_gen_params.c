@@ -1,9 +1,9 @@
-/* Generator parameter files (traces/gen_params.c, `moesim trace gen
+/* Generator parameter files (traces/synth/gen_params.c, `moesim trace gen
  * --params FILE`): ms_gen_file_load on the input twice, without a shape
  * and with mixtral-8x7b's (as `--model mixtral-8x7b` gives). */
 #include "fuzz_util.h"
-#include "sim/profile.h"
-#include "traces/gen_params.h"
+#include "sim/core/profile.h"
+#include "traces/synth/gen_params.h"
 
 static ms_model g_shape;
 static int g_have_shape;

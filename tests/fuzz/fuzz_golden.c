@@ -1,7 +1,7 @@
-/* Golden files of `moesim regress` (sim/golden.c): ms_golden_load on the
+/* Golden files of `moesim regress` (sim/apps/golden.c): ms_golden_load on the
  * input, strict and with empty results allowed (--update). */
 #include "fuzz_util.h"
-#include "sim/golden.h"
+#include "sim/apps/golden.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,9 +1,9 @@
-/* jsonl importer (traces/import_jsonl.c): the input is IN of
+/* jsonl importer (traces/import/import_jsonl.c): the input is IN of
  * `moesim trace import --format jsonl --experts 8 --expert-bytes 1 IN OUT.h5`
  * (L and K inferred from the data, as without --model); OUT goes to the
  * temporary directory. */
 #include "fuzz_util.h"
-#include "traces/import.h"
+#include "traces/import/import.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,11 +1,11 @@
-/* Policy specs `name:k=v,...` (sim/params.c, policies/registry.c): the
+/* Policy specs `name:k=v,...` (sim/core/params.c, policies/registry.c): the
  * input (a C string up to its first NUL) is split with ms_spec_split; the
  * name is looked up as a prefetcher, a cache and a scheduler, and the
  * k=v text parsed against each found policy's parameter table.  The
  * strict number parsers of flags and INI values run on it too. */
 #include "fuzz_util.h"
 #include "policies/policy.h"
-#include "sim/params.h"
+#include "sim/core/params.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,8 +1,8 @@
-/* Model and platform profiles (sim/profile.c): the input is loaded as a
+/* Model and platform profiles (sim/core/profile.c): the input is loaded as a
  * model profile and as a platform profile, both given as a path ending in
  * .ini (what `--model FILE.ini` / `--platform FILE.ini` do). */
 #include "fuzz_util.h"
-#include "sim/profile.h"
+#include "sim/core/profile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

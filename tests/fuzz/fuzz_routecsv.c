@@ -1,7 +1,7 @@
-/* route-csv importer (traces/import_routecsv.c): ms_routecsv_parse on the
+/* route-csv importer (traces/import/import_routecsv.c): ms_routecsv_parse on the
  * input (the whole file parsed into requests, then freed). */
 #include "fuzz_util.h"
-#include "traces/import.h"
+#include "traces/import/import.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

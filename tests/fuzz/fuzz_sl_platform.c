@@ -1,7 +1,7 @@
-/* Serverless platform profile (sim/serverless_platform.c):
+/* Serverless platform profile (sim/serverless/serverless_platform.c):
  * ms_sl_platform_load on the input given as a .ini path. */
 #include "fuzz_util.h"
-#include "sim/serverless_platform.h"
+#include "sim/serverless/serverless_platform.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

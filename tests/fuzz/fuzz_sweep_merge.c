@@ -1,8 +1,8 @@
-/* Sweep shard CSVs (sim/sweep_csv.c, `moesim sweep --merge OUT IN...`):
+/* Sweep shard CSVs (sim/apps/sweep_csv.c, `moesim sweep --merge OUT IN...`):
  * the input is split at a line "@@@" into up to 4 shard files, which are
  * merged into OUT in the temporary directory. */
 #include "fuzz_util.h"
-#include "sim/sweep_csv.h"
+#include "sim/apps/sweep_csv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

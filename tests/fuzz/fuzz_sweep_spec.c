@@ -1,9 +1,9 @@
-/* Sweep specs (sim/sweep_spec.c): ms_sweep_load on the input, then every
+/* Sweep specs (sim/apps/sweep_spec.c): ms_sweep_load on the input, then every
  * point of the expanded grid is read back.  Relative paths in the spec
  * resolve against the temporary directory, which holds the spec and a tiny
  * trace a.h5 (a copy of MS_FUZZ_TRACE: 2 layers, 4 experts, top-2). */
 #include "fuzz_util.h"
-#include "sim/sweep_spec.h"
+#include "sim/apps/sweep_spec.h"
 
 static uint8_t *g_trace;
 static size_t g_trace_len;

@@ -1,4 +1,4 @@
-/* Trace reader, formats v1 and v2 (traces/trace_h5.c): ms_reader_open and
+/* Trace reader, formats v1 and v2 (traces/format/trace_h5.c): ms_reader_open and
  * every ms_reader_next (each request also through ms_request_check), with
  * the content digest checked at the end, on a trace built from the input.
  *
@@ -24,7 +24,7 @@
  *               sees fuzzed values; flipped checksums are the bit-flip test's
  *               business (tests/trace_safety). */
 #include "fuzz_util.h"
-#include "traces/trace.h"
+#include "traces/format/trace.h"
 
 #define N_TEMPLATES 3
 #define MAX_REGIONS 256

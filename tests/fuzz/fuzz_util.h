@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/err.h"
+#include "sim/core/err.h"
 
 typedef struct {
     char dir[PATH_MAX];

@@ -1,8 +1,8 @@
-/* Azure LLM-inference workload CSV reader (traces/workload.c):
+/* Azure LLM-inference workload CSV reader (traces/import/workload.c):
  * ms_workload_azure on the input, every row checked,
  * the first 4 kept (start 0, n 4, time x1). */
 #include "fuzz_util.h"
-#include "traces/workload.h"
+#include "traces/import/workload.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

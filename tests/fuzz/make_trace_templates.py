@@ -14,7 +14,7 @@ number moesim validates is under the fuzzer's control.
              fixed-length 256-byte fields
   zstd.h5    the trace as moesim writes it (chunked, zstd filter 32015):
              the compressed bytes of every chunk are regions, so moesim's
-             zstd filter (traces/h5_zstd.c) decodes fuzzed frames
+             zstd filter (traces/format/h5_zstd.c) decodes fuzzed frames
   plain_v2.h5 (with --v2 V2_TRACE.h5, a format v2 trace with every
              optional part) format v2: HDF5 1.10 file format, every dataset
              one chunk with the Fletcher32 filter only (no compression); the

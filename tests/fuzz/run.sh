@@ -22,7 +22,7 @@ fi
 # room to grow past the seeds (the largest, trace_h5's template regions, < 8 KB)
 max_len=16384
 
-# the harnesses load shipped profiles by name: the build tree's data (sim/paths.h)
+# the harnesses load shipped profiles by name: the build tree's data (sim/core/paths.h)
 export MOESIM_DATA_DIR="${MOESIM_DATA_DIR:-$(cd "$build" && pwd)/share/moesim}"
 
 # leaks inside the (uninstrumented) HDF5 library are not moesim's: lsan.supp

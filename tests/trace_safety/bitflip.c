@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "traces/trace.h"
+#include "traces/format/trace.h"
 
 typedef struct {
     uint64_t off, size;

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "sim/profile.h"
-#include "traces/gen.h"
-#include "traces/import.h"
+#include "sim/core/profile.h"
+#include "traces/synth/gen.h"
+#include "traces/import/import.h"
 
 /* Imports ../shared/traces/bigmoeonedge/<name>.route.csv into `out`. */
 static inline void ms_fixture_import_real(const char *name, const char *out)

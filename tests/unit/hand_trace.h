@@ -12,8 +12,8 @@
 
 #include "check.h"
 #include "fixtures.h"
-#include "sim/engine.h"
-#include "traces/trace.h"
+#include "sim/engine/engine.h"
+#include "traces/format/trace.h"
 
 #define HAND_J 4
 

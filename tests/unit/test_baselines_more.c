@@ -1,5 +1,5 @@
 /* Baselines speculative, transition (prefetch), lru-slots and neighbor
- * (cache): their pure helpers (policies/base_predict.h) on hand-computed
+ * (cache): their pure helpers (policies/lib/base_predict.h) on hand-computed
  * inputs, then exact hit / late / miss counts and eviction orders through
  * ms_run on hand-built traces.
  *
@@ -10,9 +10,9 @@
 
 #include "check.h"
 #include "fixtures.h"
-#include "policies/base_predict.h"
-#include "sim/engine.h"
-#include "traces/trace.h"
+#include "policies/lib/base_predict.h"
+#include "sim/engine/engine.h"
+#include "traces/format/trace.h"
 
 static ms_platform test_platform(void) { return ms_fixture_exact_platform(); }
 

@@ -1,4 +1,4 @@
-/* Calibration fits (sim/calibrate.h) on synthetic measurements from known
+/* Calibration fits (sim/apps/calibrate.h) on synthetic measurements from known
  * parameters: exact recovery on noise-free points, stated tolerances on
  * noisy ones; the plan's sizes; the written profile loads with the values. */
 #include <math.h>
@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "sim/calibrate.h"
-#include "sim/profile.h"
+#include "sim/apps/calibrate.h"
+#include "sim/core/profile.h"
 
 #define REL(a, b) (fabs((a) - (b)) / fabs(b))
 

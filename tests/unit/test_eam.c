@@ -1,4 +1,4 @@
-/* MoE-Infinity (prefetch `eam`, cache `eam`, policies/eam_common.h): every
+/* MoE-Infinity (prefetch `eam`, cache `eam`, policies/lib/eam_common.h): every
  * expected value below is computed by hand in the comment beside it.
  *
  * Engine tests use the platform of test_engine_exact.c: a 1 MB expert copy
@@ -11,10 +11,10 @@
 
 #include "check.h"
 #include "fixtures.h"
-#include "policies/eam_common.h"
-#include "sim/engine.h"
-#include "traces/import.h"
-#include "traces/trace.h"
+#include "policies/lib/eam_common.h"
+#include "sim/engine/engine.h"
+#include "traces/import/import.h"
+#include "traces/format/trace.h"
 
 #define TOL 1e-12
 #define S2 0.70710678118654752 /* 1 / sqrt(2) */

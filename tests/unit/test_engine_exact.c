@@ -9,8 +9,8 @@
 
 #include "check.h"
 #include "fixtures.h"
-#include "sim/engine.h"
-#include "traces/trace.h"
+#include "sim/engine/engine.h"
+#include "traces/format/trace.h"
 
 #define MS 1e-3
 #define TOL 1e-12

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "sim/engine.h"
-#include "sim/report.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/report.h"
 #include "fixtures.h"
 
 static ms_platform platform;

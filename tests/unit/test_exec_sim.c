@@ -1,4 +1,4 @@
-/* The simulated timeline (sim/exec.h), exact times by hand:
+/* The simulated timeline (sim/engine/exec.h), exact times by hand:
  *   - without [contention]: stream order, `after`, not_before and a GPU
  *     expert waiting for its copy, durations from the timing model;
  *   - with [contention]: a copy at half speed while the compute stream is
@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "check.h"
-#include "sim/exec.h"
+#include "sim/engine/exec.h"
 
 #define MS_ 1e-3
 

@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../traces/fit.h"
-#include "../../traces/gen_params.h"
-#include "../../traces/import.h"
+#include "traces/synth/fit.h"
+#include "traces/synth/gen_params.h"
+#include "traces/import/import.h"
 #include "check.h"
 
 #define TOL_H_TRACE_LAYER 0.6

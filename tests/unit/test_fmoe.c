@@ -1,4 +1,4 @@
-/* fMoE (policies/fmoe_store.h, prefetch/fmoe.c, cache/fmoe.c): every
+/* fMoE (policies/lib/fmoe_store.h, prefetch/fmoe.c, cache/fmoe.c): every
  * formula on hand-built inputs, then exact hit / miss counts through ms_run
  * on hand-built traces. */
 #include <stdio.h>
@@ -9,9 +9,9 @@
 
 #include "check.h"
 #include "fixtures.h"
-#include "policies/fmoe_store.h"
-#include "sim/engine.h"
-#include "traces/trace.h"
+#include "policies/lib/fmoe_store.h"
+#include "sim/engine/engine.h"
+#include "traces/format/trace.h"
 
 #define TOL 1e-9
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "policies/gate.h"
-#include "sim/engine.h"
+#include "policies/lib/gate.h"
+#include "sim/engine/engine.h"
 
 static ms_trace_meta tiny_meta(ms_probs_kind kind, uint32_t J, uint32_t K)
 {

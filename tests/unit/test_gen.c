@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "sim/profile.h"
-#include "traces/gen.h"
+#include "sim/core/profile.h"
+#include "traces/synth/gen.h"
 
 /* Mixtral-8x7B shape, built by hand (independent of the profile files). */
 static ms_model mixtral_model(void)

@@ -18,8 +18,8 @@
 
 #include "check.h"
 #include "policies/policy.h"
-#include "sim/engine.h"
-#include "sim/report.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/report.h"
 #include "fixtures.h"
 
 static ms_platform platform;

@@ -11,9 +11,9 @@
 
 #include "check.h"
 #include "fixtures.h"
-#include "policies/hybrimoe_hss.h"
-#include "sim/engine.h"
-#include "traces/trace.h"
+#include "policies/lib/hybrimoe_hss.h"
+#include "sim/engine/engine.h"
+#include "traces/format/trace.h"
 
 #define MS 1e-3
 #define TOL 1e-12

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "traces/import.h"
+#include "traces/import/import.h"
 
 static int32_t id_at(const ms_trace_meta *m, const ms_request *r, uint32_t row, uint32_t l, uint32_t k)
 {

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "traces/import.h"
+#include "traces/import/import.h"
 
 #define FIXTURES MS_TEST_DATA "/routecsv"
 #define REAL_DIR MS_TEST_SHARED "/traces/bigmoeonedge"

@@ -1,4 +1,4 @@
-/* The one INI reader (sim/ini.h): line numbers, sections, continuation
+/* The one INI reader (sim/core/ini.h): line numbers, sections, continuation
  * lines and the error forms "FILE:LINE: message" / "FILE: message"; and the
  * serverless platform loader on top of it. */
 #include <stdio.h>
@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 
 #include "check.h"
-#include "sim/ini.h"
-#include "sim/serverless_platform.h"
+#include "sim/core/ini.h"
+#include "sim/serverless/serverless_platform.h"
 
 static void write_file(const char *path, const char *text)
 {

@@ -1,5 +1,5 @@
 /* The CPU reference of the map search (kernels/map_search.h) equals fMoE's
- * own searches (policies/fmoe_store.h) on random stores: the semantic search
+ * own searches (policies/lib/fmoe_store.h) on random stores: the semantic search
  * (index exact, score within 1e-6, in fact bit-equal) and the trajectory
  * search after each observed layer (index exact, score within 1e-6); ties
  * and zero vectors go the same way. */
@@ -7,7 +7,7 @@
 
 #include "check.h"
 #include "kernels/map_search.h"
-#include "policies/fmoe_store.h"
+#include "policies/lib/fmoe_store.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 

@@ -1,6 +1,6 @@
 /* k=v policy parameters and strict number / byte-size parsing. */
 #include "check.h"
-#include "sim/params.h"
+#include "sim/core/params.h"
 
 static const ms_param_spec specs[] = {
     {"k", MS_PARAM_INT, "2", 1, 64, NULL, "experts"},

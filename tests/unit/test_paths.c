@@ -1,4 +1,4 @@
-/* sim/paths.h: the data directory from $MOESIM_DATA_DIR or the executable's
+/* sim/core/paths.h: the data directory from $MOESIM_DATA_DIR or the executable's
  * location, the sub-folders, the per-kind overrides and their one-line errors.
  * This executable lives in <build>/tests/, so without the environment it must
  * find <build>/share/moesim through rule 3 (<exe_dir>/../share/moesim). */
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "sim/paths.h"
+#include "sim/core/paths.h"
 
 static char tmpdir[64];
 

@@ -7,8 +7,8 @@
 #include <cJSON.h>
 
 #include "hand_trace.h"
-#include "sim/report.h"
-#include "sim/sweep_csv.h"
+#include "sim/engine/report.h"
+#include "sim/apps/sweep_csv.h"
 
 /* Trace a (R2 routes 3,3,3,3) with an LRU cache of 2 experts, distance 2.
  * t = 0: the semantic search (R1) guides layers 0 and 1: (0,3) copied

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "sim/paths.h"
-#include "sim/profile.h"
+#include "sim/core/paths.h"
+#include "sim/core/profile.h"
 
 static const char *const shipped_models[] = {
     "deepseek-v2-lite", "gpt-oss-120b", "mixtral-8x7b", "nllb-moe-128", "olmoe-1b-7b",
@@ -21,7 +21,7 @@ static const char *const shipped_platforms[] = {
 };
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-/* The profile folder (sim/paths.h); "" after a failed CHECK. */
+/* The profile folder (sim/core/paths.h); "" after a failed CHECK. */
 static const char *profile_dir(void)
 {
     static char dir[4096];

@@ -1,12 +1,12 @@
-/* The run configuration's keys (sim/runkeys.h): the spelling rule, the
+/* The run configuration's keys (sim/engine/runkeys.h): the spelling rule, the
  * sweep's parameters as the first keys, the golden's capacity columns, and
  * the value checks every reader shares. */
 #include <string.h>
 
 #include "check.h"
-#include "sim/golden.h"
-#include "sim/runkeys.h"
-#include "sim/sweep_spec.h"
+#include "sim/apps/golden.h"
+#include "sim/engine/runkeys.h"
+#include "sim/apps/sweep_spec.h"
 
 int main(void)
 {

@@ -8,7 +8,7 @@
 
 #include "check.h"
 #include "fixtures.h"
-#include "sim/engine.h"
+#include "sim/engine/engine.h"
 
 static ms_run_config cfg_for(const char *trace, const ms_model *model, const ms_platform *plat, const char *pf)
 {

@@ -3,8 +3,8 @@
  * per-design solver and ODS against brute force on a small instance. */
 #include <math.h>
 
-#include "../../sim/serverless_ods.h"
-#include "../../sim/serverless_predict.h"
+#include "sim/serverless/serverless_ods.h"
+#include "sim/serverless/serverless_predict.h"
 #include "check.h"
 
 /* Round numbers: 1 vCPU = 1000 MB = 1e9 FLOP/s; B^s = 100 B/s; B^f = 50 B/s. */

@@ -1,7 +1,7 @@
 /* Trace statistics on hand-built requests; every expected value is worked out
  * by hand in the comment beside it. */
 #include "check.h"
-#include "traces/stats.h"
+#include "traces/stats/stats.h"
 
 #define MAXC 128
 

@@ -1,4 +1,4 @@
-/* The process trace cache (traces/trace_cache.h) gives ms_run the results
+/* The process trace cache (traces/format/trace_cache.h) gives ms_run the results
  * of streaming, for policies that read the trace more than once (belady's
  * next-use pre-pass, static's and fmoe's training split) too, and decodes a
  * trace once per process. */
@@ -8,9 +8,9 @@
 
 #include "check.h"
 #include "fixtures.h"
-#include "sim/engine.h"
-#include "sim/report.h"
-#include "traces/trace_cache.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/report.h"
+#include "traces/format/trace_cache.h"
 
 static char *run_json(const char *trace, const ms_model *model, const ms_platform *plat, const char *pf,
                       const char *cache)

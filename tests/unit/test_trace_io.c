@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "traces/trace.h"
+#include "traces/format/trace.h"
 
 /* ---- hand-built traces ---- */
 
@@ -148,7 +148,7 @@ static int file_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-/* Whether the writer's temporary of path (sim/out.h: ".<path>.tmp.XXXXXX"
+/* Whether the writer's temporary of path (sim/core/out.h: ".<path>.tmp.XXXXXX"
  * in the same folder) exists. */
 static int tmp_exists_for(const char *path)
 {

@@ -3,7 +3,7 @@
  * with zstd then Fletcher32, fixed-length strings in compact attribute
  * storage, the text as UTF-8 bytes, a content digest), what the reader
  * refuses in a v2 file, how it reports a damaged chunk and a changed value,
- * and the writer's output safety (sim/out.h: checked paths, temporaries
+ * and the writer's output safety (sim/core/out.h: checked paths, temporaries
  * removed, an existing file untouched by a failed write). */
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "sim/out.h"
-#include "traces/trace.h"
+#include "sim/core/out.h"
+#include "traces/format/trace.h"
 
 /* L=2, J=4, K=2, topk_renorm, token ids, text and recorded hits. */
 static void make_meta(ms_trace_meta *m)
@@ -440,7 +440,7 @@ static void test_refusals(void)
     open_fails_with("v2_baddigest.h5", "root attribute 'content_sha256' = 'ABCDEF' is not 64 lowercase hex digits");
 }
 
-/* ---- the writer's output (sim/out.h) ---- */
+/* ---- the writer's output (sim/core/out.h) ---- */
 
 static void write_text(const char *path, const char *s)
 {

@@ -1,4 +1,4 @@
-/* The tee of `moesim validate` (sim/validate.h), with a second simulated
+/* The tee of `moesim validate` (sim/apps/validate.h), with a second simulated
  * timeline standing in for the real backend:
  *   - the same platform on both sides: every iteration's error is exactly 0,
  *     both columns agree, and the tee's hit / late / miss rule reproduces the
@@ -13,9 +13,9 @@
 
 #include "check.h"
 #include "fixtures.h"
-#include "sim/engine.h"
-#include "sim/exec.h"
-#include "sim/validate.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/exec.h"
+#include "sim/apps/validate.h"
 
 static const char *trace = "test_validate.h5";
 

@@ -1,5 +1,5 @@
 /* The CUDA backend (kernels/cuda_backend.h) keeps the executor contract
- * (sim/exec.h) on a real GPU:
+ * (sim/engine/exec.h) on a real GPU:
  *   - ops on one stream run in submission order; an op waits for `after`;
  *   - a GPU expert waits for the copy that filled its slot; a copy into a
  *     reused slot waits for the slot's last reader;

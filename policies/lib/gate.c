@@ -1,0 +1,92 @@
+#include <math.h>
+#include <string.h>
+
+#include "policies/lib/gate.h"
+
+void ms_gate_row(const ms_trace_meta *m, const ms_request *r, uint32_t row, uint32_t l, ms_topk_fill fill,
+                 float *out)
+{
+    if (m->probs_kind == MS_PROBS_FULL && r->probs) {
+        memcpy(out, r->probs + ms_probs_index(m, row, l), m->J * sizeof *out);
+        return;
+    }
+    size_t base = ms_topk_index(m, row, l);
+    double sum = 0;
+    uint32_t present = 0;
+    for (uint32_t k = 0; k < m->K; k++)
+        if (r->topk_ids[base + k] >= 0) {
+            sum += r->topk_w[base + k];
+            present++;
+        }
+    float rest = 0.0f;
+    if (fill == MS_FILL_EVEN && present > 0 && m->J > present)
+        rest = (float)(fmax(0.0, 1.0 - sum) / (double)(m->J - present));
+    for (uint32_t e = 0; e < m->J; e++)
+        out[e] = rest;
+    for (uint32_t k = 0; k < m->K; k++)
+        if (r->topk_ids[base + k] >= 0)
+            out[r->topk_ids[base + k]] = r->topk_w[base + k];
+}
+
+uint32_t ms_gate_add_iteration(const ms_trace_meta *m, const ms_request *r, uint32_t it, uint32_t l,
+                               ms_topk_fill fill, float *out)
+{
+    const ms_iteration *iter = &r->iters[it];
+    float row_p[m->J];
+    for (uint32_t row = iter->row0; row < iter->row0 + iter->n_rows; row++) {
+        ms_gate_row(m, r, row, l, fill, row_p);
+        for (uint32_t e = 0; e < m->J; e++)
+            out[e] += row_p[e];
+    }
+    return iter->n_rows;
+}
+
+int ms_split_resolve(const ms_trace_meta *m, double frac, int learns, ms_split *out, ms_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (frac < 0)
+        frac = learns ? 0.7 : 0.0;
+    if (!(frac >= 0 && frac < 1))
+        return ms_fail(err, "--train must be in [0, 1), got %g", frac);
+    out->frac = frac;
+    if (frac == 0)
+        return 0;
+    if (m->n_requests >= 2) {
+        out->train_requests = (uint64_t)ceil(frac * (double)m->n_requests);
+        if (out->train_requests >= m->n_requests)
+            return ms_fail(err, "--train %g of %llu requests leaves none to replay", frac,
+                           (unsigned long long)m->n_requests);
+        return 0;
+    }
+    out->by_iteration = 1;
+    uint32_t n = m->n_requests ? m->req_n_iters[0] : 0;
+    out->train_iters = (uint32_t)ceil(frac * n);
+    if (out->train_iters >= n)
+        return ms_fail(err, "--train %g of the single request's %u iterations leaves none to replay", frac, n);
+    return 0;
+}
+
+int ms_train_foreach(const ms_policy_env *env, ms_train_fn fn, void *ctx, ms_err *err)
+{
+    const ms_split *s = &env->split;
+    if (s->frac == 0)
+        return 0;
+    ms_trace_reader *rd = ms_reader_open(env->trace_path, err);
+    if (!rd)
+        return -1;
+    uint64_t n_req = s->by_iteration ? 1 : s->train_requests;
+    ms_request r = {0};
+    int rc = 0;
+    for (uint64_t i = 0; i < n_req && rc == 0; i++) {
+        if (ms_reader_read(rd, i, &r, err) != 1) {
+            rc = -1;
+            break;
+        }
+        uint32_t n_it = s->by_iteration ? s->train_iters : r.n_iters;
+        for (uint32_t it = 0; it < n_it && rc == 0; it++)
+            rc = fn(ctx, i, &r, it, err);
+    }
+    ms_request_free(&r);
+    ms_reader_close(rd);
+    return rc;
+}

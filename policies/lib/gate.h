@@ -1,0 +1,31 @@
+/* Gate distributions from trace rows, and the training split.
+ *
+ * A full-prob trace gives each row's softmax as stored.  A top-k trace gives
+ * the top-k weights and, outside them, 0 (MS_FILL_ZERO) or an even share of
+ * the mass the top-k leaves, max(0, 1 - sum of weights) / (J - K)
+ * (MS_FILL_EVEN; topk_renorm weights sum to 1, so they leave nothing).
+ * Missing cells (id -1) contribute nothing. */
+#ifndef MS_GATE_H
+#define MS_GATE_H
+
+#include "policies/policy.h"
+
+/* out[J] = layer l's distribution for one token row of r. */
+void ms_gate_row(const ms_trace_meta *m, const ms_request *r, uint32_t row, uint32_t l, ms_topk_fill fill,
+                 float *out);
+/* out[J] += layer l's distribution for every row of r's iteration `it`;
+ * returns the number of rows added. */
+uint32_t ms_gate_add_iteration(const ms_trace_meta *m, const ms_request *r, uint32_t it, uint32_t l,
+                               ms_topk_fill fill, float *out);
+
+/* Resolves --train: frac < 0 means auto (0.7 when `learns`, else 0).  Fails
+ * when the split leaves nothing to replay. */
+int ms_split_resolve(const ms_trace_meta *m, double frac, int learns, ms_split *out, ms_err *err);
+
+/* Streams the training split in trace order, calling fn once per training
+ * iteration (request index, the request, iteration index).  A non-zero return
+ * from fn stops the walk and is returned; -1 on read errors. */
+typedef int (*ms_train_fn)(void *ctx, uint64_t req_index, const ms_request *r, uint32_t it, ms_err *err);
+int ms_train_foreach(const ms_policy_env *env, ms_train_fn fn, void *ctx, ms_err *err);
+
+#endif

@@ -1,0 +1,279 @@
+#include "policies/lib/hybrimoe_hss.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "sim/core/err.h"
+
+/* ------------------------------------------------------------------ */
+/* MRS */
+
+/* top[0..p) = the p experts with the largest s, descending (ties: lower id). */
+static void top_p_experts(const float *s, uint32_t J, uint32_t p, uint32_t *top)
+{
+    uint8_t *taken = ms_xcalloc(J ? J : 1, 1);
+    for (uint32_t i = 0; i < p; i++) {
+        uint32_t best = J;
+        for (uint32_t e = 0; e < J; e++)
+            if (!taken[e] && (best == J || s[e] > s[best]))
+                best = e;
+        taken[best] = 1;
+        top[i] = best;
+    }
+    free(taken);
+}
+
+static int by_id(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+void ms_mrs_update(double *S, const float *s, uint32_t J, uint32_t p, double alpha, int order_bug)
+{
+    if (p > J)
+        p = J;
+    uint32_t *top = ms_xcalloc(p ? p : 1, sizeof *top);
+    double *topv = ms_xcalloc(p ? p : 1, sizeof *topv);
+    top_p_experts(s, J, p, top);
+    for (uint32_t i = 0; i < p; i++)
+        topv[i] = s[top[i]]; /* descending, as torch.topk returns them */
+    if (order_bug)           /* boolean-mask assignment visits the experts in id order */
+        qsort(top, p, sizeof *top, by_id);
+    /* (1 - alpha) * S for every expert; TopP(s) is zero outside the top p */
+    for (uint32_t e = 0; e < J; e++)
+        S[e] *= 1.0 - alpha;
+    for (uint32_t i = 0; i < p; i++)
+        S[top[i]] += alpha * topv[i];
+    free(top);
+    free(topv);
+}
+
+/* ------------------------------------------------------------------ */
+/* paper HSS: three simulated timelines */
+
+typedef struct {
+    uint32_t *q; /* expert indices */
+    uint32_t n;
+} hss_queue;
+
+typedef struct {
+    const ms_hss_expert *x;
+    const ms_hss_opts *o;
+    hss_queue gq;  /* GPU queue, load descending */
+    hss_queue cq;  /* CPU queue, load ascending */
+    double *ready; /* when each expert's weights are on the GPU */
+    double g, c, k;               /* when each timeline frees */
+    double g_end, c_end;          /* last compute finish on each */
+    int cpu_started, cpu_blocked, link_blocked;
+    uint8_t *on_cpu, *moved;
+} hss_sim;
+
+static void queue_remove(hss_queue *q, uint32_t pos)
+{
+    for (uint32_t j = pos; j + 1 < q->n; j++)
+        q->q[j] = q->q[j + 1];
+    q->n--;
+}
+
+/* Inserts i after every queued expert whose key is not after it. */
+static void queue_insert(hss_queue *q, const ms_hss_expert *x, uint32_t i, int descending)
+{
+    uint32_t pos = q->n;
+    while (pos > 0 && (descending ? x[q->q[pos - 1]].load < x[i].load : x[q->q[pos - 1]].load > x[i].load))
+        pos--;
+    for (uint32_t j = q->n; j > pos; j--)
+        q->q[j] = q->q[j - 1];
+    q->q[pos] = i;
+    q->n++;
+}
+
+static double cpu_cost(const hss_sim *s, uint32_t i)
+{
+    return s->x[i].t_cpu + (s->cpu_started ? 0.0 : s->o->cpu_first);
+}
+
+/* When the GPU finishes the first `upto` experts of its queue in order. */
+static double gpu_finish_of_prefix(const hss_sim *s, uint32_t upto)
+{
+    double t = s->g;
+    for (uint32_t j = 0; j < upto; j++)
+        t = fmax(t, s->ready[s->gq.q[j]]) + s->x[s->gq.q[j]].t_gpu;
+    return t;
+}
+
+/* A timeline that acts unblocks the idle ones: they may act again from the
+ * time it acted (its decision may have changed what is worth doing). */
+static void unblock_others(hss_sim *s, double t)
+{
+    if (s->cpu_blocked) {
+        s->cpu_blocked = 0;
+        s->c = fmax(s->c, t);
+    }
+    if (s->link_blocked) {
+        s->link_blocked = 0;
+        s->k = fmax(s->k, t);
+    }
+}
+
+static void gpu_take_head(hss_sim *s)
+{
+    unblock_others(s, s->g);
+    uint32_t i = s->gq.q[0];
+    queue_remove(&s->gq, 0);
+    s->g = fmax(s->g, s->ready[i]) + s->x[i].t_gpu;
+    s->g_end = s->g;
+}
+
+static void cpu_compute(hss_sim *s, uint32_t i)
+{
+    s->c += cpu_cost(s, i);
+    s->c_end = s->c;
+    s->cpu_started = 1;
+    s->on_cpu[i] = 1;
+}
+
+/* CPU: head of its own queue; else steal the lowest-load GPU-queue expert
+ * when (guard) it finishes it before the GPU would; else wait. */
+static void cpu_act(hss_sim *s)
+{
+    double t = s->c;
+    if (s->cq.n > 0) {
+        uint32_t i = s->cq.q[0];
+        queue_remove(&s->cq, 0);
+        cpu_compute(s, i);
+    } else {
+        uint32_t tail = s->gq.q[s->gq.n - 1];
+        if (s->o->guard && s->c + cpu_cost(s, tail) >= gpu_finish_of_prefix(s, s->gq.n)) {
+            s->cpu_blocked = 1;
+            return;
+        }
+        queue_remove(&s->gq, s->gq.n - 1);
+        cpu_compute(s, tail);
+    }
+    unblock_others(s, t);
+}
+
+/* Link: move the highest-load CPU-queue expert when (guard) the GPU would
+ * finish it before the CPU would; else wait. */
+static void link_act(hss_sim *s)
+{
+    uint32_t i = s->cq.q[s->cq.n - 1];
+    const ms_hss_expert *x = s->x;
+    double t = s->k, arrive = s->k + x[i].t_copy;
+    uint32_t ahead = 0; /* GPU-queue experts it would sit behind */
+    while (ahead < s->gq.n && x[s->gq.q[ahead]].load >= x[i].load)
+        ahead++;
+    double on_gpu = fmax(gpu_finish_of_prefix(s, ahead), arrive) + x[i].t_gpu;
+    double on_cpu = s->c + (s->cpu_started ? 0.0 : s->o->cpu_first);
+    for (uint32_t j = 0; j < s->cq.n; j++)
+        on_cpu += x[s->cq.q[j]].t_cpu;
+    if (s->o->guard && on_gpu >= on_cpu) {
+        s->link_blocked = 1;
+        return;
+    }
+    queue_remove(&s->cq, s->cq.n - 1);
+    s->k = arrive;
+    s->ready[i] = arrive;
+    s->moved[i] = 1;
+    queue_insert(&s->gq, x, i, 1);
+    unblock_others(s, t);
+}
+
+static void hss_build_queues(hss_sim *s, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        s->ready[i] = s->x[i].cached ? fmax(0.0, s->x[i].ready) : INFINITY;
+        queue_insert(s->x[i].cached ? &s->gq : &s->cq, s->x, i, s->x[i].cached);
+    }
+}
+
+double ms_hss_paper(const ms_hss_expert *x, uint32_t n, const ms_hss_opts *o, uint8_t *on_cpu, uint8_t *moved)
+{
+    uint8_t *moved_buf = moved ? moved : ms_xcalloc(n ? n : 1, 1);
+    hss_sim s = {.x = x, .o = o, .k = fmax(0.0, o->link_free), .on_cpu = on_cpu, .moved = moved_buf};
+    s.gq.q = ms_xcalloc(n ? n : 1, sizeof *s.gq.q);
+    s.cq.q = ms_xcalloc(n ? n : 1, sizeof *s.cq.q);
+    s.ready = ms_xcalloc(n ? n : 1, sizeof *s.ready);
+    for (uint32_t i = 0; i < n; i++)
+        on_cpu[i] = moved_buf[i] = 0;
+    hss_build_queues(&s, n);
+    while (s.gq.n + s.cq.n > 0) {
+        /* the timeline that frees first acts; ties: GPU, link, CPU */
+        double tg = s.gq.n > 0 ? s.g : INFINITY;
+        double tk = !s.link_blocked && s.cq.n > 0 ? s.k : INFINITY;
+        double tc = !s.cpu_blocked ? s.c : INFINITY;
+        if (isfinite(tg) && tg <= tk && tg <= tc)
+            gpu_take_head(&s);
+        else if (isfinite(tk) && tk <= tc)
+            link_act(&s);
+        else if (isfinite(tc))
+            cpu_act(&s);
+        else
+            break; /* unreachable: a blocked CPU implies GPU work, a blocked link CPU work */
+    }
+    free(s.gq.q);
+    free(s.cq.q);
+    free(s.ready);
+    if (!moved)
+        free(moved_buf);
+    return fmax(s.g_end, s.c_end);
+}
+
+/* ------------------------------------------------------------------ */
+/* code HSS */
+
+/* order = cached experts then uncached, each by tokens descending, stable. */
+static void code_order(const uint32_t *tokens, const uint8_t *cached, uint32_t n, uint32_t *order)
+{
+    uint32_t m = 0;
+    for (int part = 1; part >= 0; part--)
+        for (uint32_t i = 0; i < n; i++)
+            if ((cached[i] != 0) == part) {
+                uint32_t j = m++;
+                while (j > 0 && (cached[order[j - 1]] != 0) == part && tokens[order[j - 1]] < tokens[i]) {
+                    order[j] = order[j - 1];
+                    j--;
+                }
+                order[j] = i;
+            }
+}
+
+double ms_hss_code(const uint32_t *tokens, const uint8_t *cached, uint32_t n, const ms_hss_code_costs *c,
+                   uint8_t *on_cpu)
+{
+    uint32_t *order = ms_xcalloc(n ? n : 1, sizeof *order);
+    code_order(tokens, cached, n, order);
+    double gpu_total = 0, cpu_total = 0, move_total = 0;
+    uint32_t head = 0, tail = n, gpu_n = 0, cpu_n = 0;
+    for (uint32_t i = 0; i < n; i++)
+        on_cpu[i] = 0;
+    while (head < tail) {
+        uint32_t f = order[head], b = order[tail - 1];
+        int is_move = !cached[f];
+        double t_gpu = c->gpu + (gpu_n == 0 ? c->gpu_first : 0.0);
+        double t_cpu = c->cpu * tokens[b] + (cpu_n == 0 ? c->cpu_first : 0.0);
+        if (is_move && move_total + c->move > gpu_total)
+            t_gpu += move_total + c->move - gpu_total;
+        if (gpu_total + t_gpu <= cpu_total + t_cpu) {
+            if (is_move)
+                move_total += c->move;
+            gpu_total += t_gpu;
+            gpu_n++;
+            head++;
+        } else {
+            cpu_total += t_cpu;
+            cpu_n++;
+            on_cpu[b] = 1;
+            tail--;
+        }
+    }
+    free(order);
+    return fmax(gpu_total, cpu_total);
+}
+
+double ms_hybrimoe_impact(double prob, double t_cpu, double t_copy, double t_gpu)
+{
+    double without = fmin(t_cpu, t_copy + t_gpu);
+    return prob * fmax(0.0, without - t_gpu);
+}

@@ -1,0 +1,433 @@
+/* The results CSV of a sweep: see sweep_csv.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "traces/format/trace.h"
+#include "sim/core/digest.h"
+#include "sim/engine/report.h"
+#include "sim/apps/sweep_csv.h"
+#include "sim/core/version.h"
+
+/* Metric columns; 'u' whole numbers, 'g' reals. */
+static const struct {
+    const char *name;
+    char type;
+} metric_cols[] = {
+    {"hit_rate", 'g'}, {"hits", 'u'}, {"late", 'u'}, {"misses", 'u'}, {"on_cpu", 'u'}, {"activations", 'u'},
+    {"layer_steps", 'u'}, {"iterations", 'u'}, {"stall_s", 'g'}, {"busy_s", 'g'},
+    {"prefill_hit_rate", 'g'}, {"prefill_hits", 'u'}, {"prefill_late", 'u'}, {"prefill_misses", 'u'},
+    {"prefill_on_cpu", 'u'}, {"prefill_stall_s", 'g'},
+    {"decode_hit_rate", 'g'}, {"decode_hits", 'u'}, {"decode_late", 'u'}, {"decode_misses", 'u'},
+    {"decode_on_cpu", 'u'}, {"decode_stall_s", 'g'},
+    {"pcie_bytes", 'g'}, {"pcie_bytes_useful", 'g'}, {"pcie_bytes_wasted", 'g'}, {"pcie_copies", 'u'},
+    {"demand_copies", 'u'}, {"ssd_bytes", 'g'}, {"makespan_s", 'g'}, {"requests", 'u'},
+    {"ttft_ms_mean", 'g'}, {"ttft_ms_p50", 'g'}, {"ttft_ms_p99", 'g'},
+    {"tpot_ms_mean", 'g'}, {"tpot_ms_p50", 'g'}, {"tpot_ms_p99", 'g'},
+    {"latency_ms_mean", 'g'}, {"latency_ms_p50", 'g'}, {"latency_ms_p90", 'g'}, {"latency_ms_p99", 'g'},
+    {"gpu_cache_capacity_bytes", 'g'}, {"gpu_cache_peak_bytes", 'g'}, {"host_mem_bytes", 'g'},
+    {"policy_sync_s", 'g'}, {"policy_async_s", 'g'}, {"policy_state_bytes", 'g'},
+    {"prefetch_issued", 'u'}, {"prefetch_copied", 'u'}, {"prefetch_useful", 'u'}, {"prefetch_late", 'u'},
+    {"prefetch_wasted", 'u'}, {"prefetch_cancelled", 'u'}, {"prefetch_dropped", 'u'},
+    {"prefetch_evicted_unused", 'u'}, {"prefetch_target_passed", 'u'},
+    {"prefetch_precision", 'g'}, {"prefetch_recall", 'g'},
+    {"train_frac", 'g'}, {"train_requests", 'u'}, {"train_iterations", 'u'}, {"train_by_iteration", 'u'},
+    {"next_use_exact", 'u'},
+};
+#define N_METRICS (sizeof metric_cols / sizeof metric_cols[0])
+
+static double ratio(double a, double b)
+{
+    return ms_metrics_ratio(a, b);
+}
+
+static int phase_values(const ms_counts *c, double *v)
+{
+    v[0] = ms_metrics_hit_rate(c);
+    v[1] = (double)c->hits;
+    v[2] = (double)c->late;
+    v[3] = (double)c->misses;
+    v[4] = (double)c->on_cpu;
+    v[5] = c->stall_s;
+    return 6;
+}
+
+/* The values of metric_cols, in order. */
+static void metric_values(const ms_metrics *m, double *v)
+{
+    const ms_counts *t = &m->total;
+    int k = 0;
+    v[k++] = ms_metrics_hit_rate(t);
+    v[k++] = (double)t->hits;
+    v[k++] = (double)t->late;
+    v[k++] = (double)t->misses;
+    v[k++] = (double)t->on_cpu;
+    v[k++] = (double)ms_metrics_activations(t);
+    v[k++] = (double)t->layer_steps;
+    v[k++] = (double)t->iterations;
+    v[k++] = t->stall_s;
+    v[k++] = t->busy_s;
+    k += phase_values(&m->phase[MS_PHASE_PREFILL], v + k);
+    k += phase_values(&m->phase[MS_PHASE_DECODE], v + k);
+    double copied = (double)m->prefetch_copied, act = (double)ms_metrics_activations(t);
+    double rest[] = {
+        m->pcie_bytes, m->pcie_bytes_useful, m->pcie_bytes_wasted, (double)m->pcie_copies,
+        (double)m->demand_copies, m->ssd_bytes, m->makespan_s, (double)m->requests,
+        m->ttft_mean_s * 1e3, m->ttft_p50_s * 1e3, m->ttft_p99_s * 1e3,
+        m->tpot_mean_s * 1e3, m->tpot_p50_s * 1e3, m->tpot_p99_s * 1e3,
+        m->latency_mean_s * 1e3, m->latency_p50_s * 1e3, m->latency_p90_s * 1e3, m->latency_p99_s * 1e3,
+        m->gpu_cache_capacity_bytes, m->gpu_cache_peak_bytes, m->host_bytes,
+        m->policy_sync_s, m->policy_async_s, m->policy_state_bytes,
+        (double)m->prefetch_issued, copied, (double)m->prefetch_useful, (double)m->prefetch_late,
+        (double)m->prefetch_wasted, (double)m->prefetch_cancelled, (double)m->prefetch_dropped,
+        (double)m->prefetch_evicted_unused, (double)m->prefetch_target_passed,
+        ratio((double)m->prefetch_useful, copied), ratio((double)m->prefetch_useful, act),
+        m->train_frac, (double)m->train_requests, (double)m->train_iters, (double)m->train_by_iteration,
+        (double)m->future_exact,
+    };
+    _Static_assert(sizeof rest / sizeof rest[0] + 22 == N_METRICS, "metric_cols and metric_values disagree");
+    memcpy(v + k, rest, sizeof rest);
+}
+
+/* ---- text building ---- */
+
+typedef struct {
+    char *s;
+    size_t n, cap;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        b->cap = (b->n + n + 1) * 2;
+        b->s = ms_xrealloc(b->s, b->cap, 1);
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = 0;
+}
+
+static void sb_str(sbuf *b, const char *s)
+{
+    sb_add(b, s, strlen(s));
+}
+
+/* One field, quoted when it holds a comma or a quote; newlines become spaces. */
+static void sb_field(sbuf *b, const char *s, int first)
+{
+    if (!first)
+        sb_add(b, ",", 1);
+    int quote = strpbrk(s, ",\"") != NULL;
+    if (quote)
+        sb_add(b, "\"", 1);
+    for (const char *p = s; *p; p++) {
+        if (*p == '"')
+            sb_add(b, "\"\"", 2);
+        else if (*p == '\n' || *p == '\r')
+            sb_add(b, " ", 1);
+        else
+            sb_add(b, p, 1);
+    }
+    if (quote)
+        sb_add(b, "\"", 1);
+}
+
+const char *ms_sweep_csv_header(void)
+{
+    static char *header;
+    if (!header) {
+        sbuf b = {0};
+        sb_str(&b, "point,key");
+        for (int p = 0; p < MS_SW_NPARAM; p++)
+            sb_field(&b, ms_sweep_param_names[p], 0);
+        for (size_t i = 0; i < N_METRICS; i++)
+            sb_field(&b, metric_cols[i].name, 0);
+        sb_str(&b, ",moesim_version,moesim_commit,trace_sha256,model_sha256,platform_sha256,error\n");
+        header = b.s;
+    }
+    return header;
+}
+
+void ms_sweep_csv_key(const ms_sweep_point *p, char out[17])
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < MS_SW_NPARAM; i++) {
+        for (const unsigned char *c = (const unsigned char *)p->v[i]; *c; c++)
+            h = (h ^ *c) * 1099511628211ull;
+        h = (h ^ 0x1f) * 1099511628211ull; /* separator */
+    }
+    snprintf(out, 17, "%016" PRIx64, h);
+}
+
+/* The provenance cells: moesim's version and commit, the SHA-256 of the
+ * trace, model and platform files (empty when unknown). */
+static void provenance_fields(sbuf *b, const ms_run_config *cfg)
+{
+    char hex[MS_DIGEST_HEX];
+    ms_err err;
+    sb_field(b, ms_version(), 0);
+    sb_field(b, ms_commit(), 0);
+    sb_field(b, cfg && !ms_digest_file_cached(cfg->trace_path, hex, &err) ? hex : "", 0);
+    sb_field(b, cfg && cfg->model ? cfg->model->sha256 : "", 0);
+    sb_field(b, cfg && cfg->platform ? cfg->platform->sha256 : "", 0);
+}
+
+char *ms_sweep_csv_row(uint64_t point, const ms_sweep_point *p, const ms_run_config *cfg, const ms_metrics *m,
+                       const char *error)
+{
+    sbuf b = {0};
+    char num[64], key[17];
+    ms_sweep_csv_key(p, key);
+    snprintf(num, sizeof num, "%" PRIu64 ",%s", point, key);
+    sb_str(&b, num);
+    for (int i = 0; i < MS_SW_NPARAM; i++)
+        sb_field(&b, p->v[i], 0);
+    double v[N_METRICS];
+    if (m)
+        metric_values(m, v);
+    for (size_t i = 0; i < N_METRICS; i++) {
+        if (!m || isnan(v[i]))
+            num[0] = 0; /* no metrics (the point failed), or one without samples */
+        else if (metric_cols[i].type == 'u')
+            snprintf(num, sizeof num, "%.0f", v[i]);
+        else
+            snprintf(num, sizeof num, "%.12g", v[i]);
+        sb_field(&b, num, 0);
+    }
+    provenance_fields(&b, cfg);
+    sb_field(&b, m ? "" : error, 0);
+    sb_add(&b, "\n", 1);
+    return b.s;
+}
+
+/* ---- appending ---- */
+
+static int write_all(int fd, const char *s, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int ms_sweep_csv_write(int fd, const char *path, const char *line, size_t len, ms_err *err)
+{
+    if (write_all(fd, line, len))
+        return ms_fail(err, "%s: write failed: %s", path, strerror(errno));
+    return 0;
+}
+
+int ms_sweep_csv_sync(int fd, const char *path, ms_err *err)
+{
+    if (fsync(fd))
+        return ms_fail(err, "%s: fsync failed: %s", path, strerror(errno));
+    return 0;
+}
+
+int ms_sweep_csv_append(int fd, const char *path, const char *line, size_t len, ms_err *err)
+{
+    return ms_sweep_csv_write(fd, path, line, len, err) || ms_sweep_csv_sync(fd, path, err) ? -1 : 0;
+}
+
+/* ---- resume ---- */
+
+static char *read_whole(const char *path, size_t *len, ms_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        ms_fail(err, "%s: cannot read: %s", path, strerror(errno));
+        return NULL;
+    }
+    sbuf b = {0};
+    char chunk[65536];
+    size_t n;
+    sb_add(&b, "", 0);
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        sb_add(&b, chunk, n);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(b.s);
+        ms_fail(err, "%s: read error", path);
+        return NULL;
+    }
+    *len = b.n;
+    return b.s;
+}
+
+/* Checks the existing rows against the points this process writes. */
+static int check_rows(const char *path, char *text, size_t len, const ms_sweep_spec *s, const uint64_t *points,
+                      uint64_t npoints, uint64_t *done, ms_err *err)
+{
+    const char *header = ms_sweep_csv_header();
+    size_t hl = strlen(header);
+    if (len < hl || memcmp(text, header, hl))
+        return ms_fail(err, "%s: --resume: the header is not that of a moesim sweep CSV of this version", path);
+    uint64_t k = 0;
+    for (char *line = text + hl; line < text + len; k++) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        *nl = 0;
+        if (k >= npoints)
+            return ms_fail(err, "%s: --resume: more rows than this sweep (or shard) has points (%" PRIu64 ")", path,
+                           npoints);
+        char want[64], key[17];
+        ms_sweep_csv_key(ms_sweep_get(s, points[k]), key);
+        snprintf(want, sizeof want, "%" PRIu64 ",%s,", points[k], key);
+        if (strncmp(line, want, strlen(want)))
+            return ms_fail(err, "%s: --resume: row %" PRIu64 " is not point %" PRIu64 " of this spec (expected it to "
+                           "start '%s'): the spec changed?", path, k + 1, points[k], want);
+        line = nl + 1;
+    }
+    *done = k;
+    return 0;
+}
+
+static int resume_existing(int fd, const char *path, const ms_sweep_spec *s, const uint64_t *points,
+                           uint64_t npoints, uint64_t *done, ms_err *err)
+{
+    size_t len;
+    char *text = read_whole(path, &len, err);
+    if (!text)
+        return -1;
+    size_t keep = len;
+    while (keep && text[keep - 1] != '\n')
+        keep--;
+    int rc = 0;
+    if (keep == 0) { /* empty, or killed while writing the header */
+        if (ftruncate(fd, 0))
+            rc = ms_fail(err, "%s: cannot truncate: %s", path, strerror(errno));
+        else
+            rc = ms_sweep_csv_append(fd, path, ms_sweep_csv_header(), strlen(ms_sweep_csv_header()), err);
+        *done = 0;
+    } else {
+        rc = check_rows(path, text, keep, s, points, npoints, done, err);
+        if (rc == 0 && keep != len && (ftruncate(fd, (off_t)keep) || fsync(fd)))
+            rc = ms_fail(err, "%s: cannot cut the partial last line: %s", path, strerror(errno));
+    }
+    free(text);
+    return rc;
+}
+
+int ms_sweep_csv_open(const char *path, int resume, const ms_sweep_spec *s, const uint64_t *points,
+                      uint64_t npoints, uint64_t *done, ms_err *err)
+{
+    *done = 0;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) {
+        if (!resume)
+            return ms_fail(err, "%s exists; use --resume or remove it", path);
+        fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd < 0)
+            return ms_fail(err, "%s: cannot open for appending: %s", path, strerror(errno));
+        if (resume_existing(fd, path, s, points, npoints, done, err)) {
+            close(fd);
+            return -1;
+        }
+        return fd;
+    }
+    if (fd < 0)
+        return ms_fail(err, "%s: cannot create the output: %s", path, strerror(errno));
+    if (ms_sweep_csv_append(fd, path, ms_sweep_csv_header(), strlen(ms_sweep_csv_header()), err)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* ---- merge ---- */
+
+typedef struct {
+    uint64_t point;
+    const char *line; /* without '\n' */
+    const char *file;
+} merge_row;
+
+static int cmp_rows(const void *a, const void *b)
+{
+    const merge_row *x = a, *y = b;
+    return x->point < y->point ? -1 : x->point > y->point;
+}
+
+static int collect_rows(const char *path, char *text, size_t len, merge_row **rows, uint64_t *n, uint64_t *cap,
+                        ms_err *err)
+{
+    const char *header = ms_sweep_csv_header();
+    size_t hl = strlen(header);
+    if (len < hl || memcmp(text, header, hl))
+        return ms_fail(err, "%s: not a moesim sweep CSV (the header differs)", path);
+    if (len && text[len - 1] != '\n')
+        return ms_fail(err, "%s: the last line is incomplete (resume that shard first)", path);
+    for (char *line = text + hl; line < text + len;) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        *nl = 0;
+        char *end;
+        errno = 0;
+        unsigned long long p = strtoull(line, &end, 10);
+        if (end == line || *end != ',' || errno)
+            return ms_fail(err, "%s: row '%.40s' does not start with a point index", path, line);
+        if (*n == *cap) {
+            *cap = *cap ? 2 * *cap : 256;
+            *rows = ms_xrealloc(*rows, *cap, sizeof **rows);
+        }
+        (*rows)[(*n)++] = (merge_row){p, line, path};
+        line = nl + 1;
+    }
+    return 0;
+}
+
+int ms_sweep_csv_merge(const char *out, char **inputs, int n, ms_err *err)
+{
+    char **texts = ms_xcalloc((size_t)n + 1, sizeof *texts);
+    merge_row *rows = NULL;
+    uint64_t nrows = 0, cap = 0;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        size_t len;
+        texts[i] = read_whole(inputs[i], &len, err);
+        rc = texts[i] ? collect_rows(inputs[i], texts[i], len, &rows, &nrows, &cap, err) : -1;
+    }
+    if (rc == 0)
+        qsort(rows, nrows, sizeof *rows, cmp_rows);
+    for (uint64_t i = 0; rc == 0 && i < nrows; i++) {
+        if (rows[i].point < i)
+            rc = ms_fail(err, "point %" PRIu64 " appears twice (%s and %s)", rows[i].point, rows[i - 1].file,
+                         rows[i].file);
+        else if (rows[i].point > i)
+            rc = ms_fail(err, "point %" PRIu64 " is in none of the inputs (a shard missing or unfinished?)", i);
+    }
+    int fd = -1;
+    if (rc == 0) {
+        fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0)
+            rc = ms_fail(err, "%s: cannot create: %s", out, errno == EEXIST ? "it exists" : strerror(errno));
+    }
+    if (rc == 0) {
+        sbuf b = {0};
+        sb_str(&b, ms_sweep_csv_header());
+        for (uint64_t i = 0; i < nrows; i++) {
+            sb_str(&b, rows[i].line);
+            sb_add(&b, "\n", 1);
+        }
+        rc = ms_sweep_csv_append(fd, out, b.s, b.n, err);
+        free(b.s);
+    }
+    if (fd >= 0)
+        close(fd);
+    for (int i = 0; i < n; i++)
+        free(texts[i]);
+    free(texts);
+    free(rows);
+    return rc;
+}

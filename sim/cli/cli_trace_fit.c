@@ -1,0 +1,113 @@
+/* moesim trace fit TRACE -o PARAMS.ini [--seed N] [--trial-seeds N]
+ * [--passes N]: fits the generator's knobs to a trace (traces/synth/fit.h) and
+ * writes a params file for `moesim trace gen --params`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/cli/cli.h"
+#include "sim/core/out.h"
+#include "sim/core/params.h"
+#include "sim/cli/cli_trace_common.h"
+#include "traces/synth/fit.h"
+
+static const char fit_help[] =
+    "usage: moesim trace fit TRACE -o PARAMS.ini [--seed N] [--trial-seeds N] [--passes N]\n"
+    "\n"
+    "Estimates generator parameters from TRACE (recorded or synthetic) and\n"
+    "writes them, with the trace's shape (L, J, K, per-layer bytes) and\n"
+    "per-layer expert popularity, to PARAMS.ini; then\n"
+    "  moesim trace gen --params PARAMS.ini -o TWIN.h5 [--requests N]\n"
+    "writes any amount of traffic shaped like TRACE.  Copied: shape, probs\n"
+    "kind, embeddings, speculative depth, token ids, request count.  Measured:\n"
+    "popularity, length distributions, arrival rate.  Searched (GSL Brent on\n"
+    "small seeded trial generations): gate_alpha for the weighted iteration\n"
+    "entropy, decode_reuse / decode_mix for previous-step reuse, layer_corr for\n"
+    "layer l -> l+1 top-1 mutual information, pref_alpha for request entropy\n"
+    "(two or more requests).  Deterministic: same TRACE and flags, same file.\n"
+    "\n"
+    "  -o, --output P.ini  params file to write (required)\n"
+    "  --seed N            seed written to the params (trials use N+1..), default 1\n"
+    "  --trial-seeds N     trial generations averaged per evaluation, 1..16 (default 2)\n"
+    "  --passes N          rounds of coordinate search, 1..8 (default 2)\n";
+
+static int parse_count(const char *flag, const char *v, unsigned long long lo, unsigned long long hi,
+                       unsigned long long *out)
+{
+    if (ms_parse_u64(v, out) || *out < lo || *out > hi)
+        return ms_cli_usage("trace fit: %s '%s' is not an integer in [%llu, %llu]", flag, v, lo, hi);
+    return 0;
+}
+
+int ms_cli_trace_fit(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL;
+    ms_fit_options o;
+    ms_fit_default_options(&o);
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+            fputs(fit_help, stdout);
+            return 0;
+        }
+        int valued = !strcmp(f, "-o") || !strcmp(f, "--output") || !strcmp(f, "--seed") ||
+                     !strcmp(f, "--trial-seeds") || !strcmp(f, "--passes");
+        if (!valued) {
+            if (f[0] == '-' && f[1])
+                return ms_cli_usage("trace fit: unknown option '%s' (see moesim trace fit --help)", f);
+            if (in)
+                return ms_cli_usage("trace fit: more than one TRACE ('%s' and '%s')", in, f);
+            in = f;
+            continue;
+        }
+        if (i + 1 >= argc)
+            return ms_cli_usage("trace fit: %s needs a value", f);
+        const char *v = argv[++i];
+        unsigned long long n;
+        int rc = 0;
+        if (!strcmp(f, "-o") || !strcmp(f, "--output")) {
+            if (out)
+                return ms_cli_usage("trace fit: -o given twice");
+            out = v;
+        } else if (!strcmp(f, "--seed")) {
+            if (!(rc = parse_count(f, v, 0, 4294967294ull - 64, &n)))
+                o.seed = n;
+        } else if (!strcmp(f, "--trial-seeds")) {
+            if (!(rc = parse_count(f, v, 1, 16, &n)))
+                o.trial_seeds = (uint32_t)n;
+        } else if (!(rc = parse_count(f, v, 1, 8, &n))) {
+            o.passes = (uint32_t)n;
+        }
+        if (rc)
+            return rc;
+    }
+    if (!in)
+        return ms_cli_usage("trace fit: missing TRACE (usage: moesim trace fit TRACE -o PARAMS.ini)");
+    if (!out || !*out)
+        return ms_cli_usage("trace fit: missing -o PARAMS.ini");
+    ms_err err;
+    /* the output is checked before minutes of fitting */
+    ms_out_input(in);
+    if (ms_out_check("-o", out, &err))
+        return ms_cli_error(err.msg);
+    ms_fit_result r;
+    if (ms_fit_trace(in, &o, &r, &err))
+        return ms_cli_error(err.msg);
+    int rc = ms_fit_write(&r, in, out, &err);
+    if (rc == 0) {
+        const ms_fit_stats *s = &r.source, *t = &r.fitted;
+        printf("wrote %s: L %u, J %u, K %u, %llu requests; %u trial generations\n", out, r.model.moe_layers,
+               r.model.experts, r.model.top_k, (unsigned long long)r.p.requests, r.trials);
+        printf("  gate_alpha %.4g  decode_reuse %.4g  decode_mix %.4g  layer_corr %.4g  pref_alpha %.4g\n",
+               r.p.gate_alpha, r.p.decode_reuse, r.p.decode_mix, r.p.layer_corr, r.p.pref_alpha);
+        printf("  %-12s %9s %9s\n", "statistic", "source", "fitted");
+        printf("  %-12s %9.4f %9.4f\n", "hw_iter", s->hw_iter, t->hw_iter);
+        printf("  %-12s %9.4f %9.4f\n", "h_req", s->h_req, t->h_req);
+        printf("  %-12s %9.4f %9.4f\n", "h_trace", s->h_trace, t->h_trace);
+        printf("  %-12s %9.4f %9.4f\n", "reuse_prev", s->reuse_prev, t->reuse_prev);
+        printf("  %-12s %9.4f %9.4f\n", "mi_top1", s->mi_top1, t->mi_top1);
+        ms_trace_cli_note_v1_file(in);
+    }
+    ms_fit_free(&r);
+    return rc ? ms_cli_error(err.msg) : 0;
+}

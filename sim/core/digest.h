@@ -1,0 +1,29 @@
+/* SHA-256 digests (OpenSSL's libcrypto): of whole files, for the provenance
+ * of results, and of streamed bytes, for a trace's content digest.  Hex
+ * strings are 64 lowercase digits plus the NUL. */
+#ifndef MS_DIGEST_H
+#define MS_DIGEST_H
+
+#include <stddef.h>
+
+#include "sim/core/err.h"
+
+#define MS_DIGEST_HEX 65
+
+/* The SHA-256 of a file's bytes as hex; -1 with one line naming the file
+ * when it cannot be read. */
+int ms_digest_file(const char *path, char hex[MS_DIGEST_HEX], ms_err *err);
+
+/* The same, remembered per file (device, inode, size, modification time)
+ * for the life of the process: a sweep digests each trace once. */
+int ms_digest_file_cached(const char *path, char hex[MS_DIGEST_HEX], ms_err *err);
+
+typedef struct ms_digest ms_digest;
+ms_digest *ms_digest_new(void);
+void ms_digest_update(ms_digest *d, const void *data, size_t n);
+/* Writes the hex digest and frees d. */
+void ms_digest_final(ms_digest *d, char hex[MS_DIGEST_HEX]);
+/* Frees d without a result (NULL is a no-op). */
+void ms_digest_free(ms_digest *d);
+
+#endif

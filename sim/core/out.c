@@ -1,0 +1,466 @@
+/* Safe outputs (out.h): input identity checks, temporaries beside the
+ * target, checked writes, fsync + rename, clean-up on signals. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sim/core/out.h"
+
+/* ---- recorded inputs ---------------------------------------------------- */
+
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+    char *path;
+} input_id;
+
+static input_id *inputs;
+static size_t n_inputs;
+
+void ms_out_input(const char *path)
+{
+    struct stat st;
+    if (!path || !strcmp(path, "-") || stat(path, &st) != 0)
+        return;
+    for (size_t i = 0; i < n_inputs; i++)
+        if (inputs[i].dev == st.st_dev && inputs[i].ino == st.st_ino)
+            return;
+    inputs = ms_xrealloc(inputs, n_inputs + 1, sizeof *inputs);
+    inputs[n_inputs++] = (input_id){st.st_dev, st.st_ino, ms_xstrdup(path)};
+}
+
+void ms_out_inputs_clear(void)
+{
+    for (size_t i = 0; i < n_inputs; i++)
+        free(inputs[i].path);
+    free(inputs);
+    inputs = NULL;
+    n_inputs = 0;
+}
+
+/* ---- temporaries removed on a signal ------------------------------------ */
+
+/* A fixed table, so the handler only reads memory that is never freed or
+ * moved; a slot is in use while its first byte is not 0. */
+#define MAX_TMPS 64
+static char tmp_table[MAX_TMPS][PATH_MAX];
+static volatile sig_atomic_t handlers_installed;
+
+static void on_signal(int sig)
+{
+    for (int i = 0; i < MAX_TMPS; i++)
+        if (tmp_table[i][0])
+            unlink(tmp_table[i]);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_handlers(void)
+{
+    if (handlers_installed)
+        return;
+    handlers_installed = 1;
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        struct sigaction old, sa = {.sa_handler = on_signal};
+        sigemptyset(&sa.sa_mask);
+        /* a signal the caller ignores (nohup, a shell's background job) stays ignored */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+static int register_tmp(const char *tmp, ms_err *err)
+{
+    install_handlers();
+    for (int i = 0; i < MAX_TMPS; i++)
+        if (!tmp_table[i][0]) {
+            /* write the bytes before the first one, which makes the slot live */
+            size_t n = strlen(tmp);
+            memcpy(tmp_table[i] + 1, tmp + 1, n);
+            tmp_table[i][0] = tmp[0];
+            return 0;
+        }
+    return ms_fail(err, "%s: more than %d outputs open at once", tmp, MAX_TMPS);
+}
+
+static void unregister_tmp(const char *tmp)
+{
+    for (int i = 0; i < MAX_TMPS; i++)
+        if (tmp_table[i][0] && !strcmp(tmp_table[i], tmp))
+            tmp_table[i][0] = '\0';
+}
+
+/* ---- checks ------------------------------------------------------------- */
+
+void ms_out_dir_of(const char *path, char *dir, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, n, ".");
+    else if (slash == path)
+        snprintf(dir, n, "/");
+    else
+        snprintf(dir, n, "%.*s", (int)(slash - path), path);
+}
+
+static const char *kind_name(mode_t m)
+{
+    if (S_ISDIR(m))
+        return "a directory";
+    if (S_ISCHR(m))
+        return "a character device";
+    if (S_ISBLK(m))
+        return "a block device";
+    if (S_ISFIFO(m))
+        return "a fifo";
+    if (S_ISSOCK(m))
+        return "a socket";
+    return "not a regular file";
+}
+
+static int check_not_input(const char *what, const char *path, const struct stat *st, ms_err *err)
+{
+    for (size_t i = 0; i < n_inputs; i++)
+        if (inputs[i].dev == st->st_dev && inputs[i].ino == st->st_ino)
+            return ms_fail(err, "%s %s: is the input file %s; refusing to overwrite it", what, path,
+                           inputs[i].path);
+    return 0;
+}
+
+static int check_dir_writable(const char *what, const char *path, const char *dir, ms_err *err)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return ms_fail(err, "%s %s: folder %s: %s", what, path, dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return ms_fail(err, "%s %s: %s is not a folder", what, path, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return ms_fail(err, "%s %s: folder %s is not writable: %s", what, path, dir, strerror(errno));
+    return 0;
+}
+
+int ms_out_check(const char *what, const char *path, ms_err *err)
+{
+    if (!path || !*path)
+        return ms_fail(err, "%s: empty output path", what);
+    if (!strcmp(path, "-"))
+        return 0;
+    if (strlen(path) + 16 >= PATH_MAX)
+        return ms_fail(err, "%s %.200s...: path too long", what, path);
+    size_t len = strlen(path);
+    if (path[len - 1] == '/')
+        return ms_fail(err, "%s %s: names a folder, not a file", what, path);
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (check_not_input(what, path, &st, err))
+            return -1;
+        if (!S_ISREG(st.st_mode))
+            return ms_fail(err, "%s %s: is %s, not a regular file; refusing to write it", what, path,
+                           kind_name(st.st_mode));
+        if (access(path, W_OK) != 0)
+            return ms_fail(err, "%s %s: not writable: %s", what, path, strerror(errno));
+    } else if (errno != ENOENT) {
+        return ms_fail(err, "%s %s: %s", what, path, strerror(errno));
+    } else if (lstat(path, &st) == 0) {
+        return ms_fail(err, "%s %s: is a dangling symbolic link", what, path);
+    }
+    char dir[PATH_MAX];
+    ms_out_dir_of(path, dir, sizeof dir);
+    return check_dir_writable(what, path, dir, err);
+}
+
+int ms_out_check_dir(const char *what, const char *path, ms_err *err)
+{
+    if (!path || !*path)
+        return ms_fail(err, "%s: empty output folder", what);
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (check_not_input(what, path, &st, err))
+            return -1;
+        if (!S_ISDIR(st.st_mode))
+            return ms_fail(err, "%s %s: is %s, not a folder", what, path,
+                           S_ISREG(st.st_mode) ? "a regular file" : kind_name(st.st_mode));
+        if (access(path, W_OK | X_OK) != 0)
+            return ms_fail(err, "%s %s: folder not writable: %s", what, path, strerror(errno));
+        return 0;
+    }
+    if (errno != ENOENT)
+        return ms_fail(err, "%s %s: %s", what, path, strerror(errno));
+    char trimmed[PATH_MAX], dir[PATH_MAX];
+    snprintf(trimmed, sizeof trimmed, "%s", path);
+    for (size_t n = strlen(trimmed); n > 1 && trimmed[n - 1] == '/'; n--)
+        trimmed[n - 1] = '\0';
+    ms_out_dir_of(trimmed, dir, sizeof dir);
+    return check_dir_writable(what, path, dir, err);
+}
+
+/* ---- temporaries -------------------------------------------------------- */
+
+/* A fresh file "<dir>/.<name>.tmp.XXXXXX" beside path; returns its fd. */
+static int make_tmp(const char *what, const char *path, char *tmp, size_t n, ms_err *err)
+{
+    char dir[PATH_MAX];
+    ms_out_dir_of(path, dir, sizeof dir);
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (snprintf(tmp, n, "%s/.%s.tmp.XXXXXX", dir, base) >= (int)n)
+        return ms_fail(err, "%s %s: path too long", what, path);
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return ms_fail(err, "%s %s: cannot create a temporary file beside it: %s", what, path, strerror(errno));
+    if (register_tmp(tmp, err)) {
+        close(fd);
+        unlink(tmp);
+        return -1;
+    }
+    return fd;
+}
+
+/* Gives the temporary the mode the target would get: an existing file's
+ * mode, else 0666 less the umask (mkstemp makes 0600). */
+static void set_mode(int fd, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        (void)fchmod(fd, st.st_mode & 07777);
+        return;
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask);
+}
+
+/* Renames tmp over path after the caller synced and closed it. */
+static int place(const char *tmp, const char *path, ms_err *err)
+{
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        unregister_tmp(tmp);
+        return ms_fail(err, "%s: cannot rename the temporary %s over it: %s", path, tmp, strerror(e));
+    }
+    unregister_tmp(tmp);
+    return 0;
+}
+
+int ms_out_tmp_begin(const char *what, const char *path, char *tmp, size_t n, ms_err *err)
+{
+    if (ms_out_check(what, path, err))
+        return -1;
+    if (!strcmp(path, "-"))
+        return ms_fail(err, "%s: cannot write this output to standard output", what);
+    int fd = make_tmp(what, path, tmp, n, err);
+    if (fd < 0)
+        return -1;
+    set_mode(fd, path);
+    close(fd);
+    return 0;
+}
+
+int ms_out_tmp_end(const char *tmp, const char *path, int ok, ms_err *err)
+{
+    if (!ok) {
+        unlink(tmp);
+        unregister_tmp(tmp);
+        return 0;
+    }
+    int fd = open(tmp, O_RDONLY);
+    if (fd < 0 || fsync(fd) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        unlink(tmp);
+        unregister_tmp(tmp);
+        return ms_fail(err, "%s: cannot sync %s: %s", path, tmp, strerror(e));
+    }
+    close(fd);
+    return place(tmp, path, err);
+}
+
+/* ---- stream outputs ----------------------------------------------------- */
+
+struct ms_out {
+    FILE *fp;
+    char *path;
+    char tmp[PATH_MAX];
+    int is_stdout;
+};
+
+ms_out *ms_out_open(const char *what, const char *path, ms_err *err)
+{
+    if (ms_out_check(what, path, err))
+        return NULL;
+    ms_out *o = ms_xcalloc(1, sizeof *o);
+    o->path = ms_xstrdup(path);
+    if (!strcmp(path, "-")) {
+        o->fp = stdout;
+        o->is_stdout = 1;
+        return o;
+    }
+    int fd = make_tmp(what, path, o->tmp, sizeof o->tmp, err);
+    if (fd < 0) {
+        free(o->path);
+        free(o);
+        return NULL;
+    }
+    set_mode(fd, path);
+    o->fp = fdopen(fd, "w");
+    if (!o->fp) {
+        ms_fail(err, "%s %s: %s", what, path, strerror(errno));
+        close(fd);
+        unlink(o->tmp);
+        unregister_tmp(o->tmp);
+        free(o->path);
+        free(o);
+        return NULL;
+    }
+    return o;
+}
+
+FILE *ms_out_fp(ms_out *o)
+{
+    return o->fp;
+}
+
+const char *ms_out_path(const ms_out *o)
+{
+    return o->path;
+}
+
+int ms_out_commit(ms_out *o, ms_err *err)
+{
+    int rc = 0;
+    if (o->is_stdout) {
+        if (fflush(stdout) != 0 || ferror(stdout))
+            rc = ms_fail(err, "standard output: %s", strerror(errno ? errno : EIO));
+    } else {
+        errno = 0;
+        int bad = ferror(o->fp);
+        int e = errno;
+        if (!bad && fflush(o->fp) != 0)
+            bad = 1, e = errno;
+        if (!bad && fsync(fileno(o->fp)) != 0)
+            bad = 1, e = errno;
+        if (fclose(o->fp) != 0 && !bad)
+            bad = 1, e = errno;
+        if (bad) {
+            unlink(o->tmp);
+            unregister_tmp(o->tmp);
+            rc = ms_fail(err, "%s: write failed: %s", o->path, strerror(e ? e : EIO));
+        } else {
+            rc = place(o->tmp, o->path, err);
+        }
+    }
+    free(o->path);
+    free(o);
+    return rc;
+}
+
+void ms_out_abort(ms_out *o)
+{
+    if (!o)
+        return;
+    if (!o->is_stdout) {
+        fclose(o->fp);
+        unlink(o->tmp);
+        unregister_tmp(o->tmp);
+    }
+    free(o->path);
+    free(o);
+}
+
+int ms_out_check_image(const char *tmp, const char *path, ms_err *err)
+{
+    static const unsigned char iend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82};
+    size_t n = strlen(path);
+    int png = n > 4 && !strcmp(path + n - 4, ".png"), pdf = n > 4 && !strcmp(path + n - 4, ".pdf");
+    if (!png && !pdf)
+        return 0;
+    FILE *f = fopen(tmp, "rb");
+    unsigned char tail[32] = {0};
+    long size = -1;
+    size_t got = 0;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= (long)sizeof iend) {
+        long from = size > (long)sizeof tail ? size - (long)sizeof tail : 0;
+        if (fseek(f, from, SEEK_SET) == 0)
+            got = fread(tail, 1, sizeof tail, f);
+    }
+    if (f)
+        fclose(f);
+    int ok = 0;
+    if (png)
+        ok = got >= sizeof iend && !memcmp(tail + got - sizeof iend, iend, sizeof iend);
+    else
+        for (size_t i = 0; i + 5 <= got && !ok; i++)
+            ok = !memcmp(tail + i, "%%EOF", 5);
+    if (!ok)
+        return ms_fail(err, "%s: the plotting program left an incomplete %s (%ld bytes; is the disk full?)", path,
+                       png ? "PNG" : "PDF", size < 0 ? 0 : size);
+    return 0;
+}
+
+int ms_out_from_command(const char *what, const char *path, const char *cmd, ms_err *err)
+{
+    char tmp[PATH_MAX];
+    if (ms_out_tmp_begin(what, path, tmp, sizeof tmp, err))
+        return -1;
+    size_t cap = strlen(cmd) + 1, tl = strlen(tmp);
+    for (const char *p = strstr(cmd, "@OUT@"); p; p = strstr(p + 5, "@OUT@"))
+        cap += tl;
+    char *full = ms_xcalloc(cap, 1), *w = full;
+    for (const char *p = cmd; *p;) {
+        if (!strncmp(p, "@OUT@", 5)) {
+            memcpy(w, tmp, tl);
+            w += tl;
+            p += 5;
+        } else {
+            *w++ = *p++;
+        }
+    }
+    int status = system(full);
+    free(full);
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        ms_out_tmp_end(tmp, path, 0, NULL);
+        return ms_fail(err, "%s: %s: the command failed (%s %d)", what, path,
+                       status != -1 && WIFEXITED(status) ? "exit" : "status", status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : status);
+    }
+    if (ms_out_check_image(tmp, path, err)) {
+        ms_out_tmp_end(tmp, path, 0, NULL);
+        return -1;
+    }
+    return ms_out_tmp_end(tmp, path, 1, err);
+}
+
+int ms_out_make_dir(const char *what, const char *path, ms_err *err)
+{
+    if (ms_out_check_dir(what, path, err))
+        return -1;
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+        return ms_fail(err, "%s %s: cannot create the folder: %s", what, path, strerror(errno));
+    return 0;
+}
+
+int ms_out_stdout_close(ms_err *err)
+{
+    errno = 0;
+    int bad = ferror(stdout);
+    if (fflush(stdout) != 0)
+        bad = 1;
+    int e = errno;
+    if (fclose(stdout) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (bad)
+        return ms_fail(err, "standard output: %s", strerror(e ? e : EIO));
+    return 0;
+}

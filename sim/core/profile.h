@@ -1,0 +1,95 @@
+/* Model and platform profiles: INI files shipped in sim/profiles/{models,platforms}/.
+ *
+ * A profile is looked up by name (the file stem) in the directory given by
+ * $MOESIM_PROFILE_DIR, else <data dir>/profiles (ms_path_profiles,
+ * sim/core/paths.h), or loaded from an explicit path ending in ".ini".  Every key is validated:
+ * unknown keys, missing required keys and out-of-range values are one-line
+ * errors naming file, key and value. */
+#ifndef MS_PROFILE_H
+#define MS_PROFILE_H
+
+#include <stdint.h>
+
+#include "sim/core/err.h"
+
+typedef struct {
+    char name[128];
+    char description[256];
+    uint32_t layers;          /* transformer layers */
+    uint32_t moe_layers;      /* L */
+    uint32_t experts;         /* J routed experts per MoE layer */
+    uint32_t top_k;           /* K */
+    uint32_t shared_experts;  /* always-on experts per MoE layer */
+    uint32_t hidden;          /* hidden size */
+    uint32_t expert_ffn;      /* expert intermediate size */
+    uint32_t expert_matrices; /* 3 for SwiGLU, 2 for ReLU MLPs */
+    uint32_t vocab;
+    char dtype[16];           /* native dtype of the routed experts: bf16, fp32, mxfp4 ... */
+    uint64_t expert_params;   /* parameters of one routed expert */
+    uint64_t expert_bytes;    /* bytes of one routed expert in dtype */
+    uint64_t dense_bytes;     /* non-expert bytes per MoE layer (attention, norms, gate, shared experts) */
+    uint64_t dense_params;    /* parameters behind dense_bytes */
+    /* bytes per expert per dtype, from [bytes_per_expert]; 0 when not listed */
+    uint64_t bytes_bf16, bytes_fp32, bytes_fp8, bytes_mxfp4;
+    char source[512];
+    char file[1024];          /* the file it was read from, and its SHA-256 (provenance of results) */
+    char sha256[65];
+} ms_model;
+
+typedef struct {
+    char name[128];
+    char description[256];
+    /* [gpu] */
+    double gpu_mem_bytes;
+    double hbm_bw;            /* bytes/s */
+    double gpu_flops;         /* dense bf16 FLOP/s */
+    double launch_s;          /* kernel launch overhead */
+    /* [link] host -> device copy engine */
+    double h2d_bw;            /* pinned, bytes/s */
+    double h2d_latency_s;
+    double d2h_bw;
+    double d2h_latency_s;
+    double pageable_bw;
+    uint32_t copy_engines;
+    /* [cpu] */
+    uint32_t cpu_cores;
+    double dram_bw;           /* bytes/s */
+    double cpu_flops_per_core;
+    double cpu_launch_s;      /* per-expert CPU dispatch overhead */
+    /* [ssd] */
+    double ssd_bw;
+    double ssd_latency_s;
+    /* [policy] modelled cost of policy work (e.g. one multiply-add of a map search) */
+    double policy_op_s;
+    /* [contention] (optional, 0 when absent): copies and compute-stream ops
+     * that share one memory (a host backend, unified memory).  While the
+     * compute stream runs an op, a copy progresses at 1 / (1 + copy_contention)
+     * of its speed; while a copy runs, a memory-bound compute op at
+     * 1 / (1 + compute_contention) (sim/engine/exec.h). */
+    double copy_contention;
+    double compute_contention;
+    char source[1024];        /* one line per figure: "key: value (datasheet|measured|estimate) <ref>" */
+    char file[1024];          /* the file it was read from, and its SHA-256 (provenance of results) */
+    char sha256[65];
+} ms_platform;
+
+int ms_model_load(const char *name_or_path, ms_model *out, ms_err *err);
+int ms_platform_load(const char *name_or_path, ms_platform *out, ms_err *err);
+
+/* One override of a profile key without copying the file (`--set
+ * platform.gpu_mem_bytes=48GiB`): key is the bare key of any section. */
+typedef struct {
+    const char *key, *value;
+} ms_profile_set;
+/* The same loads with overrides applied after the file, each validated like
+ * the file's own value (type, range, whole-profile checks; errors name
+ * "--set KIND.KEY=VALUE"); the [source] line of an overridden figure says
+ * so.  The name cannot be overridden. */
+int ms_model_load_set(const char *name_or_path, const ms_profile_set *sets, int nsets, ms_model *out, ms_err *err);
+int ms_platform_load_set(const char *name_or_path, const ms_profile_set *sets, int nsets, ms_platform *out,
+                         ms_err *err);
+/* Names of shipped profiles, sorted; caller frees the array and strings. */
+int ms_profile_list(const char *kind /* "models" | "platforms" */, char ***names, int *n, ms_err *err);
+void ms_profile_list_free(char **names, int n);
+
+#endif

@@ -1,0 +1,113 @@
+/* The discrete-event replay engine (DESIGN.md "Engine semantics").
+ *
+ * ms_run() streams a trace request by request, forms batches (continuous
+ * batching up to max_batch, prefill before decode), and for every iteration
+ * and MoE layer runs: non-expert work on the GPU stream; gate reveal (the
+ * activated set is the union of top-k over the batch's rows); hit / late /
+ * miss classification; on-demand loads ahead of every queued prefetch on a
+ * single H2D copy engine (in-flight copies finish); expert compute in order of
+ * weight readiness; prefetches served by priority concurrently with compute.
+ * The only time is the simulated clock. */
+#ifndef MS_ENGINE_H
+#define MS_ENGINE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sim/core/err.h"
+#include "sim/core/profile.h"
+#include "policies/policy.h"
+
+typedef enum { MS_CAP_EXPERTS = 0, MS_CAP_BYTES = 1 } ms_cap_kind;
+
+typedef struct {
+    const char *trace_path;
+    const ms_model *model;        /* NULL: dimensions from the trace alone */
+    const ms_platform *platform;
+    /* --set overrides already applied to *model / *platform, echoed in the
+     * JSON config (profile.h ms_profile_set; may be NULL / 0) */
+    const ms_profile_set *model_sets, *platform_sets;
+    int n_model_sets, n_platform_sets;
+    const char *prefetch_spec;    /* "name[:k=v,...]" */
+    const char *cache_spec;
+    const char *sched_spec;
+    ms_cap_kind cap_kind;
+    double cap_value;             /* experts, or bytes */
+    uint32_t distance;            /* prefetch distance d (layers ahead) */
+    uint32_t max_batch;           /* continuous batching limit (requests) */
+    double host_bytes;            /* host-memory expert tier; 0 = every expert in host memory */
+    int offline;                  /* ignore arrival times: every request arrives at 0 */
+    const char *events_path;      /* CSV of every interval, or NULL */
+    uint64_t seed;
+    int train_set;                /* 0: --train auto (0.7 when a policy learns offline, else 0) */
+    double train_frac;            /* --train: training split, not replayed (policies/policy.h ms_split) */
+    int topk_fill;                /* --topk-fill: ms_topk_fill */
+    /* Optional per-sample CSVs (NULL: none), for figures:
+     * iterations_path, one row per replayed iteration:
+     *   iteration,phase,hits,late,misses,hit_rate,sem_score,traj_score
+     *   (the scores: the mean best similarity of that iteration's searches
+     *   by a prefetcher with a `stats` hook; empty when it made none);
+     * requests_path, one row per finished request:
+     *   request,arrival_s,ttft_s,tpot_s,latency_s (ttft/tpot empty when undefined). */
+    const char *iterations_path;
+    const char *requests_path;
+    /* The executor every op goes through (sim/engine/exec.h).  NULL: the simulated
+     * timeline of `platform`, which the engine makes and frees.  Otherwise
+     * the caller's, which must not be shared with another run; its times are
+     * the engine's (`moesim validate` passes a tee onto a real backend). */
+    struct ms_exec *exec;
+    /* 0 or 1: work as profiled.  Otherwise every expert's and every layer's
+     * dense bytes and parameters are multiplied by it (validate
+     * --expert-scale: real backends run the same shrunken work). */
+    double work_scale;
+} ms_run_config;
+
+typedef struct {
+    uint64_t hits, late, misses, on_cpu;  /* activated experts by outcome */
+    uint64_t layer_steps;                 /* (iteration, layer) pairs */
+    uint64_t iterations;
+    double stall_s;                       /* GPU waiting for expert weights */
+    double busy_s;                        /* wall time of these layers */
+} ms_counts;
+
+typedef struct {
+    ms_counts total, phase[2];            /* phase: MS_PHASE_PREFILL / MS_PHASE_DECODE */
+    ms_counts *layer;                     /* [L] */
+    uint32_t L;
+    uint64_t prefetch_issued, prefetch_copied, prefetch_useful, prefetch_late;
+    uint64_t prefetch_wasted, prefetch_cancelled, prefetch_dropped;
+    /* prefetched experts evicted unused while their target layer (the next
+     * run of their layer) was still ahead, and those whose target layer ran
+     * without activating them (docs/engine.md "Outputs of `moesim run`") */
+    uint64_t prefetch_evicted_unused, prefetch_target_passed;
+    uint64_t demand_copies, pcie_copies;
+    double pcie_bytes, pcie_bytes_useful, pcie_bytes_wasted, ssd_bytes;
+    double makespan_s;
+    uint64_t requests;
+    /* NaN when there is no sample (README "Data safety"): TTFT when no
+     * replayed request had its prefill replayed, TPOT without decode steps */
+    double ttft_mean_s, ttft_p50_s, ttft_p99_s;
+    double tpot_mean_s, tpot_p50_s, tpot_p99_s;
+    double latency_mean_s, latency_p50_s, latency_p90_s, latency_p99_s;
+    uint64_t ttft_samples, tpot_samples, latency_samples;
+    double gpu_cache_capacity_bytes, gpu_cache_peak_bytes, host_bytes;
+    double policy_sync_s, policy_async_s;
+    double policy_state_bytes;            /* the prefetcher's learnt state at the end (map store, EAMC) */
+    int has_policy_stats;                 /* the prefetcher has a `stats` hook */
+    ms_policy_stats policy_stats;         /* its similarity totals at the end */
+    uint64_t recorded_rows, recorded_agree; /* decode (row, layer, slot) cells with recorded residency */
+    int future_exact;                     /* next-use pre-pass matched the replay order */
+    /* the resolved training split */
+    double train_frac;
+    int train_by_iteration;
+    uint64_t train_requests;
+    uint32_t train_iters;
+} ms_metrics;
+
+/* Runs one simulation. Returns 0 and fills *out (free with ms_metrics_free),
+ * or -1 with a one-line error (bad trace, unknown policy or parameter, cache
+ * smaller than a layer's activated experts, ...). */
+int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err);
+void ms_metrics_free(ms_metrics *m);
+
+#endif

@@ -1,0 +1,330 @@
+/* One iteration, layer by layer: activated sets, hits/late/misses,
+ * CPU-or-GPU placement (the scheduler), expert compute, and counting. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policies/lib/gate.h"
+#include "sim/engine/state.h"
+
+/* one iteration */
+
+/* Union of top-k over the batch's rows, per layer, in order of first
+ * appearance (row, then slot). */
+void eng_build_activated_sets(ms_view *v)
+{
+    const ms_batcher *b = v->batch;
+    uint64_t stamp = v->iter + 1;
+    for (uint32_t l = 0; l < v->L; l++) {
+        ms_act *acts = v->acts + (size_t)l * v->J;
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < b->n_items; i++) {
+            const ms_request *r = &b->slots[b->items[i]].req;
+            const ms_iteration *it = ms_batcher_iter(b, b->items[i]);
+            for (uint32_t row = it->row0; row < it->row0 + it->n_rows; row++) {
+                size_t base = ms_topk_index(v->meta, row, l);
+                for (uint32_t k = 0; k < v->K; k++) {
+                    int32_t e = r->topk_ids[base + k];
+                    if (e < 0)
+                        continue;
+                    uint32_t x = l * v->J + (uint32_t)e;
+                    if (v->mark[x] != stamp) {
+                        v->mark[x] = stamp;
+                        v->act_pos[x] = n;
+                        acts[n++] = (ms_act){(uint32_t)e, 0, 0.0f};
+                    }
+                    ms_act *a = &acts[v->act_pos[x]];
+                    a->tokens++;
+                    a->weight_sum += r->topk_w[base + k];
+                }
+            }
+        }
+        v->n_acts[l] = n;
+    }
+}
+
+/* The three counter sets every layer-step updates: run, phase, layer. */
+static void counts_of(ms_view *v, uint32_t l, ms_counts *c[3])
+{
+    c[0] = &v->m->total;
+    c[1] = &v->m->phase[v->phase];
+    c[2] = &v->m->layer[l];
+}
+
+static void count_outcome(ms_view *v, int outcome, int on_cpu)
+{
+    ms_counts *c[3];
+    counts_of(v, v->layer, c);
+    for (int i = 0; i < 3; i++) {
+        if (outcome == OUT_HIT)
+            c[i]->hits++;
+        else if (outcome == OUT_LATE)
+            c[i]->late++;
+        else
+            c[i]->misses++;
+        if (on_cpu)
+            c[i]->on_cpu++;
+    }
+}
+
+/* Compares the recording engine's residency with ours, cell by cell, on
+ * decode rows (route-csv traces). */
+static void compare_recorded(ms_view *v)
+{
+    if (!v->meta->has_recorded_hits || v->phase != MS_PHASE_DECODE)
+        return;
+    const ms_batcher *b = v->batch;
+    for (uint32_t i = 0; i < b->n_items; i++) {
+        const ms_request *r = &b->slots[b->items[i]].req;
+        const ms_iteration *it = ms_batcher_iter(b, b->items[i]);
+        for (uint32_t row = it->row0; row < it->row0 + it->n_rows; row++) {
+            size_t base = ms_topk_index(v->meta, row, v->layer);
+            for (uint32_t k = 0; k < v->K; k++) {
+                int32_t e = r->topk_ids[base + k];
+                int8_t rec = r->recorded_hit ? r->recorded_hit[base + k] : -1;
+                if (e < 0 || rec < 0)
+                    continue;
+                int ours = v->outcome[v->layer * v->J + (uint32_t)e] == OUT_HIT;
+                v->m->recorded_rows++;
+                v->m->recorded_agree += (ours == rec);
+            }
+        }
+    }
+}
+
+/* Classifies every activated expert and queues on-demand loads.  Returns -1
+ * when the cache cannot hold the layer's experts. */
+static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8_t *on_cpu)
+{
+    uint32_t l = v->layer;
+    uint8_t *cached = ms_xcalloc(n, 1);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t x = l * v->J + acts[i].expert;
+        v->protect[x] = v->stamp;
+        cached[i] = v->cached[x];
+        if (v->cached[x])
+            v->outcome[x] = v->ready_t[x] <= v->now ? OUT_HIT : OUT_LATE;
+        else
+            v->outcome[x] = OUT_MISS;
+    }
+    memset(on_cpu, 0, n);
+    if (v->sched->sched->place)
+        v->sched->sched->place(v->sched_st, v, l, n, acts, cached, on_cpu);
+    free(cached);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t x = l * v->J + acts[i].expert;
+        int out = v->outcome[x];
+        count_outcome(v, out, on_cpu[i]);
+        if (out != OUT_MISS && v->from_prefetch[x]) {
+            v->from_prefetch[x] = 0;
+            v->m->prefetch_useful++;
+            v->m->pcie_bytes_useful += v->layer_bytes[l];
+            if (out == OUT_LATE)
+                v->m->prefetch_late++;
+        }
+        eng_event(v, out == OUT_HIT ? "hit" : out == OUT_LATE ? "late" : "miss", v->now, v->now, x, 0);
+        if (out == OUT_MISS && !on_cpu[i]) {
+            if (v->queued[x])
+                eng_dequeue_prefetch(v, x);
+            if (eng_cache_admits(v, x)) {
+                if (eng_make_room(v, x)) {
+                    if (!v->failed)
+                        ms_fail(v->err,
+                                "GPU expert cache (%g %s) has no room for layer %u's %u activated experts in "
+                                "iteration %llu: cache policy '%s' found no victim; raise the cache size",
+                                v->cfg->cap_value, v->cfg->cap_kind == MS_CAP_BYTES ? "bytes" : "experts", l, n,
+                                (unsigned long long)v->iter, v->cache->name);
+                    v->failed = 1;
+                    return -1;
+                }
+                eng_occupy(v, x);
+            } else {
+                v->transient[x] = 1;
+            }
+            v->ready_t[x] = INFINITY;
+            v->qgen[x]++;
+            eng_heap_push(v, (qentry){x, v->qgen[x], 1, 0.0, v->now, v->seq++});
+        } else if (out != OUT_MISS && v->cache->cache->on_access) {
+            v->cache->cache->on_access(v->cache_st, v, l, acts[i].expert);
+        }
+    }
+    compare_recorded(v);
+    return 0;
+}
+
+/* Insertion sort of indices by ready time: stable, so ties keep activation
+ * order (n is at most J). */
+static void order_by_ready(uint32_t *order, const double *ready, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t j = i;
+        while (j > 0 && ready[order[j - 1]] > ready[i]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+}
+
+/* Expert compute: GPU experts in order of weight readiness on the compute
+ * stream, CPU experts one after another on the host.  Returns layer end. */
+static double compute_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, const uint8_t *on_cpu, double t_start)
+{
+    uint32_t l = v->layer;
+    uint32_t *order = ms_xcalloc(n ? n : 1, sizeof *order);
+    double *ready = ms_xcalloc(n ? n : 1, sizeof *ready);
+    for (uint32_t i = 0; i < n; i++)
+        ready[i] = on_cpu[i] ? INFINITY : fmax(v->ready_t[l * v->J + acts[i].expert], 0.0);
+    order_by_ready(order, ready, n);
+    double gpu = t_start, cpu = t_start, stall = 0;
+    for (uint32_t j = 0; j < n && !v->failed; j++) {
+        uint32_t i = order[j];
+        uint32_t x = l * v->J + acts[i].expert;
+        ms_op op = eng_expert_op(v, on_cpu[i] ? MS_OP_EXPERT_CPU : MS_OP_EXPERT_GPU, x);
+        op.tokens = acts[i].tokens;
+        op.issue_s = op.not_before_s = t_start;
+        double start, end;
+        if (eng_exec_run(v, &op, &start, &end))
+            break;
+        if (on_cpu[i]) {
+            eng_event(v, "compute_cpu", start, end, x, 0);
+            cpu = end;
+            continue;
+        }
+        stall += start - gpu;
+        eng_event(v, "compute_gpu", start, end, x, 0);
+        gpu = end;
+        if (v->transient[x])
+            eng_release_slot(v, x);
+        v->transient[x] = 0;
+    }
+    free(order);
+    free(ready);
+    ms_counts *c[3];
+    counts_of(v, l, c);
+    for (int i = 0; i < 3; i++)
+        c[i]->stall_s += stall;
+    return fmax(gpu, cpu);
+}
+
+/* Layer l runs: the queued prefetches of its experts it does not activate
+ * expire, and the prefetched ones it does not activate had their target. */
+static void expire_prefetches_of_layer(ms_view *v, uint32_t l)
+{
+    for (uint32_t e = 0; e < v->J; e++) {
+        uint32_t x = l * v->J + e;
+        if (v->queued[x] && v->mark[x] != v->iter + 1) {
+            eng_dequeue_prefetch(v, x);
+            v->m->prefetch_cancelled++;
+        }
+        if (v->from_prefetch[x] == PF_AHEAD && v->mark[x] != v->iter + 1) {
+            v->from_prefetch[x] = PF_PASSED;
+            v->m->prefetch_target_passed++;
+        }
+    }
+}
+
+static int run_layer(ms_view *v, uint32_t l)
+{
+    double t0 = v->now;
+    eng_advance(v, t0);
+    v->layer = l;
+    v->stamp++;
+    v->clock = v->now;
+    eng_begin_hook(v, t0);
+    if (v->pf->prefetch->on_layer_start)
+        v->pf->prefetch->on_layer_start(v->pf_st, v, l);
+    ms_op dense = {.kind = MS_OP_DENSE, .layer = l, .expert = UINT32_MAX, .tokens = v->batch_rows,
+                   .bytes = v->dense_bytes[l], .params = v->dense_params[l], .after = MS_NO_EVENT};
+    dense.issue_s = dense.not_before_s = t0 + v->sync_delay;
+    double dense_start, t_gate;
+    if (eng_exec_run(v, &dense, &dense_start, &t_gate))
+        return -1;
+    eng_event_layer(v, "dense", dense_start, t_gate);
+    eng_advance(v, t_gate);
+    v->now = v->clock = t_gate;
+    if (v->failed)
+        return -1;
+    expire_prefetches_of_layer(v, l);
+
+    if (v->cache->cache->on_gate)
+        v->cache->cache->on_gate(v->cache_st, v, l);
+    uint32_t n;
+    const ms_act *acts = ms_view_activated(v, l, &n);
+    uint8_t *on_cpu = ms_xcalloc(n ? n : 1, 1);
+    if (serve_layer_experts(v, acts, n, on_cpu)) {
+        free(on_cpu);
+        return -1;
+    }
+    eng_start_demands(v);
+    eng_begin_hook(v, t_gate);
+    if (v->pf->prefetch->on_gate)
+        v->pf->prefetch->on_gate(v->pf_st, v, l);
+    double end = compute_layer_experts(v, acts, n, on_cpu, t_gate + v->sync_delay);
+    free(on_cpu);
+    eng_event_layer(v, "layer", t0, end);
+    ms_counts *c[3];
+    counts_of(v, l, c);
+    for (int i = 0; i < 3; i++) {
+        c[i]->layer_steps++;
+        c[i]->busy_s += end - t0;
+    }
+    eng_advance(v, end);
+    v->now = v->clock = end;
+    return v->failed ? -1 : 0;
+}
+
+void eng_policy_stats_now(const ms_view *v, ms_policy_stats *st)
+{
+    *st = (ms_policy_stats){0};
+    if (v->pf->prefetch->stats)
+        v->pf->prefetch->stats(v->pf_st, st);
+}
+
+/* One row of cfg->iterations_path: the iteration's counts and the mean
+ * similarity score of the searches made during it (difference of totals). */
+static void write_iteration_row(ms_view *v, const ms_counts *before, const ms_policy_stats *st0)
+{
+    ms_policy_stats st1;
+    eng_policy_stats_now(v, &st1);
+    uint64_t h = v->m->total.hits - before->hits, la = v->m->total.late - before->late;
+    uint64_t mi = v->m->total.misses - before->misses, cpu = v->m->total.on_cpu - before->on_cpu;
+    uint64_t act = h + la + mi + cpu;
+    fprintf(v->iter_csv, "%llu,%s,%llu,%llu,%llu,%.6f,", (unsigned long long)v->iter,
+            v->phase == MS_PHASE_PREFILL ? "prefill" : "decode", (unsigned long long)h, (unsigned long long)la,
+            (unsigned long long)mi, act ? (double)h / (double)act : 0.0);
+    if (st1.sem_n > st0->sem_n)
+        fprintf(v->iter_csv, "%.6f", (st1.sem_sum - st0->sem_sum) / (double)(st1.sem_n - st0->sem_n));
+    fputc(',', v->iter_csv);
+    if (st1.traj_n > st0->traj_n)
+        fprintf(v->iter_csv, "%.6f", (st1.traj_sum - st0->traj_sum) / (double)(st1.traj_n - st0->traj_n));
+    fputc('\n', v->iter_csv);
+}
+
+int eng_run_iteration(ms_view *v)
+{
+    ms_counts before = v->m->total;
+    ms_policy_stats st0;
+    if (v->iter_csv)
+        eng_policy_stats_now(v, &st0);
+    v->phase = v->batch->phase;
+    v->batch_rows = v->batch->rows;
+    eng_build_activated_sets(v);
+    v->layer = 0;
+    eng_begin_hook(v, v->now);
+    if (v->pf->prefetch->on_iteration)
+        v->pf->prefetch->on_iteration(v->pf_st, v);
+    v->now += v->sync_delay;
+    for (uint32_t l = 0; l < v->L; l++)
+        if (run_layer(v, l))
+            return -1;
+    eng_begin_hook(v, v->now);
+    if (v->pf->prefetch->on_iteration_end)
+        v->pf->prefetch->on_iteration_end(v->pf_st, v);
+    v->now += v->sync_delay; /* a synchronous cost here delays the next iteration */
+    if (v->iter_csv)
+        write_iteration_row(v, &before, &st0);
+    v->m->total.iterations++;
+    v->m->phase[v->phase].iterations++;
+    return 0;
+}

@@ -1,0 +1,140 @@
+/* The run's outputs: the events CSV, the per-iteration and per-request
+ * CSVs, and the summary statistics of TTFT, TPOT and latency. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+
+#include "sim/engine/report.h"
+#include "sim/engine/state.h"
+
+/* small helpers */
+
+double eng_unit_of(const ms_view *v, uint32_t x)
+{
+    return v->cfg->cap_kind == MS_CAP_BYTES ? v->layer_bytes[x / v->J] : 1.0;
+}
+
+/* `unused_prefetch` is the last column: set on evict rows only. */
+void eng_event_tagged(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes,
+                         const char *unused_prefetch)
+{
+    if (!v->ev)
+        return;
+    fprintf(v->ev, "%s,%.9f,%.9f,%llu,%u,%u,%s,%.0f,%s\n", kind, t0, t1, (unsigned long long)v->iter,
+            x / v->J, x % v->J, v->phase == MS_PHASE_PREFILL ? "prefill" : "decode", bytes, unused_prefetch);
+}
+
+void eng_event(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes)
+{
+    eng_event_tagged(v, kind, t0, t1, x, bytes, "");
+}
+
+void eng_event_layer(ms_view *v, const char *kind, double t0, double t1)
+{
+    if (v->ev)
+        fprintf(v->ev, "%s,%.9f,%.9f,%llu,%u,,%s,,\n", kind, t0, t1, (unsigned long long)v->iter, v->layer,
+                v->phase == MS_PHASE_PREFILL ? "prefill" : "decode");
+}
+
+/* ------------------------------------------------------------------ */
+/* set-up */
+
+void eng_request_done(const ms_rslot *s, void *ctx)
+{
+    ms_view *v = ctx;
+    uint32_t first_decode = s->first_iter > 1 ? s->first_iter : 1;
+    uint32_t decodes = s->req.n_iters > first_decode ? s->req.n_iters - first_decode : 0;
+    if (s->first_iter == 0)
+        ms_dvec_push(&v->ttft, s->first_token_s - s->arrival_s);
+    if (decodes)
+        ms_dvec_push(&v->tpot, (v->now - s->first_token_s) / decodes);
+    ms_dvec_push(&v->latency, v->now - s->arrival_s);
+    v->m->requests++;
+    if (v->req_csv) {
+        fprintf(v->req_csv, "%llu,%.9f,", (unsigned long long)s->index, s->arrival_s);
+        if (s->first_iter == 0)
+            fprintf(v->req_csv, "%.9f", s->first_token_s - s->arrival_s);
+        fputc(',', v->req_csv);
+        if (decodes)
+            fprintf(v->req_csv, "%.9f", (v->now - s->first_token_s) / decodes);
+        fprintf(v->req_csv, ",%.9f\n", v->now - s->arrival_s);
+    }
+}
+
+/* Next-use pre-pass: replays the batch order without time and records, per
+ * expert, the iterations that activate it. */
+void eng_summarise(ms_dvec *d, uint64_t *n, double *mean, double *p50, double *p90, double *p99)
+{
+    *n = d->n;
+    if (!d->n) {
+        *mean = NAN;
+        if (p50)
+            *p50 = NAN;
+        if (p90)
+            *p90 = NAN;
+        if (p99)
+            *p99 = NAN;
+        return;
+    }
+    gsl_sort(d->v, 1, d->n);
+    *mean = gsl_stats_mean(d->v, 1, d->n);
+    if (p50)
+        *p50 = gsl_stats_quantile_from_sorted_data(d->v, 1, d->n, 0.50);
+    if (p90)
+        *p90 = gsl_stats_quantile_from_sorted_data(d->v, 1, d->n, 0.90);
+    if (p99)
+        *p99 = gsl_stats_quantile_from_sorted_data(d->v, 1, d->n, 0.99);
+}
+
+/* Opens one optional CSV output through sim/out.h (a temporary renamed into
+ * place at the end) and writes the provenance line and the header. */
+static FILE *open_csv(ms_view *v, const char *what, const char *path, ms_out **o, const char *header)
+{
+    if (!path)
+        return NULL;
+    *o = ms_out_open(what, path, v->err);
+    if (!*o)
+        return NULL;
+    FILE *f = ms_out_fp(*o);
+    ms_report_provenance_line(f, v->cfg);
+    fputs(header, f);
+    return f;
+}
+
+int eng_open_outputs(ms_view *v)
+{
+    const ms_run_config *c = v->cfg;
+    v->ev = open_csv(v, "--events", c->events_path, &v->ev_out,
+                     "kind,start_s,end_s,iteration,layer,expert,phase,bytes,unused_prefetch\n");
+    if (c->events_path && !v->ev)
+        return -1;
+    v->iter_csv = open_csv(v, "iterations CSV", c->iterations_path, &v->iter_out,
+                           "iteration,phase,hits,late,misses,hit_rate,sem_score,traj_score\n");
+    if (c->iterations_path && !v->iter_csv)
+        return -1;
+    v->req_csv = open_csv(v, "requests CSV", c->requests_path, &v->req_out, "request,arrival_s,ttft_s,tpot_s,latency_s\n");
+    if (c->requests_path && !v->req_csv)
+        return -1;
+    return 0;
+}
+
+/* Commits the CSV outputs when the run succeeded (rc 0), else removes them;
+ * returns rc, or -1 when a commit failed. */
+int eng_close_outputs(ms_view *v, int rc)
+{
+    ms_out **outs[] = {&v->ev_out, &v->iter_out, &v->req_out};
+    for (size_t i = 0; i < sizeof outs / sizeof *outs; i++) {
+        if (!*outs[i])
+            continue;
+        if (rc == 0)
+            rc = ms_out_commit(*outs[i], v->err);
+        else
+            ms_out_abort(*outs[i]);
+        *outs[i] = NULL;
+    }
+    v->ev = v->iter_csv = v->req_csv = NULL;
+    return rc;
+}

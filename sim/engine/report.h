@@ -1,0 +1,43 @@
+/* Results of one run as JSON (config + metrics), as a readable table, and as
+ * one CSV row; every field that determined a result goes into `config`. */
+#ifndef MS_REPORT_H
+#define MS_REPORT_H
+
+#include <stdio.h>
+
+#include <cJSON.h>
+
+#include "sim/engine/engine.h"
+
+/* The policy spec with every parameter resolved to its value, e.g.
+ * {"name": "lfu", "params": {"reset": "1"}}; NULL when the spec is invalid. */
+cJSON *ms_report_policy(int kind, const char *spec);
+cJSON *ms_report_config(const ms_run_config *cfg);
+cJSON *ms_report_metrics(const ms_metrics *m);
+/* Adds the resolved training split ("train": {frac, by, requests,
+ * iterations}) to a config object. */
+void ms_report_split(cJSON *config, const ms_metrics *m);
+/* Provenance (README "Data safety"): {"moesim": version, "commit": ...,
+ * "trace": {"path", "sha256"}, "model": ..., "platform": ...}, the SHA-256
+ * of every input file (null when unreadable).  _base holds the version and
+ * commit only; _add adds one input under `role` (sha256 NULL: digest the
+ * file now, remembered per file).  The _line form is the first line of
+ * every CSV the engine writes: "# moesim V commit C; trace P sha256 H; ..." */
+cJSON *ms_report_provenance(const ms_run_config *cfg);
+cJSON *ms_report_provenance_base(void);
+void ms_report_provenance_add(cJSON *prov, const char *role, const char *path, const char *sha256);
+void ms_report_provenance_line(FILE *f, const ms_run_config *cfg);
+/* {"provenance": ..., "config": ..., "metrics": ...} */
+cJSON *ms_report_json(const ms_run_config *cfg, const ms_metrics *m);
+void ms_report_table(FILE *out, const ms_run_config *cfg, const ms_metrics *m);
+
+/* Metrics without samples are NaN here, null in JSON, empty in CSV and
+ * "n/a" in tables (never 0): a hit rate over 0 activations, a ratio over a
+ * zero denominator. */
+double ms_metrics_hit_rate(const ms_counts *c);
+double ms_metrics_ratio(double a, double b);
+uint64_t ms_metrics_activations(const ms_counts *c);
+/* printf's fmt of v into buf, or "n/a" when v is NaN; returns buf. */
+const char *ms_report_fmt(char *buf, size_t n, const char *fmt, double v);
+
+#endif

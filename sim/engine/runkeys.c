@@ -1,0 +1,110 @@
+/* The run configuration's keys (runkeys.h). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "policies/policy.h"
+#include "sim/core/params.h"
+#include "sim/engine/runkeys.h"
+
+const ms_runkey ms_runkeys[MS_RK_N] = {
+    [MS_RK_TRACE] = {"trace", MS_RKV_PATH, 0, 0, NULL, NULL, "trace file (format v1 or v2)"},
+    [MS_RK_MODEL] = {"model", MS_RKV_MODEL, 0, 0, NULL, "none", "model profile: name or .ini path"},
+    [MS_RK_PLATFORM] = {"platform", MS_RKV_PLATFORM, 0, 0, NULL, "rtx3090-pcie4", "platform profile: name or .ini path"},
+    [MS_RK_PREFETCH] = {"prefetch", MS_RKV_POLICY, MS_KIND_PREFETCH, 0, NULL, "none", "prefetch policy name[:k=v,...]"},
+    [MS_RK_CACHE] = {"cache", MS_RKV_POLICY, MS_KIND_CACHE, 0, NULL, "lru", "cache policy name[:k=v,...]"},
+    [MS_RK_SCHED] = {"sched", MS_RKV_POLICY, MS_KIND_SCHED, 0, NULL, "gpu", "scheduler name[:k=v,...]"},
+    [MS_RK_CACHE_EXPERTS] = {"cache_experts", MS_RKV_INT, 1, 1e9, NULL, NULL, "GPU expert cache in experts"},
+    [MS_RK_CACHE_BYTES] = {"cache_bytes", MS_RKV_BYTES, 0, 1e18, NULL, NULL, "GPU expert cache in bytes (KB MB GB KiB MiB GiB)"},
+    [MS_RK_DISTANCE] = {"distance", MS_RKV_INT, 0, 1024, NULL, "1", "prefetch distance in layers"},
+    [MS_RK_BATCH] = {"batch", MS_RKV_INT, 1, 65536, NULL, "1", "continuous-batching limit in requests"},
+    [MS_RK_HOST_BYTES] = {"host_bytes", MS_RKV_BYTES, 0, 1e18, NULL, "0", "host-memory expert tier in bytes; 0: all in host memory"},
+    [MS_RK_H2D_GBPS] = {"h2d_gbps", MS_RKV_POS, 0, 1e12, NULL, NULL, "host-to-GPU link bandwidth in GB/s (default: the platform's)"},
+    [MS_RK_TRAIN] = {"train", MS_RKV_TRAIN, 0, 1, NULL, "auto", "training split: auto or a fraction in [0, 1)"},
+    [MS_RK_TOPK_FILL] = {"topk_fill", MS_RKV_ENUM, 0, 0, "zero|even", "zero", "top-k-only traces: mass outside the top-k"},
+    [MS_RK_OFFLINE] = {"offline", MS_RKV_ENUM, 0, 0, "0|1", "0", "1: ignore arrival times"},
+    [MS_RK_SEED] = {"seed", MS_RKV_INT, 0, 9007199254740992.0, NULL, "1", "seed handed to policies"},
+    [MS_RK_CACHE_GB] = {"cache_gb", MS_RKV_GB, 0, 1e12, NULL, NULL, "GPU expert cache in 1e9 bytes"},
+    [MS_RK_EVENTS] = {"events", MS_RKV_PATH, 0, 0, NULL, NULL, "CSV of every interval (run, validate)"},
+};
+
+int ms_runkey_find(const char *key)
+{
+    for (int i = 0; i < MS_RK_N; i++)
+        if (!strcmp(ms_runkeys[i].key, key))
+            return i;
+    return -1;
+}
+
+int ms_runkey_find_flag(const char *flag)
+{
+    if (strncmp(flag, "--", 2))
+        return -1;
+    char key[64];
+    size_t n = strlen(flag + 2);
+    if (n == 0 || n >= sizeof key)
+        return -1;
+    for (size_t i = 0; i <= n; i++) {
+        char ch = flag[2 + i];
+        if (ch == '_')
+            return -1; /* the flag spells it '-' */
+        key[i] = ch == '-' ? '_' : ch;
+    }
+    return ms_runkey_find(key);
+}
+
+const char *ms_runkey_flag(int id, char *buf, size_t n)
+{
+    snprintf(buf, n, "--%s", ms_runkeys[id].key);
+    for (char *p = buf + 2; *p; p++)
+        if (*p == '_')
+            *p = '-';
+    return buf;
+}
+
+int ms_runkey_parse(int id, const char *text, double *x)
+{
+    return ms_runkeys[id].kind == MS_RKV_BYTES ? ms_parse_bytes(text, x) : ms_parse_double(text, x);
+}
+
+int ms_runkey_check(int id, double x, char *why, size_t n)
+{
+    const ms_runkey *k = &ms_runkeys[id];
+    switch (k->kind) {
+    case MS_RKV_INT:
+        if (x != floor(x) || x < k->min || x > k->max)
+            return snprintf(why, n, "expected a whole number in [%g, %g]", k->min, k->max), -1;
+        return 0;
+    case MS_RKV_BYTES: {
+        int zero_ok = k->def && !strcmp(k->def, "0"); /* host_bytes: 0 = every expert in host memory */
+        if (!(x >= 0) || (x == 0 && !zero_ok) || x > k->max)
+            return snprintf(why, n, "expected a %ssize such as 4000MiB", zero_ok ? "" : "positive "), -1;
+        return 0;
+    }
+    case MS_RKV_GB:
+    case MS_RKV_POS:
+        if (!(x > 0) || x > k->max)
+            return snprintf(why, n, "expected a positive number"), -1;
+        return 0;
+    case MS_RKV_TRAIN:
+        if (!(x >= 0 && x < 1))
+            return snprintf(why, n, "expected auto or a fraction in [0, 1)"), -1;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+const char *ms_runkey_expected(int id)
+{
+    switch (ms_runkeys[id].kind) {
+    case MS_RKV_BYTES:
+        return "a size such as 4000MiB";
+    case MS_RKV_TRAIN:
+        return "auto or a fraction";
+    case MS_RKV_INT:
+        return "a whole number";
+    default:
+        return "a number";
+    }
+}

@@ -1,0 +1,243 @@
+/* Set-up of a run: layer sizes and capacity, the model check, the training
+ * split, policy loading, the host tier, the preloaded cache, the executor,
+ * and the state arrays. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policies/lib/gate.h"
+#include "sim/engine/state.h"
+
+static int spec_learns(ms_policy_kind kind, const char *spec)
+{
+    char name[64];
+    const char *kv;
+    ms_err ignored;
+    if (ms_spec_split(spec, name, sizeof name, &kv, &ignored))
+        return 0;
+    const ms_policy_desc *d = ms_policy_find(kind, name);
+    if (!d)
+        return 0;
+    ms_params p;
+    if (d->learns && !ms_params_parse(d->params, kv, name, &p, &ignored))
+        return d->learns(&p);
+    return d->uses_training;
+}
+
+int eng_resolve_split(ms_view *v)
+{
+    const ms_run_config *c = v->cfg;
+    int learns = spec_learns(MS_KIND_PREFETCH, c->prefetch_spec) || spec_learns(MS_KIND_CACHE, c->cache_spec) ||
+                 spec_learns(MS_KIND_SCHED, c->sched_spec);
+    ms_split *s = &v->env.split;
+    if (ms_split_resolve(v->meta, c->train_set ? c->train_frac : -1.0, learns, s, v->err))
+        return -1;
+    v->m->train_frac = s->frac;
+    v->m->train_by_iteration = s->by_iteration;
+    v->m->train_requests = s->train_requests;
+    v->m->train_iters = s->train_iters;
+    return 0;
+}
+
+int eng_load_policy(ms_view *v, ms_policy_kind kind, const char *spec, const ms_policy_desc **desc, void **st)
+{
+    char name[64];
+    const char *kv;
+    if (ms_spec_split(spec, name, sizeof name, &kv, v->err))
+        return -1;
+    *desc = ms_policy_find(kind, name);
+    if (!*desc) {
+        char known[512] = "";
+        for (int i = 0; ms_policy_registry[i]; i++)
+            if (ms_policy_registry[i]->kind == kind) {
+                size_t u = strlen(known);
+                snprintf(known + u, sizeof known - u, "%s%s", u ? ", " : "", ms_policy_registry[i]->name);
+            }
+        return ms_fail(v->err, "unknown %s policy '%s' (known: %s)", ms_policy_kind_name(kind), name, known);
+    }
+    ms_params params;
+    char who[96];
+    snprintf(who, sizeof who, "%s policy '%s'", ms_policy_kind_name(kind), name);
+    if (ms_params_parse((*desc)->params, kv, who, &params, v->err))
+        return -1;
+    void *(*create)(const ms_params *, const ms_policy_env *, ms_err *) =
+        kind == MS_KIND_PREFETCH ? (*desc)->prefetch->create
+        : kind == MS_KIND_CACHE  ? (*desc)->cache->create
+                                 : (*desc)->sched->create;
+    *st = create ? create(&params, &v->env, v->err) : NULL;
+    if (create && !*st)
+        return ms_fail_prefix(v->err, "%s", who);
+    return 0;
+}
+
+/* Per-layer sizes from the trace; FLOPs from the model profile when given
+ * (quantised traces store fewer bytes than params), else bf16 (2 B/param). */
+int eng_setup_layer_sizes(ms_view *v)
+{
+    const ms_model *model = v->cfg->model;
+    v->layer_bytes = ms_xcalloc(v->L, sizeof(double));
+    v->layer_params = ms_xcalloc(v->L, sizeof(double));
+    v->dense_bytes = ms_xcalloc(v->L, sizeof(double));
+    v->dense_params = ms_xcalloc(v->L, sizeof(double));
+    double scale = v->cfg->work_scale > 0 ? v->cfg->work_scale : 1.0;
+    for (uint32_t l = 0; l < v->L; l++) {
+        v->layer_bytes[l] = (double)v->meta->expert_bytes[l];
+        v->dense_bytes[l] = (double)v->meta->dense_bytes[l];
+        v->layer_params[l] = model ? (double)model->expert_params : v->layer_bytes[l] / 2.0;
+        v->dense_params[l] = model ? (double)model->dense_params : v->dense_bytes[l] / 2.0;
+        if (scale != 1.0) {
+            v->layer_bytes[l] *= scale;
+            v->layer_params[l] *= scale;
+            v->dense_bytes[l] *= scale;
+            v->dense_params[l] *= scale;
+        }
+        if (v->layer_bytes[l] <= 0)
+            return ms_fail(v->err, "%s: layer %u has expert_bytes 0", v->cfg->trace_path, l);
+    }
+    return 0;
+}
+
+int eng_check_capacity(ms_view *v)
+{
+    const ms_run_config *c = v->cfg;
+    double max_bytes = 0, total_bytes = 0;
+    for (uint32_t l = 0; l < v->L; l++) {
+        max_bytes = fmax(max_bytes, v->layer_bytes[l]);
+        total_bytes += v->layer_bytes[l] * v->J;
+    }
+    if (!(c->cap_value > 0) || !isfinite(c->cap_value))
+        return ms_fail(v->err, "GPU expert cache size must be positive, got %g", c->cap_value);
+    if (c->cap_kind == MS_CAP_EXPERTS && c->cap_value != floor(c->cap_value))
+        return ms_fail(v->err, "--cache-experts must be a whole number, got %g", c->cap_value);
+    double need = c->cap_kind == MS_CAP_BYTES ? v->K * max_bytes : v->K;
+    if (c->cap_value < need)
+        return ms_fail(v->err,
+                       "GPU expert cache (%g %s) is smaller than one layer's %u activated experts (needs at least %g)",
+                       c->cap_value, c->cap_kind == MS_CAP_BYTES ? "bytes" : "experts", v->K, need);
+    v->cap_units = c->cap_value;
+    v->m->gpu_cache_capacity_bytes = c->cap_kind == MS_CAP_BYTES ? c->cap_value : c->cap_value * max_bytes;
+    if (c->platform->gpu_mem_bytes > 0 && v->m->gpu_cache_capacity_bytes > c->platform->gpu_mem_bytes)
+        return ms_fail(v->err, "GPU expert cache of %.0f bytes exceeds %s's GPU memory of %.0f bytes",
+                       v->m->gpu_cache_capacity_bytes, c->platform->name, c->platform->gpu_mem_bytes);
+    v->host_cap = c->host_bytes;
+    v->m->host_bytes = c->host_bytes > 0 ? c->host_bytes : total_bytes;
+    return 0;
+}
+
+int eng_check_model(ms_view *v)
+{
+    const ms_model *m = v->cfg->model;
+    if (!m)
+        return 0;
+    if (m->moe_layers != v->L || m->experts != v->J)
+        return ms_fail(v->err, "%s has L=%u MoE layers and J=%u experts, but model '%s' has L=%u and J=%u",
+                       v->cfg->trace_path, v->L, v->J, m->name, m->moe_layers, m->experts);
+    return 0;
+}
+
+void eng_preload_cache(ms_view *v)
+{
+    if (!v->cache->cache->preload)
+        return;
+    uint32_t *ls = ms_xcalloc(v->NX, sizeof *ls), *es = ms_xcalloc(v->NX, sizeof *es);
+    uint32_t n = v->cache->cache->preload(v->cache_st, v, v->NX, ls, es);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t x = ls[i] * v->J + es[i];
+        if (ls[i] >= v->L || es[i] >= v->J || v->cached[x] || v->used_units + eng_unit_of(v, x) > v->cap_units + 1e-9)
+            continue;
+        eng_occupy(v, x);
+        v->ready_t[x] = 0;
+    }
+    free(ls);
+    free(es);
+}
+
+/* The experts resident before the run get their copies (a real backend
+ * fills their slots), then the executor's clock starts: they are ready at 0. */
+int eng_start_executor(ms_view *v)
+{
+    for (uint32_t x = 0; x < v->NX; x++) {
+        if (!v->cached[x])
+            continue;
+        ms_op op = eng_expert_op(v, MS_OP_COPY, x);
+        op.iteration = UINT64_MAX;
+        ms_event ev;
+        if (ms_exec_submit(v->exec, &op, &ev, v->err))
+            return eng_exec_failed(v);
+    }
+    return ms_exec_begin(v->exec, v->err) ? eng_exec_failed(v) : 0;
+}
+
+int eng_open_executor(ms_view *v)
+{
+    if (v->cfg->exec) {
+        v->exec = v->cfg->exec;
+        return 0;
+    }
+    if (ms_exec_sim_create(v->cfg->platform, v->L, v->J, &v->own_exec, v->err))
+        return -1;
+    v->exec = &v->own_exec;
+    return 0;
+}
+
+void eng_init_host_tier(ms_view *v)
+{
+    v->in_host = ms_xcalloc(v->NX, 1);
+    v->host_used_at = ms_xcalloc(v->NX, sizeof *v->host_used_at);
+    if (v->host_cap <= 0)
+        return;
+    for (uint32_t x = 0; x < v->NX; x++) {
+        double b = v->layer_bytes[x / v->J];
+        if (v->host_used + b > v->host_cap)
+            break;
+        v->in_host[x] = 1;
+        v->host_used += b;
+        eng_host_touch(v, x);
+    }
+}
+
+void eng_alloc_state(ms_view *v)
+{
+    size_t nx = v->NX;
+    v->cached = ms_xcalloc(nx, 1);
+    v->transient = ms_xcalloc(nx, 1);
+    v->from_prefetch = ms_xcalloc(nx, 1);
+    v->queued = ms_xcalloc(nx, 1);
+    v->outcome = ms_xcalloc(nx, 1);
+    v->qgen = ms_xcalloc(nx, sizeof *v->qgen);
+    v->qissue = ms_xcalloc(nx, sizeof *v->qissue);
+    v->ready_t = ms_xcalloc(nx, sizeof *v->ready_t);
+    v->protect = ms_xcalloc(nx, sizeof *v->protect);
+    v->mark = ms_xcalloc(nx, sizeof *v->mark);
+    v->act_pos = ms_xcalloc(nx, sizeof *v->act_pos);
+    v->score = ms_xcalloc(nx, sizeof *v->score);
+    v->incoming = UINT32_MAX;
+    for (size_t x = 0; x < nx; x++)
+        v->score[x] = NAN;
+    v->acts = ms_xcalloc(nx, sizeof *v->acts);
+    v->n_acts = ms_xcalloc(v->L, sizeof *v->n_acts);
+    v->m->L = v->L;
+    v->m->layer = ms_xcalloc(v->L, sizeof *v->m->layer);
+}
+
+void eng_free_state(ms_view *v)
+{
+    if (v->pf && v->pf_st && v->pf->prefetch->destroy)
+        v->pf->prefetch->destroy(v->pf_st);
+    if (v->cache && v->cache_st && v->cache->cache->destroy)
+        v->cache->cache->destroy(v->cache_st);
+    if (v->sched && v->sched_st && v->sched->sched->destroy)
+        v->sched->sched->destroy(v->sched_st);
+    void *arrays[] = {v->cached, v->transient, v->from_prefetch, v->queued, v->outcome, v->qgen, v->qissue, v->ready_t,
+                      v->protect, v->mark, v->act_pos, v->score, v->acts, v->n_acts, v->layer_bytes, v->layer_params, v->dense_bytes,
+                      v->dense_params, v->in_host, v->host_used_at, v->heap, v->use_n, v->use_cap, v->use_cur,
+                      v->ttft.v, v->tpot.v, v->latency.v};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+        free(arrays[i]);
+    if (v->use_it)
+        for (uint32_t x = 0; x < v->NX; x++)
+            free(v->use_it[x]);
+    free(v->use_it);
+}
+
+/* Mean and quantiles of d; NaN each when d has no sample. */

@@ -1,0 +1,166 @@
+/* The replay engine's state, shared by its parts (internal: nothing outside
+ * sim/engine/ includes this; the contract is sim/engine/engine.h).
+ *
+ * Expert (l, e) is slot x = l * J + e in every per-expert array.  The GPU
+ * compute stream is the engine clock `now`; the H2D copy engine is a
+ * priority heap (on-demand loads first, then prefetches by priority, FIFO on
+ * ties) served one copy at a time from `link_free`.  advance(T) starts every
+ * copy whose start time falls before T, so state changes at T see exactly the
+ * copies that began earlier.
+ *
+ * The parts, one job each:
+ *   engine.c     ms_run: set-up, replay, results
+ *   setup.c: sizes, capacity, the training split, policy loading, state
+ *   view.c: the policy-facing view (policies/view.h)
+ *   loop.c: one iteration, layer by layer
+ *   copyq.c: the H2D copy queue (a priority heap) and the copy engine
+ *   residency.c: executor ops, cache slots (evict, make room, occupy) and the host tier
+ *   nextuse.c: the next-use pre-pass (policies with needs_future)
+ *   outputs.c: the events CSV, per-request and per-iteration CSVs, summary statistics
+ */
+#ifndef MS_ENGINE_STATE_H
+#define MS_ENGINE_STATE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "policies/policy.h"
+#include "sim/core/dvec.h"
+#include "sim/core/out.h"
+#include "sim/engine/batcher.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/exec.h"
+
+enum { OUT_HIT = 1, OUT_LATE = 2, OUT_MISS = 3 };
+/* from_prefetch: its target layer (the next run of its layer) is still
+ * ahead, or it ran without activating the expert */
+enum { PF_AHEAD = 1, PF_PASSED = 2 };
+
+typedef struct {
+    uint32_t x;
+    uint32_t gen;
+    uint8_t demand;
+    double prio;
+    double issue_t;
+    uint64_t seq;
+} qentry;
+
+
+struct ms_view {
+    const ms_view_ops *ops; /* first: policies/view.h reads it through the pointer */
+    const ms_run_config *cfg;
+    const ms_trace_meta *meta;
+    uint32_t L, J, K, NX;
+    ms_policy_env env;
+    const ms_policy_desc *pf, *cache, *sched;
+    void *pf_st, *cache_st, *sched_st;
+    /* per-expert state [NX] */
+    uint8_t *cached;        /* holds a GPU slot (ready or in flight) */
+    uint8_t *transient;     /* loaded for this layer only (cache declined it) */
+    uint8_t *from_prefetch; /* slot filled by a prefetch, not used yet: PF_AHEAD or PF_PASSED */
+    uint8_t *queued;        /* a prefetch request waits in the heap */
+    uint8_t *outcome;       /* this layer's OUT_* for activated experts */
+    uint32_t *qgen;
+    double *qissue;         /* issue time of the queued prefetch request of x */
+    double *ready_t;
+    uint64_t *protect;      /* == stamp: activated by the running layer */
+    uint64_t *mark;         /* == iteration + 1: activated in the running iteration */
+    uint32_t *act_pos;      /* index of x in its layer's activated list */
+    double *score;          /* the prefetcher -> cache score board (NAN: unset) */
+    uint32_t incoming;      /* expert make_room works for, UINT32_MAX outside */
+    double *layer_bytes, *layer_params, *dense_bytes, *dense_params;
+    double cap_units, used_units, used_bytes;
+    /* host tier */
+    uint8_t *in_host;
+    uint64_t *host_used_at;
+    double host_cap, host_used;
+    uint64_t host_clock;
+    /* copy engine */
+    qentry *heap;
+    size_t hn, hcap;
+    size_t n_queued;        /* experts with queued[x] set */
+    uint64_t seq;
+    double link_free;
+    /* clocks and position */
+    double now, clock;
+    uint64_t iter, stamp;
+    uint32_t layer;
+    ms_phase phase;
+    uint32_t batch_rows;
+    ms_batcher *batch;
+    /* activated sets of the running iteration, per layer */
+    ms_act *acts; /* [L][J] */
+    uint32_t *n_acts;
+    /* hook cost accounting */
+    double hook_t, sync_delay, async_delay;
+    /* next-use pre-pass: sorted iteration indices per expert */
+    uint32_t **use_it;
+    uint32_t *use_n, *use_cap, *use_cur;
+    /* the executor every op goes through (sim/exec.h) */
+    ms_exec *exec;
+    ms_exec own_exec;       /* the simulated timeline, when cfg->exec is NULL */
+    /* results */
+    ms_metrics *m;
+    ms_dvec ttft, tpot, latency;
+    FILE *ev;                   /* ms_out_fp(ev_out) */
+    struct ms_out *ev_out, *iter_out, *req_out;
+    FILE *iter_csv, *req_csv;   /* cfg->iterations_path, requests_path */
+    ms_err *err;
+    int failed;
+};
+
+/* view.c: the policy-facing view (policies/view.h) */
+extern const ms_view_ops eng_view_ops;
+void eng_begin_hook(ms_view *v, double t);
+
+/* setup.c: sizes, capacity, the training split, policy loading, state */
+int eng_resolve_split(ms_view *v);
+int eng_load_policy(ms_view *v, ms_policy_kind kind, const char *spec, const ms_policy_desc **desc, void **st);
+int eng_setup_layer_sizes(ms_view *v);
+int eng_check_capacity(ms_view *v);
+int eng_check_model(ms_view *v);
+void eng_preload_cache(ms_view *v);
+int eng_start_executor(ms_view *v);
+int eng_open_executor(ms_view *v);
+void eng_init_host_tier(ms_view *v);
+void eng_alloc_state(ms_view *v);
+void eng_free_state(ms_view *v);
+
+/* loop.c: one iteration, layer by layer */
+void eng_build_activated_sets(ms_view *v);
+void eng_policy_stats_now(const ms_view *v, ms_policy_stats *st);
+int eng_run_iteration(ms_view *v);
+
+/* copyq.c: the H2D copy queue (a priority heap) and the copy engine */
+void eng_heap_push(ms_view *v, qentry q);
+void eng_compact_heap(ms_view *v);
+void eng_dequeue_prefetch(ms_view *v, uint32_t x);
+void eng_advance(ms_view *v, double T);
+void eng_start_demands(ms_view *v);
+
+/* residency.c: executor ops, cache slots (evict, make room, occupy) and the host tier */
+int eng_exec_failed(ms_view *v);
+int eng_exec_run(ms_view *v, ms_op *op, double *start, double *end);
+void eng_release_slot(ms_view *v, uint32_t x);
+ms_op eng_expert_op(const ms_view *v, ms_op_kind kind, uint32_t x);
+void eng_evict(ms_view *v, uint32_t x);
+int eng_make_room(ms_view *v, uint32_t x);
+void eng_occupy(ms_view *v, uint32_t x);
+int eng_cache_admits(ms_view *v, uint32_t x);
+void eng_host_touch(ms_view *v, uint32_t x);
+int eng_host_fetch(ms_view *v, uint32_t x);
+
+/* nextuse.c: the next-use pre-pass (policies with needs_future) */
+int eng_build_future(ms_view *v, ms_trace_reader *rd);
+
+/* outputs.c: the events CSV, per-request and per-iteration CSVs, summary statistics */
+double eng_unit_of(const ms_view *v, uint32_t x);
+void eng_event_tagged(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes, const char *unused_prefetch);
+void eng_event(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes);
+void eng_event_layer(ms_view *v, const char *kind, double t0, double t1);
+void eng_request_done(const ms_rslot *s, void *ctx);
+void eng_summarise(ms_dvec *d, uint64_t *n, double *mean, double *p50, double *p90, double *p99);
+int eng_open_outputs(ms_view *v);
+int eng_close_outputs(ms_view *v, int rc);
+
+#endif

@@ -1,0 +1,260 @@
+/* The policy-facing view (policies/view.h): the engine state as policies
+ * query it, their actions, and the table of operations behind ms_view_*. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "policies/lib/gate.h"
+#include "sim/engine/state.h"
+
+/* policy-facing view */
+
+static const ms_trace_meta *view_meta(const ms_view *v) { return v->meta; }
+static double view_now(const ms_view *v) { return v->clock; }
+static uint64_t view_iteration(const ms_view *v) { return v->iter; }
+static uint32_t view_layer(const ms_view *v) { return v->layer; }
+static uint64_t view_step(const ms_view *v) { return v->iter * v->L + v->layer; }
+static ms_phase view_phase(const ms_view *v) { return v->phase; }
+static uint32_t view_batch_rows(const ms_view *v) { return v->batch_rows; }
+
+static const ms_act *view_activated(const ms_view *v, uint32_t l, uint32_t *n)
+{
+    if (l >= v->L) {
+        *n = 0;
+        return NULL;
+    }
+    *n = v->n_acts[l];
+    return v->acts + (size_t)l * v->J;
+}
+
+static int view_cached(const ms_view *v, uint32_t l, uint32_t e)
+{
+    return l < v->L && e < v->J && v->cached[l * v->J + e];
+}
+
+static int view_resident(const ms_view *v, uint32_t l, uint32_t e)
+{
+    return view_cached(v, l, e) && v->ready_t[l * v->J + e] <= v->clock;
+}
+
+static int view_evictable(const ms_view *v, uint32_t l, uint32_t e)
+{
+    return view_resident(v, l, e) && v->protect[l * v->J + e] != v->stamp;
+}
+
+static int view_fits(const ms_view *v, uint32_t l, uint32_t e)
+{
+    return l < v->L && e < v->J && v->used_units + eng_unit_of(v, l * v->J + e) <= v->cap_units + 1e-9;
+}
+
+static double view_capacity_experts(const ms_view *v, uint32_t l)
+{
+    return l < v->L ? v->cap_units / eng_unit_of(v, l * v->J) : 0;
+}
+
+static uint64_t view_next_use(const ms_view *v, uint32_t l, uint32_t e)
+{
+    if (!v->use_it || l >= v->L || e >= v->J)
+        return UINT64_MAX;
+    uint32_t x = l * v->J + e;
+    uint64_t step = v->iter * v->L + v->layer;
+    while (v->use_cur[x] < v->use_n[x] && (uint64_t)v->use_it[x][v->use_cur[x]] * v->L + l <= step)
+        v->use_cur[x]++;
+    if (v->use_cur[x] == v->use_n[x])
+        return UINT64_MAX;
+    return (uint64_t)v->use_it[x][v->use_cur[x]] * v->L + l;
+}
+
+static int view_queued(const ms_view *v, uint32_t l, uint32_t e)
+{
+    return l < v->L && e < v->J && v->queued[l * v->J + e];
+}
+
+static int view_prefetched_unused(const ms_view *v, uint32_t l, uint32_t e)
+{
+    return l < v->L && e < v->J && v->from_prefetch[l * v->J + e] == PF_AHEAD;
+}
+
+static int view_incoming(const ms_view *v, uint32_t *l, uint32_t *e)
+{
+    if (v->incoming == UINT32_MAX)
+        return 0;
+    *l = v->incoming / v->J;
+    *e = v->incoming % v->J;
+    return 1;
+}
+
+static uint32_t view_items(const ms_view *v) { return v->batch ? v->batch->n_items : 0; }
+
+static const ms_request *view_item_request(const ms_view *v, uint32_t i)
+{
+    return i < view_items(v) ? &v->batch->slots[v->batch->items[i]].req : NULL;
+}
+
+static uint64_t view_item_index(const ms_view *v, uint32_t i)
+{
+    return i < view_items(v) ? v->batch->slots[v->batch->items[i]].index : UINT64_MAX;
+}
+
+static uint32_t view_item_iter(const ms_view *v, uint32_t i)
+{
+    return i < view_items(v) ? v->batch->slots[v->batch->items[i]].next_iter : UINT32_MAX;
+}
+
+static void view_gate_mean(const ms_view *v, uint32_t l, float *out)
+{
+    memset(out, 0, v->J * sizeof *out);
+    uint32_t rows = 0;
+    for (uint32_t i = 0; i < view_items(v) && l < v->L; i++)
+        rows += ms_gate_add_iteration(v->meta, view_item_request(v, i), view_item_iter(v, i), l,
+                                      v->env.topk_fill, out);
+    for (uint32_t e = 0; rows > 0 && e < v->J; e++)
+        out[e] /= (float)rows;
+}
+
+static int view_embedding(const ms_view *v, float *out)
+{
+    uint32_t D = v->meta->embed_dim, n = view_items(v);
+    if (D == 0 || n == 0)
+        return 0;
+    memset(out, 0, D * sizeof *out);
+    for (uint32_t i = 0; i < n; i++) {
+        const float *e = view_item_request(v, i)->embedding + (size_t)view_item_iter(v, i) * D;
+        for (uint32_t d = 0; d < D; d++)
+            out[d] += e[d] / (float)n;
+    }
+    return 1;
+}
+
+static int view_spec_gate(const ms_view *v, uint32_t l, uint32_t i, float *out)
+{
+    const ms_trace_meta *m = v->meta;
+    if (i < 1 || i > m->spec_depth || l + i >= v->L || view_items(v) == 0)
+        return 0;
+    memset(out, 0, v->J * sizeof *out);
+    uint32_t rows = 0;
+    for (uint32_t b = 0; b < view_items(v); b++) {
+        const ms_request *r = view_item_request(v, b);
+        const ms_iteration *it = &r->iters[view_item_iter(v, b)];
+        for (uint32_t row = it->row0; row < it->row0 + it->n_rows; row++, rows++) {
+            size_t base = ms_spec_index(m, row, l, i - 1);
+            for (uint32_t k = 0; k < v->K; k++)
+                if (r->spec_ids[base + k] >= 0)
+                    out[r->spec_ids[base + k]] += r->spec_w[base + k];
+        }
+    }
+    for (uint32_t e = 0; rows > 0 && e < v->J; e++)
+        out[e] /= (float)rows;
+    return 1;
+}
+
+static const ms_platform *view_platform(const ms_view *v) { return v->cfg->platform; }
+static double view_expert_bytes(const ms_view *v, uint32_t l) { return l < v->L ? v->layer_bytes[l] : 0; }
+static double view_expert_params(const ms_view *v, uint32_t l) { return l < v->L ? v->layer_params[l] : 0; }
+static double view_link_free(const ms_view *v) { return fmax(v->link_free, v->clock); }
+
+static void view_set_score(ms_view *v, uint32_t l, uint32_t e, double score)
+{
+    if (l < v->L && e < v->J)
+        v->score[l * v->J + e] = score;
+}
+
+static double view_score(const ms_view *v, uint32_t l, uint32_t e)
+{
+    return l < v->L && e < v->J ? v->score[l * v->J + e] : NAN;
+}
+
+static void view_prefetch(ms_view *v, uint32_t l, uint32_t e, double priority)
+{
+    if (l >= v->L || e >= v->J || !isfinite(priority))
+        return;
+    uint32_t x = l * v->J + e;
+    if (v->cached[x])
+        return;
+    /* the decision exists once this hook's charged work is done; a request
+     * that was already queued keeps its earlier issue time (a new priority
+     * does not make it wait again) */
+    double issue_t = v->hook_t + v->sync_delay + v->async_delay;
+    if (!v->queued[x]) {
+        v->queued[x] = 1;
+        v->n_queued++;
+        v->m->prefetch_issued++;
+        v->qissue[x] = issue_t;
+    }
+    issue_t = fmin(issue_t, v->qissue[x]);
+    eng_compact_heap(v);
+    v->qgen[x]++;
+    qentry q = {x, v->qgen[x], 0, priority, issue_t, v->seq++};
+    eng_heap_push(v, q);
+}
+
+static void view_clear_prefetches(ms_view *v)
+{
+    for (uint32_t x = 0; x < v->NX; x++)
+        if (v->queued[x]) {
+            eng_dequeue_prefetch(v, x);
+            v->m->prefetch_cancelled++;
+        }
+}
+
+static void view_charge_sync(ms_view *v, double seconds)
+{
+    if (seconds > 0) {
+        v->sync_delay += seconds;
+        v->m->policy_sync_s += seconds;
+    }
+}
+
+static void view_charge_async(ms_view *v, double seconds)
+{
+    if (seconds > 0) {
+        v->async_delay += seconds;
+        v->m->policy_async_s += seconds;
+    }
+}
+
+void eng_begin_hook(ms_view *v, double t)
+{
+    v->hook_t = t;
+    v->sync_delay = 0;
+    v->async_delay = 0;
+}
+
+
+/* the table behind policies/view.h */
+const ms_view_ops eng_view_ops = {
+    .meta = view_meta,
+    .now = view_now,
+    .iteration = view_iteration,
+    .layer = view_layer,
+    .step = view_step,
+    .phase = view_phase,
+    .batch_rows = view_batch_rows,
+    .activated = view_activated,
+    .resident = view_resident,
+    .cached = view_cached,
+    .evictable = view_evictable,
+    .fits = view_fits,
+    .capacity_experts = view_capacity_experts,
+    .next_use = view_next_use,
+    .queued = view_queued,
+    .prefetched_unused = view_prefetched_unused,
+    .incoming = view_incoming,
+    .items = view_items,
+    .item_request = view_item_request,
+    .item_index = view_item_index,
+    .item_iter = view_item_iter,
+    .gate_mean = view_gate_mean,
+    .embedding = view_embedding,
+    .spec_gate = view_spec_gate,
+    .platform = view_platform,
+    .expert_bytes = view_expert_bytes,
+    .expert_params = view_expert_params,
+    .link_free = view_link_free,
+    .set_score = view_set_score,
+    .score = view_score,
+    .prefetch = view_prefetch,
+    .clear_prefetches = view_clear_prefetches,
+    .charge_sync = view_charge_sync,
+    .charge_async = view_charge_async,
+};

@@ -1,0 +1,191 @@
+/* Trace data model (format v2; v1 still reads) and the streaming reader /
+ * writer contract.
+ *
+ * A trace holds requests; a request holds iterations (one prefill, then one
+ * decode per generated token); an iteration holds token rows; every token row
+ * has, per MoE layer, the router's top-k ids and weights and, when
+ * probs_kind == MS_PROBS_FULL, the full distribution over J experts.
+ * traces/FORMAT.md gives the on-disk HDF5 layout.
+ *
+ * The reader streams one request at a time (a trace larger than memory
+ * replays) and validates every value it hands out, so a consumer never sees a
+ * malformed request: out-of-range ids, negative / NaN / non-normalised
+ * probabilities and inconsistent counts are one-line errors. */
+#ifndef MS_TRACE_H
+#define MS_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/core/digest.h"
+#include "sim/core/err.h"
+
+/* The version every writer writes; readers read 1 and 2.  v2 (FORMAT.md):
+ * every chunk carries HDF5's Fletcher32 checksum, the HDF5 metadata its own
+ * checksums (superblock v3, object header v2), strings are fixed-length and
+ * the root attribute content_sha256 holds a digest of the whole content. */
+#define MS_TRACE_FORMAT_VERSION 2
+#define MS_TRACE_FORMAT_OLDEST 1
+#define MS_NAME_MAX 128
+#define MS_SOURCE_MAX 512
+
+typedef enum {
+    MS_PROBS_FULL = 0,        /* full softmax over J experts per row and layer */
+    MS_PROBS_TOPK_RENORM = 1, /* only top-k ids + weights, renormalised over k */
+    MS_PROBS_TOPK_RAW = 2     /* only top-k ids + their raw softmax weights */
+} ms_probs_kind;
+
+typedef enum { MS_PHASE_PREFILL = 0, MS_PHASE_DECODE = 1 } ms_phase;
+
+const char *ms_probs_kind_name(ms_probs_kind k);
+int ms_probs_kind_parse(const char *s, ms_probs_kind *out); /* 0 ok, -1 unknown */
+
+/* Whole-trace metadata; arrays are owned by the struct (ms_trace_meta_free). */
+typedef struct {
+    uint32_t version;        /* format version of the file read (1 or 2); ignored by writers */
+    char content_sha256[MS_DIGEST_HEX]; /* v2: the stored content digest (hex); "" for v1 */
+    char model_name[MS_NAME_MAX];
+    char source[MS_SOURCE_MAX];
+    uint32_t L;              /* MoE layers */
+    uint32_t J;              /* routed experts per layer */
+    uint32_t K;              /* experts activated per token row */
+    uint32_t shared_experts; /* always-on experts per layer (never offloaded) */
+    uint32_t hidden_size;
+    ms_probs_kind probs_kind;
+    uint64_t *expert_bytes;  /* [L] bytes of one routed expert of layer l */
+    uint64_t *dense_bytes;   /* [L] non-expert bytes of layer l (attention, gate, shared) */
+    uint32_t embed_dim;      /* per-iteration semantic embedding size; 0 = none */
+    uint32_t spec_depth;     /* speculative gate outputs gate_{l+i}(h_l), i = 1..spec_depth; 0 = none */
+    int has_token_ids;       /* requests carry prompt token ids */
+    int has_text;            /* requests carry prompt text */
+    int has_recorded_hits;   /* rows carry the recording engine's residency (1 hit / 0 miss / -1 unknown) */
+    /* Request table, read whole at open (a few dozen bytes per request). */
+    uint64_t n_requests;
+    uint64_t n_iterations;
+    uint64_t n_rows;
+    uint64_t *req_id;        /* [n_requests] */
+    double *req_arrival_s;   /* [n_requests], non-decreasing */
+    uint32_t *req_prompt_len;
+    uint32_t *req_output_len;
+    uint32_t *req_n_iters;   /* iterations of request i */
+    uint64_t *req_n_rows;    /* token rows of request i */
+} ms_trace_meta;
+
+typedef struct {
+    ms_phase phase;
+    uint32_t row0;   /* first token row, index into the request's row arrays */
+    uint32_t n_rows; /* prefill: prompt tokens; decode: 1 */
+} ms_iteration;
+
+/* One request with all its routing.  Index helpers below give the layout. */
+typedef struct {
+    uint64_t id;
+    double arrival_s;
+    uint32_t prompt_len, output_len;
+    uint32_t n_iters;
+    ms_iteration *iters;     /* [n_iters] */
+    uint32_t n_rows;
+    int32_t *topk_ids;       /* [n_rows][L][K]; -1 = cell missing in the source */
+    float *topk_w;           /* [n_rows][L][K]; 0 where the id is -1 */
+    float *probs;            /* [n_rows][L][J] when probs_kind == FULL, else NULL */
+    float *embedding;        /* [n_iters][embed_dim] or NULL */
+    int32_t *spec_ids;       /* [n_rows][L][spec_depth][K] or NULL */
+    float *spec_w;           /* [n_rows][L][spec_depth][K] or NULL */
+    int8_t *recorded_hit;    /* [n_rows][L][K] or NULL */
+    uint32_t n_tokens;
+    int32_t *token_ids;      /* [n_tokens] prompt token ids or NULL */
+    char *text;              /* prompt text or NULL */
+} ms_request;
+
+static inline size_t ms_topk_index(const ms_trace_meta *m, uint32_t row, uint32_t layer)
+{
+    return ((size_t)row * m->L + layer) * m->K;
+}
+static inline size_t ms_probs_index(const ms_trace_meta *m, uint32_t row, uint32_t layer)
+{
+    return ((size_t)row * m->L + layer) * m->J;
+}
+static inline size_t ms_spec_index(const ms_trace_meta *m, uint32_t row, uint32_t layer, uint32_t i)
+{
+    return (((size_t)row * m->L + layer) * m->spec_depth + i) * m->K;
+}
+
+void ms_trace_meta_free(ms_trace_meta *m);
+/* Allocates expert_bytes / dense_bytes for m->L layers (zeroed). */
+void ms_trace_meta_alloc_layers(ms_trace_meta *m);
+void ms_request_free(ms_request *r);
+/* Allocates every per-row / per-iteration array a request needs under meta
+ * (n_iters and n_rows set by the caller first); ids start at -1. */
+void ms_request_alloc(ms_request *r, const ms_trace_meta *m);
+
+/* Checks one request against meta: ids in [-1, J), no duplicate id within a
+ * (row, layer), weights finite and >= 0, full probs finite, >= 0, summing to 1
+ * within 1e-3, top-k consistent with probs, iteration row ranges contiguous
+ * and covering n_rows, prefill first.  `where` names the file in messages. */
+int ms_request_check(const ms_trace_meta *m, const ms_request *r, const char *where, ms_err *err);
+
+/* ---- streaming reader ---- */
+typedef struct ms_trace_reader ms_trace_reader;
+
+ms_trace_reader *ms_reader_open(const char *path, ms_err *err);
+/* meta->version says which format the file has; a CLI reading a v1 trace
+ * prints ms_trace_v1_note once (the library never prints). */
+const ms_trace_meta *ms_reader_meta(const ms_trace_reader *r);
+/* Reads and validates the next request into *out (previous contents freed).
+ * Returns 1 when a request was read, 0 at end of trace, -1 on error. */
+int ms_reader_next(ms_trace_reader *r, ms_request *out, ms_err *err);
+/* Reads request i (0-based) into *out; same return convention. */
+int ms_reader_read(ms_trace_reader *r, uint64_t i, ms_request *out, ms_err *err);
+void ms_reader_rewind(ms_trace_reader *r);
+void ms_reader_close(ms_trace_reader *r);
+
+/* Content digest (FORMAT.md "Content digest").  After ms_reader_digest_begin
+ * (before the first read, or right after a rewind), the reader digests every
+ * request it returns; once all were read, in order, ms_reader_digest_check
+ * compares the result with the stored content_sha256: 0 when they agree,
+ * -1 with one line when they differ or the requests were not all read in
+ * order, 1 for a v1 trace (no stored digest; hex still gets the digest). */
+void ms_reader_digest_begin(ms_trace_reader *r);
+int ms_reader_digest_check(ms_trace_reader *r, char hex[MS_DIGEST_HEX], ms_err *err);
+
+/* The one-line note for a v1 trace ("... has no checksums; moesim trace
+ * upgrade ...") into buf; 0 when m is not v1 (buf empty), else 1. */
+int ms_trace_v1_note(const char *path, const ms_trace_meta *m, char *buf, size_t n);
+
+/* ---- writer ---- */
+typedef struct ms_trace_writer ms_trace_writer;
+
+/* Writes format v2.  meta's request table, version and content_sha256 are
+ * ignored (the writer builds them); layer arrays, flags and dimensions are
+ * taken as given.  The output goes through sim/core/out.h: path is checked
+ * (ms_out_check: not an input, not a device / fifo / folder, a writable
+ * folder) and written as a temporary beside it, removed on a signal;
+ * ms_writer_close renames it over path only when everything was written,
+ * else removes it, so a failed or killed writer leaves path as it was.
+ * Disk space is reserved ahead of HDF5 (fallocate), so a full disk is one
+ * line ("No space left on device") and a clean close, never a write error
+ * inside HDF5. */
+ms_trace_writer *ms_writer_open(const char *path, const ms_trace_meta *meta, ms_err *err);
+int ms_writer_add(ms_trace_writer *w, const ms_request *req, ms_err *err);
+int ms_writer_close(ms_trace_writer *w, ms_err *err); /* frees w even on error */
+/* Closes w and removes its temporary without writing the rest (error paths;
+ * NULL is a no-op). */
+void ms_writer_abort(ms_trace_writer *w);
+
+/* Progress of long writes: a process-wide callback every writer calls after
+ * each request (requests and rows so far, bytes of the file so far).  The
+ * CLI sets it to draw a progress line on a terminal; NULL turns it off. */
+typedef void (*ms_write_progress_fn)(void *ctx, uint64_t requests, uint64_t rows, uint64_t bytes);
+void ms_writer_set_progress(ms_write_progress_fn fn, void *ctx);
+
+/* Uncompressed bytes one request of this shape stores (rows, iterations,
+ * tokens, text bytes): an upper bound of what it adds to a file, for the
+ * size estimates of the CLI. */
+uint64_t ms_trace_request_bytes(const ms_trace_meta *m, uint64_t n_rows, uint64_t n_iters, uint64_t n_tokens,
+                                uint64_t text_bytes);
+
+/* Registers the zstd HDF5 filter (id 32015, the one hdf5plugin uses);
+ * idempotent. */
+int ms_h5_register_zstd(ms_err *err);
+
+#endif

@@ -1,0 +1,230 @@
+/* Process-level in-memory trace cache: see trace_cache.h. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "traces/format/trace_cache.h"
+
+struct ms_trace_snapshot {
+    char *path;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    ms_trace_meta meta;
+    ms_request *req;   /* [meta.n_requests] */
+    uint64_t bytes;    /* decoded bytes held */
+    uint64_t last_use; /* for least-recently-opened eviction */
+    int users;
+    int uncacheable;   /* too big or failed to load: stream it */
+    ms_trace_snapshot *next;
+};
+
+static struct {
+    uint64_t max_bytes, bytes, loads, clock;
+    ms_trace_snapshot *head;
+} cache;
+
+static void *dup_array(const void *src, size_t n, size_t size)
+{
+    if (!src)
+        return NULL;
+    void *p = ms_xcalloc(n ? n : 1, size);
+    memcpy(p, src, n * size);
+    return p;
+}
+
+void ms_trace_meta_copy(ms_trace_meta *dst, const ms_trace_meta *src)
+{
+    *dst = *src;
+    uint64_t n = src->n_requests;
+    dst->expert_bytes = dup_array(src->expert_bytes, src->L, sizeof *src->expert_bytes);
+    dst->dense_bytes = dup_array(src->dense_bytes, src->L, sizeof *src->dense_bytes);
+    dst->req_id = dup_array(src->req_id, n, sizeof *src->req_id);
+    dst->req_arrival_s = dup_array(src->req_arrival_s, n, sizeof *src->req_arrival_s);
+    dst->req_prompt_len = dup_array(src->req_prompt_len, n, sizeof *src->req_prompt_len);
+    dst->req_output_len = dup_array(src->req_output_len, n, sizeof *src->req_output_len);
+    dst->req_n_iters = dup_array(src->req_n_iters, n, sizeof *src->req_n_iters);
+    dst->req_n_rows = dup_array(src->req_n_rows, n, sizeof *src->req_n_rows);
+}
+
+void ms_request_copy(ms_request *dst, const ms_request *src, const ms_trace_meta *m)
+{
+    size_t cells = (size_t)src->n_rows * m->L * m->K;
+    *dst = *src;
+    dst->iters = dup_array(src->iters, src->n_iters, sizeof *src->iters);
+    dst->topk_ids = dup_array(src->topk_ids, cells, sizeof *src->topk_ids);
+    dst->topk_w = dup_array(src->topk_w, cells, sizeof *src->topk_w);
+    dst->probs = dup_array(src->probs, (size_t)src->n_rows * m->L * m->J, sizeof *src->probs);
+    dst->embedding = dup_array(src->embedding, (size_t)src->n_iters * m->embed_dim, sizeof *src->embedding);
+    dst->spec_ids = dup_array(src->spec_ids, cells * m->spec_depth, sizeof *src->spec_ids);
+    dst->spec_w = dup_array(src->spec_w, cells * m->spec_depth, sizeof *src->spec_w);
+    dst->recorded_hit = dup_array(src->recorded_hit, cells, sizeof *src->recorded_hit);
+    dst->token_ids = dup_array(src->token_ids, src->n_tokens, sizeof *src->token_ids);
+    dst->text = src->text ? ms_xstrdup(src->text) : NULL;
+}
+
+static uint64_t request_bytes(const ms_request *r, const ms_trace_meta *m)
+{
+    uint64_t cells = (uint64_t)r->n_rows * m->L * m->K;
+    uint64_t b = sizeof *r + (uint64_t)r->n_iters * sizeof *r->iters + cells * (sizeof(int32_t) + sizeof(float));
+    if (r->probs)
+        b += (uint64_t)r->n_rows * m->L * m->J * sizeof(float);
+    if (r->embedding)
+        b += (uint64_t)r->n_iters * m->embed_dim * sizeof(float);
+    if (r->spec_ids)
+        b += cells * m->spec_depth * (sizeof(int32_t) + sizeof(float));
+    if (r->recorded_hit)
+        b += cells;
+    if (r->token_ids)
+        b += (uint64_t)r->n_tokens * sizeof(int32_t);
+    if (r->text)
+        b += strlen(r->text) + 1;
+    return b;
+}
+
+static void snapshot_free_data(ms_trace_snapshot *s)
+{
+    for (uint64_t i = 0; s->req && i < s->meta.n_requests; i++)
+        ms_request_free(&s->req[i]);
+    free(s->req);
+    s->req = NULL;
+    ms_trace_meta_free(&s->meta);
+    cache.bytes -= s->bytes;
+    s->bytes = 0;
+}
+
+static void snapshot_unlink_free(ms_trace_snapshot *s)
+{
+    for (ms_trace_snapshot **p = &cache.head; *p; p = &(*p)->next)
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    snapshot_free_data(s);
+    free(s->path);
+    free(s);
+}
+
+/* Drops unused snapshots, least recently opened first, until `need` more
+ * bytes fit under the limit (or nothing more can be dropped). */
+static void make_room(uint64_t need)
+{
+    while (cache.bytes + need > cache.max_bytes) {
+        ms_trace_snapshot *victim = NULL;
+        for (ms_trace_snapshot *s = cache.head; s; s = s->next)
+            if (!s->users && !s->uncacheable && s->bytes && (!victim || s->last_use < victim->last_use))
+                victim = s;
+        if (!victim)
+            return;
+        snapshot_unlink_free(victim);
+    }
+}
+
+void ms_trace_cache_enable(uint64_t max_bytes)
+{
+    cache.max_bytes = max_bytes;
+    if (max_bytes == 0) {
+        ms_trace_snapshot *s = cache.head, *next;
+        for (; s; s = next) {
+            next = s->next;
+            if (!s->users)
+                snapshot_unlink_free(s);
+        }
+    }
+}
+
+uint64_t ms_trace_cache_loads(void)
+{
+    return cache.loads;
+}
+
+uint64_t ms_trace_cache_bytes(void)
+{
+    return cache.bytes;
+}
+
+static int same_file(const ms_trace_snapshot *s, const char *path, const struct stat *st)
+{
+    return !strcmp(s->path, path) && s->dev == st->st_dev && s->ino == st->st_ino && s->size == st->st_size &&
+           s->mtime.tv_sec == st->st_mtim.tv_sec && s->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+/* Streams the whole trace into s; -1 when it fails or outgrows the limit. */
+static int snapshot_load(ms_trace_snapshot *s)
+{
+    ms_err err;
+    ms_trace_reader *rd = ms_reader_open_stream(s->path, &err);
+    if (!rd)
+        return -1;
+    const ms_trace_meta *m = ms_reader_meta(rd);
+    ms_trace_meta_copy(&s->meta, m);
+    s->req = ms_xcalloc(m->n_requests ? m->n_requests : 1, sizeof *s->req);
+    uint64_t bytes = sizeof *s + (uint64_t)m->n_requests * 48;
+    int rc = 0;
+    for (uint64_t i = 0; rc == 0 && i < m->n_requests; i++) {
+        if (ms_reader_read(rd, i, &s->req[i], &err) != 1)
+            rc = -1;
+        else if ((bytes += request_bytes(&s->req[i], m)) > cache.max_bytes)
+            rc = -1;
+    }
+    ms_reader_close(rd);
+    s->bytes = bytes;
+    cache.bytes += bytes;
+    return rc;
+}
+
+ms_trace_snapshot *ms_trace_cache_acquire(const char *path)
+{
+    struct stat st;
+    if (cache.max_bytes == 0 || stat(path, &st) != 0)
+        return NULL;
+    ms_trace_snapshot *s = cache.head;
+    while (s && !same_file(s, path, &st))
+        s = s->next;
+    if (!s) {
+        s = ms_xcalloc(1, sizeof *s);
+        s->path = ms_xstrdup(path);
+        s->dev = st.st_dev;
+        s->ino = st.st_ino;
+        s->size = st.st_size;
+        s->mtime = st.st_mtim;
+        s->next = cache.head;
+        cache.head = s;
+        s->users = 1; /* not a victim of its own make_room */
+        int loaded = snapshot_load(s);
+        s->users = 0;
+        cache.loads++;
+        if (loaded < 0) {
+            snapshot_free_data(s);
+            s->uncacheable = 1;
+        } else {
+            cache.bytes -= s->bytes;
+            make_room(s->bytes);
+            cache.bytes += s->bytes;
+        }
+    }
+    if (s->uncacheable)
+        return NULL;
+    s->users++;
+    s->last_use = ++cache.clock;
+    return s;
+}
+
+void ms_trace_cache_release(ms_trace_snapshot *s)
+{
+    if (s && s->users > 0)
+        s->users--;
+    if (s && !s->users && cache.bytes > cache.max_bytes)
+        make_room(0);
+}
+
+const ms_trace_meta *ms_trace_snapshot_meta(const ms_trace_snapshot *s)
+{
+    return &s->meta;
+}
+
+const ms_request *ms_trace_snapshot_request(const ms_trace_snapshot *s, uint64_t i)
+{
+    return &s->req[i];
+}

@@ -1,0 +1,52 @@
+/* Process-level in-memory trace cache (used by `moesim sweep` workers).
+ *
+ * Off by default.  When enabled with a byte limit, ms_reader_open() on a
+ * trace file serves it from memory: the first open in the process streams and
+ * validates the whole trace once (every chunk decompressed once) into a
+ * snapshot; later opens of the same file (same path, device, inode, size and
+ * mtime) copy requests out of that snapshot and never touch HDF5 again.
+ * Readers behave exactly as streaming readers (same metadata, same requests,
+ * same order), so ms_run gives identical results with and without the cache.
+ *
+ * The limit counts the decoded bytes of the cached traces.  A trace larger
+ * than the limit, or one that fails to load whole (a corrupt request), is
+ * not cached: it streams as usual, and its errors surface where they would
+ * without the cache.  When a new trace does not fit beside the cached ones,
+ * the least recently opened snapshots not in use are dropped first.
+ *
+ * Not thread-safe (nor is Debian's HDF5): one cache per process. */
+#ifndef MS_TRACE_CACHE_H
+#define MS_TRACE_CACHE_H
+
+#include <stdint.h>
+
+#include "traces/format/trace.h"
+
+/* Default limit `moesim sweep` uses (trace_cache in a sweep spec). */
+#define MS_TRACE_CACHE_DEFAULT_BYTES ((uint64_t)2 << 30)
+
+/* Enables the cache with a limit of max_bytes decoded bytes; 0 disables it
+ * and frees every snapshot not in use. */
+void ms_trace_cache_enable(uint64_t max_bytes);
+/* Traces decoded into memory by this process so far (a counter for tests
+ * and benchmarks). */
+uint64_t ms_trace_cache_loads(void);
+/* Decoded bytes now held. */
+uint64_t ms_trace_cache_bytes(void);
+
+/* ---- for traces/format/trace_h5.c ---- */
+typedef struct ms_trace_snapshot ms_trace_snapshot;
+/* The snapshot of path, loading it when needed (its use count is raised:
+ * release with ms_trace_cache_release); NULL when the cache is off or the
+ * trace is not cacheable (the caller then streams). */
+ms_trace_snapshot *ms_trace_cache_acquire(const char *path);
+void ms_trace_cache_release(ms_trace_snapshot *s);
+const ms_trace_meta *ms_trace_snapshot_meta(const ms_trace_snapshot *s);
+const ms_request *ms_trace_snapshot_request(const ms_trace_snapshot *s, uint64_t i);
+/* The uncached reader (ms_reader_open without the cache). */
+ms_trace_reader *ms_reader_open_stream(const char *path, ms_err *err);
+/* Deep copies. */
+void ms_trace_meta_copy(ms_trace_meta *dst, const ms_trace_meta *src);
+void ms_request_copy(ms_request *dst, const ms_request *src, const ms_trace_meta *m);
+
+#endif

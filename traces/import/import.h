@@ -1,0 +1,205 @@
+/* Importers: public routing dumps -> trace format v2.
+ *
+ * route-csv ("route_trace v1", BigMoeOnEdge's llama.cpp recorder): `#`
+ * header lines
+ *     # route_trace v1
+ *     # model=PATH arch=A n_layer=L n_expert=J n_expert_used=K
+ *     # layer=i expert_bytes=B dense_bytes=D        (i = 0..L-1, in order)
+ * then the column line and one CSV row per routed expert:
+ *     turn,phase,step,layer,slot,expert,weight,residency,expert_bytes
+ *
+ * Mapping: one request per `turn` (turns contiguous and increasing); the
+ * phase 0 rows form one prefill iteration whose token rows are the prefill
+ * steps 0..P-1 (step = prompt token index, prompt_len = P); every phase 1
+ * step is one decode iteration of one row, steps P, P+1, ... in order.
+ * topk_ids / topk_w are ordered by `slot`, probs_kind = topk_renorm,
+ * recorded_hit = residency.  A (step, layer, slot) without a row is a
+ * missing cell: id -1, weight 0, recorded_hit -1; it is counted in the
+ * report, never an error.  Every other inconsistency is a one-line error
+ * "FILE:LINE: field F: ..." (ms_err). */
+#ifndef MS_IMPORT_H
+#define MS_IMPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+
+#include "traces/format/trace.h"
+
+#define MS_IMPORT_MISSING_LIST 6 /* missing cells listed in a report */
+
+typedef struct {
+    uint64_t turn;
+    uint32_t step, layer, slot;
+    int decode; /* 1 when the cell belongs to a decode step */
+} ms_missing_cell;
+
+typedef struct {
+    char input[MS_SOURCE_MAX]; /* basename of the input file */
+    char row_unit[24];         /* what `rows` counts: "CSV rows" when empty, "JSON lines", ... */
+    uint64_t rows;             /* CSV data rows read */
+    uint64_t requests;         /* turns */
+    uint64_t prefill_iters;
+    uint64_t decode_iters;
+    uint64_t prefill_rows;     /* prefill token rows (prompt tokens), all requests */
+    uint64_t prefill_cells;    /* prefill (row, layer, slot) cells = prefill_rows * L * K */
+    uint64_t decode_cells;     /* decode_iters * L * K */
+    uint64_t missing_prefill;  /* prefill cells with no CSV row */
+    uint64_t missing_decode;   /* decode cells with no CSV row */
+    uint32_t n_listed;         /* entries of first_missing in use */
+    ms_missing_cell first_missing[MS_IMPORT_MISSING_LIST]; /* in (turn, step, layer, slot) order */
+} ms_import_report;
+
+/* A whole parsed file, for tests and tools that want it in memory. */
+typedef struct {
+    ms_trace_meta meta;  /* dimensions, layer bytes, flags; request table unused */
+    uint64_t n_requests;
+    ms_request *requests;
+} ms_routecsv_trace;
+
+/* Parses a route_trace v1 file into *out (free with ms_routecsv_free, also
+ * after an error).  rep may be NULL.  0 ok, -1 with err filled. */
+int ms_routecsv_parse(const char *path, ms_routecsv_trace *out, ms_import_report *rep, ms_err *err);
+void ms_routecsv_free(ms_routecsv_trace *t);
+
+/* Streams a route_trace v1 file into a new trace file at out_path (one
+ * request in memory at a time) through the ms_writer_* API.  rep may be
+ * NULL.  0 ok, -1 with err filled (a partly written out_path is removed). */
+int ms_import_routecsv(const char *in_path, const char *out_path, ms_import_report *rep, ms_err *err);
+
+/* One-line human summary, e.g. "imported qwen.route.csv: 1 request, 28
+ * prefill rows + 128 decode iterations, 44766 CSV rows; 162 missing cells
+ * (2.0 % of prefill cells), first: step 0 layer 47 slot 0, ...". */
+void ms_import_report_format(const ms_import_report *rep, char *buf, size_t cap);
+
+
+/* ---- options and helpers shared by the jsonl / dense-csv / npy importers ----
+ *
+ * Their inputs carry no model metadata.  Dimensions and layer bytes come
+ * from `--model PROFILE` (L = moe_layers, J = experts, K = top_k,
+ * expert_bytes / dense_bytes / hidden / shared_experts of every layer), or
+ * from the flags --experts J, --layers L, --topk K, --expert-bytes B,
+ * --dense-bytes B.  A flag given with --model must agree with the profile.
+ * J and expert bytes must be known (model or flags); L and K may be inferred
+ * from the data (documented per importer). */
+typedef struct {
+    const char *model;     /* profile name / path, or NULL */
+    uint32_t layers;       /* 0 = unknown */
+    uint32_t experts;      /* 0 = unknown */
+    uint32_t topk;         /* 0 = unknown */
+    uint64_t expert_bytes; /* 0 = unknown */
+    uint64_t dense_bytes;  /* 0 without --model */
+    int have_dense_bytes;
+    const char *fields;    /* jsonl: "key=name,..." overrides of the field names */
+    uint32_t prompt_len;   /* jsonl: 0 = take the phase field */
+    const char *pattern;   /* dense-csv: file name pattern with one '*' for the layer; NULL = "layer*.csv" */
+    int probs_kind;        /* jsonl: -1 = default topk_renorm, else an ms_probs_kind */
+    const char *source_name; /* internal (npy): input name written to the `source` attribute */
+    const char *source_kind; /* internal (npy): its description */
+} ms_import_opts;
+
+void ms_import_opts_init(ms_import_opts *o);
+
+/* Dimensions and bytes resolved from opts; 0 = still unknown. */
+typedef struct {
+    char model_name[MS_NAME_MAX];
+    uint32_t L, J, K, shared_experts, hidden_size;
+    uint64_t expert_bytes, dense_bytes;
+} ms_import_dims;
+
+/* Loads the profile (if any) and merges the flags; checks that J and the
+ * expert bytes are known.  `fmt` names the importer in messages. */
+int ms_import_dims_resolve(const ms_import_opts *o, const char *fmt, ms_import_dims *d, ms_err *err);
+/* Fills meta (layer arrays allocated) from complete dims. */
+void ms_import_meta_fill(const ms_import_dims *d, const char *source, ms_probs_kind pk, ms_trace_meta *m);
+
+/* Bounded line reader: lines longer than MS_IMPORT_LINE_MAX or holding a
+ * NUL byte are errors at the first offending byte, so a multi-gigabyte
+ * garbage file fails at once instead of being read whole. */
+#define MS_IMPORT_LINE_MAX (1u << 20)
+
+/* A request is held densely (token rows x L x K cells of id + weight, and a
+ * recorded hit for route-csv), so one corrupt token index or step number
+ * could ask for terabytes.  An importer refuses a request of more than
+ * MS_IMPORT_MAX_CELLS cells (16 Mi: ~150 MB; 43 k tokens at L=48, K=8, 262 k
+ * at L=32, K=2) with "PATH:LINE: request R: ROWS token rows x L layers x K
+ * = N cells, more than 16777216 (WHAT)"; `line` is the line that set the row
+ * count.  (2^26 let a one-line input take 30 s under the fuzzer's sanitizers.) */
+#define MS_IMPORT_MAX_CELLS (1ull << 24)
+int ms_import_check_cells(const char *path, uint64_t line, uint64_t request, uint64_t rows, uint32_t L, uint32_t K,
+                          const char *what, ms_err *err);
+typedef struct {
+    const char *path;
+    FILE *f;
+    char *buf;
+    size_t cap;
+    uint64_t lineno;
+    int had_newline; /* the line just read ended with '\n' (0: the file's unterminated last line) */
+} ms_lines;
+int ms_lines_open(ms_lines *r, const char *path, ms_err *err);
+/* 1 line in r->buf (without "\n" / "\r\n"), 0 at EOF, -1 error. */
+int ms_lines_next(ms_lines *r, ms_err *err);
+void ms_lines_close(ms_lines *r);
+
+/* Output through ms_writer_open (a temporary beside out, renamed over out
+ * only on success; refuses out == in). */
+typedef struct {
+    const char *out;
+    ms_trace_writer *w;
+} ms_import_sink;
+int ms_import_sink_open(ms_import_sink *s, const char *in_path, const char *out_path, const ms_trace_meta *m,
+                        ms_err *err);
+/* With rc == 0 closes the writer (renaming into place), else aborts it
+ * (removing the temporary, out untouched).  Returns the final status (rc,
+ * or -1 when closing failed). */
+int ms_import_sink_finish(ms_import_sink *s, int rc, ms_err *err);
+
+const char *ms_import_base_name(const char *path);
+
+/* ---- jsonl: one JSON object per (request, token, layer) line ----
+ * Fields (names overridable with --fields request=...,layer=...):
+ *   request_id  integer >= 0       request the token belongs to
+ *   token_idx   integer >= 0       token position in the request (0-based)
+ *   layer       integer in [0, L)  MoE layer
+ *   topk_ids    array of K ints    routed experts, in [0, J)
+ *   topk_weights array of K numbers their gate weights
+ *   is_prompt   bool, or "prefill"/"prompt"/"decode"   prompt token or generated token
+ * Requests may interleave (continuous batching); they are written in order
+ * of first appearance.  Tokens 0..P-1 of a request must be prompt tokens
+ * and P.. decode tokens (one decode iteration each).  With prompt_len set
+ * (--prompt-len P) the phase field is not read: token < P is prompt.
+ * A (token, layer) without a line is a missing cell (reported); a token
+ * with no line at all too, when a later token of the request has lines.
+ * L: --model / --layers, else 1 + the largest layer seen.  K: --model /
+ * --topk, else the length of the first line's expert list (every list must
+ * have K entries).  Token indices are below 2^20.  probs_kind topk_renorm (weights sum to 1, checked per
+ * line) unless opts.probs_kind says topk_raw (sum <= 1). */
+int ms_import_jsonl(const char *in_path, const char *out_path, const ms_import_opts *o, ms_import_report *rep,
+                    ms_err *err);
+
+/* ---- dense-csv: one CSV per layer, tokens x experts probabilities ----
+ * IN is a directory holding files named by the pattern (default
+ * "layer*.csv", '*' = the 0-based layer number in decimal); layers must be
+ * 0..L-1 without gaps.  Every file starts with a header: an optional
+ * `request` column, an optional `phase` column (prefill / decode, or 0 / 1),
+ * then J expert columns (any names).  Every file has the same columns and
+ * the same number of rows; row r of every file is token row r, and its
+ * request / phase cells must agree across files.  Values are the router's
+ * raw softmax (finite, >= 0, each row summing to 1 within 1e-3).  Without a
+ * request column the file is one request (id 0); rows of a request are
+ * contiguous.  Without a phase column every row is a prompt token
+ * (prefill-only requests).  probs_kind full; top-k = K largest (ties to the
+ * lower id), K from --model / --topk (required); J from --model / --experts,
+ * else the header.  Request ids increase from one request to the next. */
+int ms_import_densecsv(const char *in_dir, const char *out_path, const ms_import_opts *o, ms_import_report *rep,
+                       ms_err *err);
+
+/* ---- npy: a NumPy array [tokens, layers, experts] of router probabilities ----
+ * Runs traces/tools/npy2trace.py (Python + NumPy; interpreter $MOESIM_PYTHON,
+ * else the build's) to write one dense-csv file per layer into a temporary
+ * directory, then imports it with ms_import_densecsv (one prefill-only
+ * request).  The converter's one-line error becomes err. */
+int ms_import_npy(const char *in_path, const char *out_path, const ms_import_opts *o, ms_import_report *rep,
+                  ms_err *err);
+
+#endif
