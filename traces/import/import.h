@@ -222,18 +222,33 @@ int ms_import_jsonl_files(const char *const *in_paths, size_t n_in, const char *
 
 /* ---- dense-csv: one CSV per layer, tokens x experts probabilities ----
  * IN is a directory holding files named by the pattern (default
- * "layer*.csv", '*' = the 0-based layer number in decimal); layers must be
- * 0..L-1 without gaps.  Every file starts with a header: an optional
- * `request` column, an optional `phase` column (prefill / decode, or 0 / 1),
- * then J expert columns (any names).  Every file has the same columns and
- * the same number of rows; row r of every file is token row r, and its
- * request / phase cells must agree across files.  Values are the router's
- * raw softmax (finite, >= 0, each row summing to 1 within 1e-3).  Without a
- * request column the file is one request (id 0); rows of a request are
- * contiguous.  Without a phase column every row is a prompt token
- * (prefill-only requests).  probs_kind full; top-k = K largest (ties to the
- * lower id), K from --model / --topk (required); J from --model / --experts,
- * else the header.  Request ids increase from one request to the next. */
+ * "layer*.csv", '*' = the layer number in decimal).  The files numbered
+ * B..B+L-1, without gaps, are layers 0..L-1: B = opts.layer_base
+ * (--layer-base; files below it are ignored, reported), else the lowest
+ * number (a first file other than layer0 is renumbered, reported).  Every
+ * file starts with a header and has the same columns and number of rows;
+ * row r of every file is token row r, and its sequence / phase cells must
+ * agree across files.  Columns, by name, anywhere in the header: the
+ * sequence column (opts.seq_column, else `request` if present: integers,
+ * increasing from one request to the next, rows of a request contiguous),
+ * `phase` (prefill / decode, or 0 / 1), ignored columns (opts.id_columns,
+ * and any named layer, layer_id, layer_idx, token, token_id, token_idx,
+ * token_pos, position, pos, step, row, row_id, index, idx, id, time,
+ * timestamp, case-insensitive: reported, never experts), and the J expert
+ * columns (all others, in order).  Without a sequence column the file is one
+ * request (id 0), or with opts.tokens_per_seq = N every N rows are one
+ * request (ids 0, 1, ...; the row count must be a multiple of N).  Phases:
+ * the phase column, or with opts.prompt_len = P the first P rows of each
+ * request are its prompt and every later row one decode step (a request of
+ * at most P rows is prefill only, reported), else every row is a prompt
+ * token (prefill-only requests).  Values (opts.probs_kind): full (default)
+ * = the router's raw softmax (finite, >= 0, each row summing to 1 within
+ * 1e-3); topk_raw = raw softmax kept only at the top-k (other cells 0 or
+ * empty, at most K values > 0, sum <= 1); topk_renorm = the same with
+ * renormalised weights (sum 1 when K are kept).  Top-k = K largest (ties to
+ * the lower id); with a top-k-only kind a row with fewer than K values > 0
+ * has missing cells (reported).  K from --model / --topk (required); J from
+ * --model / --experts, else the header. */
 int ms_import_densecsv(const char *in_dir, const char *out_path, const ms_import_opts *o, ms_import_report *rep,
                        ms_err *err);
 
