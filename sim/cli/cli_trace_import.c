@@ -40,15 +40,24 @@ static const import_format formats[] = {
      "one JSON object per (request, token, layer) with top-k ids + weights (IN... : several files)", 1.0},
     {"dense-csv", ms_import_densecsv, NULL, "directory of layer<N>.csv, tokens x experts softmax probabilities", 2.0},
     {"npy", ms_import_npy, NULL, "NumPy array [tokens, layers, experts] of probabilities (Python converter)", 1.5},
+    {"sglang", ms_import_sglang, NULL, "SGLang API responses with routed_experts (--enable-return-routed-experts)", 1.5},
+    {"vllm", ms_import_vllm, NULL, "vLLM API responses with choices[].routed_experts, or its .npy", 4.0},
+    {"hf-logits", ms_import_hf_logits, NULL, "HF output_router_logits: torch.save (.pt), .npy or .npz (Python converter)",
+     4.0},
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
+/* "route-csv, jsonl, dense-csv, npy) or engine outputs (sglang, vllm,
+ * hf-logits": dumps first, then the serving engines' outputs (formats[]
+ * from FIRST_ENGINE on); callers wrap it in parentheses. */
+#define FIRST_ENGINE 4
 static void known_formats(char *buf, size_t cap)
 {
     buf[0] = '\0';
     for (size_t i = 0; i < N_FORMATS; i++) {
         size_t n = strlen(buf);
-        snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", formats[i].name);
+        snprintf(buf + n, cap - n, "%s%s", i == FIRST_ENGINE ? ") or engine outputs (" : i ? ", " : "",
+                 formats[i].name);
     }
 }
 
@@ -66,18 +75,41 @@ static void print_usage(FILE *f)
     for (size_t i = 0; i < N_FORMATS; i++)
         fprintf(f, "  %-12s %s\n", formats[i].name, formats[i].help);
     fputs("\n"
-          "options (jsonl, dense-csv, npy; route-csv reads them from its header):\n"
+          "options (every format but route-csv, which reads them from its header; an option\n"
+          "a format does not take is an error):\n"
           "  --model PROFILE     L, J, K, expert and dense bytes from a model profile\n"
           "  --experts J         routed experts per layer (without --model; dense-csv: from the header)\n"
           "  --layers L          MoE layers (default: from the data)\n"
           "  --topk K            experts per token (jsonl default: the first line's list length)\n"
           "  --expert-bytes B    bytes of one routed expert (required without --model)\n"
           "  --dense-bytes B     non-expert bytes per layer (default 0 without --model)\n"
-          "  --fields K=N,...    jsonl field names; keys request, token, layer, experts, weights, phase\n"
-          "                      (defaults request_id, token_idx, layer, topk_ids, topk_weights, is_prompt)\n"
-          "  --prompt-len P      jsonl: tokens < P are the prompt (the phase field is then not read)\n"
-          "  --probs-kind KIND   jsonl: topk_renorm (default; weights sum to 1) or topk_raw\n"
-          "  --pattern GLOB      dense-csv: layer file names, '*' = layer number (default layer*.csv)\n"
+          "jsonl (IN... : several files into one trace, requests kept apart per file):\n"
+          "  --fields K=N,...    field names; keys request, token, layer, experts, weights, phase,\n"
+          "                      prompt_len (defaults request_id, token_idx, layer, topk_ids,\n"
+          "                      topk_weights, is_prompt; prompt_len is read only when named)\n"
+          "  --request-key F,... fields whose values together name a request (ids then 0, 1, ...)\n"
+          "  --token-pos MODE    absolute (default: position in the request, prompt first),\n"
+          "                      per-request (a request starting with decode counts from its first\n"
+          "                      generated token) or per-step (restarts every step; file order)\n"
+          "  --prompt-len P      tokens < P are the prompt (the phase field is then not read)\n"
+          "  --probs-kind KIND   topk_renorm (default; weights sum to 1) or topk_raw (--probs too)\n"
+          "dense-csv:\n"
+          "  --pattern GLOB      layer file names, '*' = layer number (default layer*.csv)\n"
+          "  --layer-base N      file number of layer 0 (default: the lowest, renumbered)\n"
+          "  --id-columns C,...  columns that are not experts (also detected by name: token_id, ...)\n"
+          "  --seq-column C      column naming the sequence (default: `request` if present)\n"
+          "  --tokens-per-seq N  every N rows are one request\n"
+          "  --prompt-len P      the first P rows of a request are its prompt, later rows decode steps\n"
+          "  --probs-kind KIND   full (default: raw softmax over all experts), topk_raw (raw softmax\n"
+          "                      kept only at the top-k, other cells 0 or empty) or topk_renorm\n"
+          "sglang, vllm (expert ids only: probs_kind topk_ids):\n"
+          "  --engine-layers N   layers of the engine's array, dense ones included (default: L);\n"
+          "                      layers whose cells are all 0 are dropped as dense\n"
+          "  --start-len S       the requests' routed_experts_start_len / routed_experts_prompt_start\n"
+          "  --prompt-len P      prompt length when the response has no usage.prompt_tokens\n"
+          "hf-logits:\n"
+          "  --layout LTJ|TLJ    axis order of a .npy (default LTJ = [layers, tokens, experts])\n"
+          "  --prompt-len P      rows < P are the prompt, later rows decode steps\n"
           "\n"
           "  --force             write even when the estimated output (from IN's size) is more than\n"
           "                      the free space of OUT's file system (on a terminal the estimate is\n"

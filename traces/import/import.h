@@ -252,6 +252,37 @@ int ms_import_jsonl_files(const char *const *in_paths, size_t n_in, const char *
 int ms_import_densecsv(const char *in_dir, const char *out_path, const ms_import_opts *o, ms_import_report *rep,
                        ms_err *err);
 
+/* ---- sglang / vllm: serving engines' --enable-return-routed-experts ----
+ * IN holds API responses: one JSON document (an object or an array of
+ * them), JSON lines, or a server-sent-event stream ("data: {...}" lines,
+ * "data: [DONE]").  Records are merged by response id (a stream's chunks;
+ * SGLang's payload comes in the last chunk, the usage chunk after it).
+ * SGLang (v0.5.7 and later): meta_info.routed_experts (/generate), or
+ * sglext.routed_experts (/v1/chat/completions, /v1/completions, v0.5.9+;
+ * choices[0].sgl_ext also read): base64 of int32 little-endian [rows,
+ * engine layers, K] with no shape, so the engine layers (opts.engine_layers,
+ * else L) and K come from --model / flags; counts from meta_info or usage
+ * (prompt_tokens, completion_tokens, cached_tokens).  vLLM (v0.22 and
+ * later): choices[i].routed_experts, base64 of a .npy [rows, layers, K]
+ * (|u1 or <u2, older int32 too), one request per choice; the prompt length
+ * from usage.prompt_tokens, else --prompt-len; a raw .npy file (offline
+ * np.save of RequestOutput.outputs[0].routed_experts) is one request and
+ * needs --prompt-len.  Rows: the engines return prompt + completion - 1 -
+ * start rows (start = opts.start_len: routed_experts_start_len /
+ * routed_experts_prompt_start), checked when the counts are known: prompt_len
+ * = prompt - start, every later row one decode step.  Engine layers whose
+ * cells are all 0 in every request are dense layers and dropped (K >= 2;
+ * their number must be engine layers - L when L is known).  A cell that
+ * repeats an id (a zero-filled row) is a missing cell (reported); an id
+ * outside [0, J) is an error.  No weights: probs_kind topk_ids (1/K
+ * placeholders), said in the report and the trace's `source`.  Request ids
+ * 0, 1, ... in order of first appearance.  The file is read whole (at most
+ * 256 MiB). */
+int ms_import_sglang(const char *in_path, const char *out_path, const ms_import_opts *o, ms_import_report *rep,
+                     ms_err *err);
+int ms_import_vllm(const char *in_path, const char *out_path, const ms_import_opts *o, ms_import_report *rep,
+                   ms_err *err);
+
 /* ---- npy: a NumPy array [tokens, layers, experts] of router probabilities ----
  * Runs traces/tools/npy2trace.py (Python + NumPy; interpreter $MOESIM_PYTHON,
  * else the build's) to write one dense-csv file per layer into a temporary
@@ -259,5 +290,15 @@ int ms_import_densecsv(const char *in_dir, const char *out_path, const ms_import
  * request).  The converter's one-line error becomes err. */
 int ms_import_npy(const char *in_path, const char *out_path, const ms_import_opts *o, ms_import_report *rep,
                   ms_err *err);
+
+/* ---- hf-logits: HF transformers output_router_logits (Python converter) ----
+ * Runs traces/tools/logits2trace.py (NumPy; PyTorch for .pt files): a
+ * torch.save of the router_logits tuple (one (tokens, experts) tensor per
+ * MoE layer), a .npy [layers, tokens, experts] (opts.layout "LTJ", or "TLJ")
+ * or a .npz of per-layer arrays; softmax per token and layer -> dense-csv ->
+ * ms_import_densecsv (probs_kind full).  opts.prompt_len P: rows < P are the
+ * prompt, each later row one decode step (else one prefill-only request). */
+int ms_import_hf_logits(const char *in_path, const char *out_path, const ms_import_opts *o, ms_import_report *rep,
+                        ms_err *err);
 
 #endif
