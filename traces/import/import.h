@@ -232,7 +232,7 @@ int ms_import_jsonl_files(const char *const *in_paths, size_t n_in, const char *
  * sequence column (opts.seq_column, else `request` if present: integers,
  * increasing from one request to the next, rows of a request contiguous),
  * `phase` (prefill / decode, or 0 / 1), ignored columns (opts.id_columns,
- * and any named layer, layer_id, layer_idx, token, token_id, token_idx,
+ * and any named request (when another column is the sequence), layer, layer_id, layer_idx, token, token_id, token_idx,
  * token_pos, position, pos, step, row, row_id, index, idx, id, time,
  * timestamp, case-insensitive: reported, never experts), and the J expert
  * columns (all others, in order).  Without a sequence column the file is one

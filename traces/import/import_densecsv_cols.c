@@ -121,7 +121,7 @@ uint32_t dc_split_csv(char *line, char **cols, uint32_t cap)
 /* Header names that are never experts (case-insensitive). */
 static int id_name(const char *c)
 {
-    static const char *const names[] = {"layer", "layer_id", "layer_idx", "token",  "token_id",  "token_idx",
+    static const char *const names[] = {"request", "layer", "layer_id", "layer_idx", "token",  "token_id",  "token_idx",
                                         "token_pos", "position", "pos",  "step",  "row",       "row_id",
                                         "index",  "idx",       "id",    "time",   "timestamp", NULL};
     for (int i = 0; names[i]; i++)

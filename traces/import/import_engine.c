@@ -123,7 +123,8 @@ static int take_payload(eng_state *s, eng_req *r, const cJSON *re, uint64_t line
         r->have = 1;
         r->line = line;
         r->index = index;
-        if (ms_import_check_cells(s->path, line, s->n - 1, r->rows, s->La, s->K, "a corrupt payload?", err))
+        if (ms_import_check_cells(s->path, line, (uint64_t)(r - s->reqs), r->rows, s->La, s->K, "a corrupt payload?",
+                                  err))
             return -1;
     }
     return rc;

@@ -127,8 +127,12 @@ static int build_request(eng_state *s, const ms_trace_meta *m, const eng_req *r,
                     char at[600];
                     eng_where(s, r->line, r->index, at, sizeof at);
                     ms_request_free(req);
+                    if (src[k] == INT32_MIN) /* decode_npy's mark for a value outside int32 */
+                        return ms_fail(err, "%s: response %s: row %u engine layer %u: expert id outside int32, not in "
+                                            "[0, %u)",
+                                       at, r->key, t, moe[l], m->J);
                     return ms_fail(err, "%s: response %s: row %u engine layer %u: expert id %lld out of range [0, %u)",
-                                   at, r->key, t, moe[l], src[k] == INT32_MIN ? -1LL : (long long)src[k], m->J);
+                                   at, r->key, t, moe[l], (long long)src[k], m->J);
                 }
                 for (uint32_t q = 0; q < k; q++)
                     dup |= src[q] == src[k];

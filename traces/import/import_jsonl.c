@@ -3,7 +3,7 @@
  *
  * The whole dump (every input file) is read first (requests may
  * interleave): every line is parsed with cJSON and checked, its ids and
- * weights kept in flat arrays (about 48 + 8K bytes per line) and its request
+ * weights kept in flat arrays (about 56 + 8K bytes per line) and its request
  * key interned.  import_jsonl_req.c then derives token rows and prompt
  * lengths and writes the requests. */
 #include <cjson/cJSON.h>
