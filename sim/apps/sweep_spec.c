@@ -742,6 +742,7 @@ void ms_sweep_config(const ms_sweep_spec *s, const ms_sweep_point *p, ms_run_con
     if (p->h2d_override)
         plat->h2d_bw = strtod(p->v[MS_SW_H2D_GBPS], NULL) * 1e9;
     cfg->platform = plat;
+    cfg->keys_as_ini = 1; /* messages name keys as the spec does ("train") */
     cfg->prefetch_spec = p->v[MS_SW_PREFETCH];
     cfg->cache_spec = p->v[MS_SW_CACHE];
     cfg->sched_spec = p->v[MS_SW_SCHED];

@@ -29,8 +29,9 @@ static int replay(ms_view *v, ms_trace_reader *rd)
 int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
 {
     memset(out, 0, sizeof *out);
+    char word[32];
     if (cfg->max_batch < 1)
-        return ms_fail(err, "--batch must be at least 1");
+        return ms_fail(err, "%s must be at least 1", ms_runkey_word(MS_RK_BATCH, cfg->keys_as_ini, word, sizeof word));
     ms_trace_reader *rd = ms_reader_open(cfg->trace_path, err);
     if (!rd)
         return -1;

@@ -60,6 +60,10 @@ typedef struct {
      * dense bytes and parameters are multiplied by it (validate
      * --expert-scale: real backends run the same shrunken work). */
     double work_scale;
+    /* How the engine's messages name a run key (sim/engine/runkeys.h): 0, as
+     * the CLI flag ("--batch"); 1, as the key of a sweep spec or golden file
+     * ("batch"). */
+    int keys_as_ini;
 } ms_run_config;
 
 typedef struct {

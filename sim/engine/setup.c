@@ -30,7 +30,9 @@ int eng_resolve_split(ms_view *v)
     int learns = spec_learns(MS_KIND_PREFETCH, c->prefetch_spec) || spec_learns(MS_KIND_CACHE, c->cache_spec) ||
                  spec_learns(MS_KIND_SCHED, c->sched_spec);
     ms_split *s = &v->env.split;
-    if (ms_split_resolve(v->meta, c->train_set ? c->train_frac : -1.0, learns, s, v->err))
+    char word[32];
+    if (ms_split_resolve(v->meta, c->train_set ? c->train_frac : -1.0, learns,
+                         ms_runkey_word(MS_RK_TRAIN, c->keys_as_ini, word, sizeof word), s, v->err))
         return -1;
     v->m->train_frac = s->frac;
     v->m->train_by_iteration = s->by_iteration;
@@ -107,8 +109,10 @@ int eng_check_capacity(ms_view *v)
     }
     if (!(c->cap_value > 0) || !isfinite(c->cap_value))
         return ms_fail(v->err, "GPU expert cache size must be positive, got %g", c->cap_value);
+    char word[32];
     if (c->cap_kind == MS_CAP_EXPERTS && c->cap_value != floor(c->cap_value))
-        return ms_fail(v->err, "--cache-experts must be a whole number, got %g", c->cap_value);
+        return ms_fail(v->err, "%s must be a whole number, got %g",
+                       ms_runkey_word(MS_RK_CACHE_EXPERTS, c->keys_as_ini, word, sizeof word), c->cap_value);
     double need = c->cap_kind == MS_CAP_BYTES ? v->K * max_bytes : v->K;
     if (c->cap_value < need)
         return ms_fail(v->err,

@@ -30,6 +30,7 @@
 #include "sim/engine/batcher.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/exec.h"
+#include "sim/engine/runkeys.h"
 
 enum { OUT_HIT = 1, OUT_LATE = 2, OUT_MISS = 3 };
 /* from_prefetch: its target layer (the next run of its layer) is still
