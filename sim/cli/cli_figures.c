@@ -163,7 +163,7 @@ static int make_figures(const ms_fig_ctx *ctx, const int *sel, ms_err *err)
             continue;
         }
         double t0 = wall_s();
-        if (f->run(ctx, err) || ms_figure_render(f, ctx, err))
+        if (ms_figure_run(f, ctx, err) || ms_figure_render(f, ctx, err))
             return ms_fail_prefix(err, "figures: %s", f->name);
         printf("%-20s %-22s %6.1f s  %s/%s.png, .pdf\n", f->name, f->paper, wall_s() - t0, ctx->out_dir, f->name);
         fflush(stdout);
