@@ -89,7 +89,7 @@ static void metric_values(const ms_metrics *m, double *v)
         (double)m->prefetch_evicted_unused, (double)m->prefetch_target_passed,
         ratio((double)m->prefetch_useful, copied), ratio((double)m->prefetch_useful, act),
         m->train_frac, (double)m->train_requests, (double)m->train_iters, (double)m->train_by_iteration,
-        (double)m->future_exact,
+        m->has_future ? (double)m->future_exact : NAN, /* empty: no policy looks ahead */
     };
     _Static_assert(sizeof rest / sizeof rest[0] + 22 == N_METRICS, "metric_cols and metric_values disagree");
     memcpy(v + k, rest, sizeof rest);

@@ -225,6 +225,8 @@ int ms_cli_run(int argc, char **argv)
     ms_metrics m;
     if (ms_run(&cfg, &m, &err))
         return ms_cli_error(err.msg);
+    for (uint32_t i = 0; i < m.n_warnings; i++)
+        fprintf(stderr, "moesim: warning: %s\n", m.warnings[i]);
     if (f.json) {
         cJSON *j = ms_report_json(&cfg, &m);
         char *s = cJSON_Print(j);

@@ -56,6 +56,7 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
         eng_load_policy(v, MS_KIND_CACHE, cfg->cache_spec, &v->cache, &v->cache_st) ||
         eng_load_policy(v, MS_KIND_SCHED, cfg->sched_spec, &v->sched, &v->sched_st))
         goto done;
+    eng_note_unused(v);
     if ((v->pf->needs_future || v->cache->needs_future || v->sched->needs_future) && eng_build_future(v, rd))
         goto done;
     eng_init_host_tier(v);

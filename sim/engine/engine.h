@@ -66,6 +66,8 @@ typedef struct {
     int keys_as_ini;
 } ms_run_config;
 
+#define MS_RUN_MAX_WARNINGS 4
+
 typedef struct {
     uint64_t hits, late, misses, on_cpu;  /* activated experts by outcome */
     uint64_t layer_steps;                 /* (iteration, layer) pairs */
@@ -100,12 +102,19 @@ typedef struct {
     int has_policy_stats;                 /* the prefetcher has a `stats` hook */
     ms_policy_stats policy_stats;         /* its similarity totals at the end */
     uint64_t recorded_rows, recorded_agree; /* decode (row, layer, slot) cells with recorded residency */
-    int future_exact;                     /* next-use pre-pass matched the replay order */
+    int has_future;                       /* a policy asked for the next-use pre-pass */
+    int future_exact;                     /* ... and it matched the replay order */
     /* the resolved training split */
     double train_frac;
     int train_by_iteration;
     uint64_t train_requests;
     uint32_t train_iters;
+    /* What the run was given but could not use (a distance no policy reads,
+     * a training split of 0 for a policy that learns from it), one line each,
+     * in the words of the key's source (keys_as_ini); the CLI prints them on
+     * stderr and `run --json` lists them. */
+    char warnings[MS_RUN_MAX_WARNINGS][256];
+    uint32_t n_warnings;
 } ms_metrics;
 
 /* Runs one simulation. Returns 0 and fills *out (free with ms_metrics_free),

@@ -172,7 +172,8 @@ cJSON *ms_report_metrics(const ms_metrics *m)
         cJSON_AddNumberToObject(r, "agree", (double)m->recorded_agree);
         add_num(r, "agreement", ratio((double)m->recorded_agree, (double)m->recorded_rows));
     }
-    cJSON_AddBoolToObject(o, "next_use_exact", m->future_exact);
+    if (m->has_future)
+        cJSON_AddBoolToObject(o, "next_use_exact", m->future_exact);
     return o;
 }
 
@@ -253,6 +254,9 @@ cJSON *ms_report_json(const ms_run_config *cfg, const ms_metrics *m)
     ms_report_split(c, m);
     cJSON_AddItemToObject(root, "config", c);
     cJSON_AddItemToObject(root, "metrics", ms_report_metrics(m));
+    cJSON *w = cJSON_AddArrayToObject(root, "warnings");
+    for (uint32_t i = 0; i < m->n_warnings; i++)
+        cJSON_AddItemToArray(w, cJSON_CreateString(m->warnings[i]));
     return root;
 }
 
