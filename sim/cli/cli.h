@@ -42,6 +42,11 @@ typedef struct {
     void *ctx;
 } ms_run_flags;
 int ms_cli_parse_run_flags(int argc, char **argv, ms_run_config *cfg, ms_run_flags *f);
+/* One "--set model.KEY=VALUE" or "--set platform.KEY=VALUE" into the model's
+ * or the platform's list (MS_CLI_MAX_SETS each); 0, or 2 after a usage error
+ * (cmd names the command). */
+int ms_cli_parse_set(const char *cmd, const char *val, ms_profile_set *model_sets, int *n_model,
+                     ms_profile_set *platform_sets, int *n_platform);
 /* Loads f->model (when given) and f->platform with their --set overrides
  * into *model / *platform and points cfg at them; 0 or -1 with err. */
 int ms_cli_load_profiles(ms_run_flags *f, ms_run_config *cfg, ms_model *model, ms_platform *platform, ms_err *err);
