@@ -36,6 +36,12 @@ static const char run_usage[] =
     "                      when a chosen policy learns offline (fmoe, eam, transition, static), else 0\n"
     "  --topk-fill zero|even  top-k-only traces: probability outside the top-k is 0 (default) or\n"
     "                      the mass the top-k leaves, spread evenly\n"
+    "  --gpus N            GPUs with expert parallelism (default: the platform's gpus, else 1)\n"
+    "  --placement P       experts on GPUs: round-robin (default), layer, balanced, or a CSV file\n"
+    "                      of layer,expert,gpu lines (docs/engine.md \"Several GPUs\")\n"
+    "  --cache-per-gpu 0|1 1: the cache size is every GPU's; 0 (default): the total, split evenly\n"
+    "  --framework NAME    serving framework's host costs per layer and iteration (hf-eager, vllm,\n"
+    "                      llama-cpp; none); default: the platform's [platform] framework, else none\n"
     "  --set platform.KEY=VALUE, --set model.KEY=VALUE\n"
     "                      override one key of the profile (any [section]; e.g. gpu_mem_bytes=48GiB,\n"
     "                      h2d_bw=64GB/s), validated like the file; repeatable; echoed in --json config\n"
@@ -87,6 +93,10 @@ int ms_cli_load_profiles(ms_run_flags *f, ms_run_config *cfg, ms_model *model, m
         return -1;
     if (ms_platform_load_set(f->platform, f->platform_sets, f->n_platform_sets, platform, err))
         return -1;
+    int have_fw;
+    if (ms_framework_resolve(f->framework, platform, &f->fw, &have_fw, err))
+        return ms_fail_prefix(err, "%s", f->framework ? "--framework" : "the platform's framework");
+    cfg->framework = have_fw ? &f->fw : NULL;
     cfg->model = f->model ? model : NULL;
     cfg->platform = platform;
     cfg->model_sets = f->model_sets;
@@ -154,6 +164,14 @@ static int set_run_key(ms_run_config *cfg, ms_run_flags *f, int id, const char *
         f->platform_sets[f->n_platform_sets++] = (ms_profile_set){"h2d_bw", bw};
         break;
     }
+    case MS_RK_GPUS: cfg->gpus = (uint32_t)x; break;
+    case MS_RK_PLACEMENT: cfg->placement = val; break;
+    case MS_RK_CACHE_PER_GPU:
+        if (strcmp(val, "0") && strcmp(val, "1"))
+            return ms_cli_usage("%s: %s %s: expected 0 or 1", f->cmd, flag, val);
+        cfg->cache_per_gpu = !strcmp(val, "1");
+        break;
+    case MS_RK_FRAMEWORK: f->framework = val; break;
     case MS_RK_OFFLINE: /* a flag without a value: handled before */
     case MS_RK_N:
         return ms_cli_usage("%s: %s takes no value", f->cmd, flag);

@@ -60,7 +60,32 @@ typedef struct {
      * dense bytes and parameters are multiplied by it (validate
      * --expert-scale: real backends run the same shrunken work). */
     double work_scale;
+    /* Several GPUs (docs/engine.md "Several GPUs"): gpus 0 = the platform's
+     * (1 when it declares none); placement of each (layer, expert) on a GPU:
+     * "round-robin" (NULL), "layer", "balanced" or a file (sim/engine/placement.h);
+     * cache_per_gpu 0: cap_value is the total over the GPUs, split evenly;
+     * 1: every GPU has cap_value. */
+    uint32_t gpus;
+    const char *placement;
+    int cache_per_gpu;
+    /* The serving framework's fixed host costs (NULL: none; profile.h
+     * ms_framework_resolve). */
+    const ms_framework *framework;
 } ms_run_config;
+
+/* One GPU's share of a multi-GPU run (ms_metrics.gpu, only when gpus > 1). */
+typedef struct {
+    uint64_t experts;          /* (layer, expert) pairs placed on it */
+    uint64_t hits, late, misses;
+    uint64_t copies, demand_copies;
+    double pcie_bytes;
+    double link_busy_s;        /* its H2D link copying */
+    double compute_busy_s;     /* its expert compute */
+    double stall_s;            /* its compute waiting for weights */
+    double dispatch_s;         /* token dispatch and combine over the interconnect */
+    double cache_capacity;     /* its expert cache, in the run's units (experts or bytes) */
+    double cache_peak_bytes;
+} ms_gpu_metrics;
 
 typedef struct {
     uint64_t hits, late, misses, on_cpu;  /* activated experts by outcome */
@@ -102,6 +127,14 @@ typedef struct {
     int train_by_iteration;
     uint64_t train_requests;
     uint32_t train_iters;
+    /* the papers' hit definitions (docs/metrics.md), over all activations:
+     * late experts the GPU computed without waiting for their weights;
+     * missed experts whose prefetch request was still queued at the gate;
+     * ready experts a prefetch request had named since their layer last ran */
+    uint64_t late_in_time, queued_at_gate, prefetch_covered;
+    uint64_t late_in_time_phase[2], queued_at_gate_phase[2], prefetch_covered_phase[2];
+    uint32_t gpus;                        /* GPUs of the run */
+    ms_gpu_metrics *gpu;                  /* [gpus] when gpus > 1, else NULL */
 } ms_metrics;
 
 /* Runs one simulation. Returns 0 and fills *out (free with ms_metrics_free),

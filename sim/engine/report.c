@@ -89,6 +89,14 @@ cJSON *ms_report_config(const ms_run_config *cfg)
     cJSON_AddBoolToObject(c, "offline", cfg->offline);
     cJSON_AddNumberToObject(c, "seed", (double)cfg->seed);
     cJSON_AddStringToObject(c, "topk_fill", cfg->topk_fill == MS_FILL_EVEN ? "even" : "zero");
+    uint32_t gpus = cfg->gpus ? cfg->gpus : cfg->platform->gpus ? cfg->platform->gpus : 1;
+    if (gpus > 1) { /* one GPU: the config as before */
+        cJSON_AddNumberToObject(c, "gpus", gpus);
+        cJSON_AddStringToObject(c, "placement", cfg->placement ? cfg->placement : "round-robin");
+        cJSON_AddBoolToObject(c, "cache_per_gpu", cfg->cache_per_gpu);
+    }
+    if (cfg->framework)
+        cJSON_AddStringToObject(c, "framework", cfg->framework->name);
     return c;
 }
 
@@ -106,6 +114,59 @@ static cJSON *counts_json(const ms_counts *k)
     cJSON_AddNumberToObject(o, "stall_s", k->stall_s);
     cJSON_AddNumberToObject(o, "busy_s", k->busy_s);
     return o;
+}
+
+/* The papers' hit definitions (docs/metrics.md) over the counts c (the
+ * run's, or one phase's when phase >= 0). */
+static void add_hit_definitions(cJSON *o, const ms_metrics *m, const ms_counts *c, int phase)
+{
+    double act = (double)ms_metrics_activations(c);
+    uint64_t in_time = phase < 0 ? m->late_in_time : m->late_in_time_phase[phase];
+    uint64_t queued = phase < 0 ? m->queued_at_gate : m->queued_at_gate_phase[phase];
+    uint64_t covered = phase < 0 ? m->prefetch_covered : m->prefetch_covered_phase[phase];
+    add_num(o, "hit_rate_resident", ratio((double)c->hits, act));
+    add_num(o, "hit_rate_in_time", ratio((double)(c->hits + in_time), act));
+    add_num(o, "hit_rate_cached", ratio((double)(c->hits + c->late), act));
+    add_num(o, "hit_rate_issued", ratio((double)(c->hits + c->late + queued), act));
+    add_num(o, "prefetch_recall_moeinf", ratio((double)covered, act));
+}
+
+static cJSON *hit_definitions_by_phase(const ms_metrics *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    static const char *const names[2] = {"prefill", "decode"};
+    for (int p = 0; p < 2; p++) {
+        cJSON *ph = cJSON_AddObjectToObject(o, names[p]);
+        add_hit_definitions(ph, m, &m->phase[p], p);
+    }
+    return o;
+}
+
+static cJSON *gpus_json(const ms_metrics *m)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (uint32_t g = 0; g < m->gpus; g++) {
+        const ms_gpu_metrics *k = &m->gpu[g];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "gpu", g);
+        cJSON_AddNumberToObject(o, "experts", (double)k->experts);
+        uint64_t act = k->hits + k->late + k->misses;
+        add_num(o, "hit_rate", ratio((double)k->hits, (double)act));
+        cJSON_AddNumberToObject(o, "hits", (double)k->hits);
+        cJSON_AddNumberToObject(o, "late", (double)k->late);
+        cJSON_AddNumberToObject(o, "misses", (double)k->misses);
+        cJSON_AddNumberToObject(o, "copies", (double)k->copies);
+        cJSON_AddNumberToObject(o, "demand_copies", (double)k->demand_copies);
+        cJSON_AddNumberToObject(o, "pcie_bytes", k->pcie_bytes);
+        cJSON_AddNumberToObject(o, "link_busy_s", k->link_busy_s);
+        cJSON_AddNumberToObject(o, "compute_busy_s", k->compute_busy_s);
+        cJSON_AddNumberToObject(o, "stall_s", k->stall_s);
+        cJSON_AddNumberToObject(o, "dispatch_combine_s", k->dispatch_s);
+        cJSON_AddNumberToObject(o, "cache_capacity", k->cache_capacity);
+        cJSON_AddNumberToObject(o, "cache_peak_bytes", k->cache_peak_bytes);
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
 }
 
 cJSON *ms_report_metrics(const ms_metrics *m)
@@ -173,6 +234,10 @@ cJSON *ms_report_metrics(const ms_metrics *m)
         add_num(r, "agreement", ratio((double)m->recorded_agree, (double)m->recorded_rows));
     }
     cJSON_AddBoolToObject(o, "next_use_exact", m->future_exact);
+    add_hit_definitions(o, m, &m->total, -1);
+    cJSON_AddItemToObject(o, "hit_definitions_by_phase", hit_definitions_by_phase(m));
+    if (m->gpu)
+        cJSON_AddItemToObject(o, "gpus", gpus_json(m));
     return o;
 }
 
