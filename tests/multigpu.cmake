@@ -26,6 +26,8 @@ mg_fail(small_gpu_cache 1 "^moesim: GPU 1's expert cache \\(1 experts of a total
         run --trace ${MG_T} --model mixtral-8x7b --cache-experts 3 ${MG_TWO})
 mg_fail(no_interconnect 1 "^moesim: 2 GPUs need an \\[interconnect\\] peer_bw for token dispatch; platform rtx3090-pcie4 has none$"
         run --trace ${MG_T} --model mixtral-8x7b --cache-experts 16 --gpus 2 --train 0)
+mg_fail(unknown_framework 1 "^moesim: --framework: unknown framework 'nope' \\(known: "
+        run --trace ${MG_T} --model mixtral-8x7b --cache-experts 16 --framework nope)
 mg_fail(bad_cache_per_gpu 2 "^moesim: run: --cache-per-gpu 2: expected 0 or 1$"
         run --trace ${MG_T} --model mixtral-8x7b --cache-experts 16 --cache-per-gpu 2)
 # a run on two GPUs reports each GPU; one GPU reports none (and no gpu column in --events)
