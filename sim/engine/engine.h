@@ -84,6 +84,7 @@ typedef struct {
     double stall_s;            /* its compute waiting for weights */
     double dispatch_s;         /* token dispatch and combine over the interconnect */
     double cache_capacity;     /* its expert cache, in the run's units (experts or bytes) */
+    uint64_t streamed;         /* demand loads through a transient buffer: no room on the GPU */
     double cache_peak_bytes;
 } ms_gpu_metrics;
 

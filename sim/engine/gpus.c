@@ -181,6 +181,18 @@ void eng_gpu_account(ms_view *v, uint32_t x, int sign)
         v->m->gpu[g].cache_peak_bytes = v->gused_bytes[g];
 }
 
+/* With several GPUs, a demand load whose GPU cannot make room (its few
+ * slots hold this layer's experts or copies in flight) is streamed through
+ * a transient buffer for this layer instead of failing the run (one GPU:
+ * the run fails, as before).  Returns 1 when x is streamed. */
+int eng_gpu_streams(ms_view *v, uint32_t x)
+{
+    if (v->G == 1 || !eng_make_room(v, x))
+        return 0;
+    v->m->gpu[v->gpu_of[x]].streamed++;
+    return 1;
+}
+
 /* ---- the papers' hit definitions, counted at the gate ---- */
 
 /* Before the layer's experts are served: those queued for prefetch and

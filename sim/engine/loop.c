@@ -126,7 +126,7 @@ static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8
         if (out == OUT_MISS && !on_cpu[i]) {
             if (v->queued[x])
                 eng_dequeue_prefetch(v, x);
-            if (eng_cache_admits(v, x)) {
+            if (eng_cache_admits(v, x) && !eng_gpu_streams(v, x)) {
                 if (eng_make_room(v, x)) {
                     if (!v->failed)
                         ms_fail(v->err,

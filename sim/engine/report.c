@@ -163,6 +163,7 @@ static cJSON *gpus_json(const ms_metrics *m)
         cJSON_AddNumberToObject(o, "stall_s", k->stall_s);
         cJSON_AddNumberToObject(o, "dispatch_combine_s", k->dispatch_s);
         cJSON_AddNumberToObject(o, "cache_capacity", k->cache_capacity);
+        cJSON_AddNumberToObject(o, "streamed", (double)k->streamed);
         cJSON_AddNumberToObject(o, "cache_peak_bytes", k->cache_peak_bytes);
         cJSON_AddItemToArray(a, o);
     }

@@ -194,6 +194,7 @@ int eng_admit_prefetch(ms_view *v, uint32_t x);
 int eng_gpus_setup(ms_view *v);
 int eng_over_capacity(const ms_view *v, uint32_t x, double need);
 void eng_gpu_account(ms_view *v, uint32_t x, int sign);
+int eng_gpu_streams(ms_view *v, uint32_t x);
 void eng_count_gate(ms_view *v, const ms_act *acts, uint32_t n);
 void eng_count_late_in_time(ms_view *v, uint32_t x);
 double eng_gpus_compute_layer(ms_view *v, const ms_act *acts, uint32_t n, const uint8_t *on_cpu, double t_start);
