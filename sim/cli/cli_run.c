@@ -266,6 +266,16 @@ static void print_params(const ms_param_spec *p)
     }
 }
 
+/* " x 6" after a platform's GPU memory when it has several GPUs ("" else). */
+static const char *gpus_note(const ms_platform *p)
+{
+    static char note[16];
+    note[0] = '\0';
+    if (p->gpus > 1)
+        snprintf(note, sizeof note, " x %u", p->gpus);
+    return note;
+}
+
 static int list_profiles(const char *kind)
 {
     char **names;
@@ -278,12 +288,16 @@ static int list_profiles(const char *kind)
     for (int i = 0; i < n; i++) {
         ms_model mo;
         ms_platform pl;
+        ms_framework fw;
         if (!strcmp(kind, "models") && !ms_model_load(names[i], &mo, &err))
             printf("  %-20s L=%-3u J=%-4u K=%-2u %-6s %8.2f MB/expert  %s\n", names[i], mo.moe_layers, mo.experts,
                    mo.top_k, mo.dtype, mo.expert_bytes / 1e6, mo.description);
         else if (!strcmp(kind, "platforms") && !ms_platform_load(names[i], &pl, &err))
-            printf("  %-20s H2D %6.1f GB/s  GPU %6.1f GB  %s\n", names[i], pl.h2d_bw / 1e9, pl.gpu_mem_bytes / 1e9,
-                   pl.description);
+            printf("  %-20s H2D %6.1f GB/s  GPU %6.1f GB%s  %s\n", names[i], pl.h2d_bw / 1e9, pl.gpu_mem_bytes / 1e9,
+                   gpus_note(&pl), pl.description);
+        else if (!strcmp(kind, "frameworks") && !ms_framework_load(names[i], &fw, &err))
+            printf("  %-20s %.3g ms per layer, %.3g ms per iteration  %s\n", names[i], fw.layer_s * 1e3,
+                   fw.iteration_s * 1e3, fw.description);
         else
             printf("  %-20s (invalid: %s)\n", names[i], err.msg);
     }
@@ -295,7 +309,7 @@ int ms_cli_list(int argc, char **argv)
 {
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         puts("usage: moesim list\n\nPrints every registered policy with its parameters and defaults,\n"
-             "then every model and platform profile.");
+             "then every model, platform and framework profile.");
         return 0;
     }
     if (argc > 1)
@@ -310,5 +324,5 @@ int ms_cli_list(int argc, char **argv)
             print_params(d->params);
         }
     }
-    return list_profiles("models") || list_profiles("platforms");
+    return list_profiles("models") || list_profiles("platforms") || list_profiles("frameworks");
 }

@@ -14,6 +14,8 @@
  *   view.c: the policy-facing view (policies/view.h)
  *   loop.c: one iteration, layer by layer
  *   copyq.c: the H2D copy queue (a priority heap) and the copy engine
+ *   links.c: several GPUs: a link per GPU, the shared host ceiling
+ *   gpus.c: several GPUs: placement, per-GPU caches, a layer on its GPUs
  *   residency.c: executor ops, cache slots (evict, make room, occupy) and the host tier
  *   nextuse.c: the next-use pre-pass (policies with needs_future)
  *   outputs.c: the events CSV, per-request and per-iteration CSVs, summary statistics
