@@ -367,6 +367,43 @@ static void test_framework(void)
     ms_metrics_free(&m);
 }
 
+/* A demand with no room on its GPU is streamed.  Three layers, one expert
+ * each: (0,0) x 0, (1,1) x 5, (2,2) x 10, all placed on GPU 0 (a file), one
+ * slot per GPU; prefetch oracle at distance 1.
+ *   t 0: asks x 0; layer 0 starts and asks x 5.  x 0 copies 0 -> 1.5 into
+ *   GPU 0's slot; dense 0 -> 0.2; x 0 late, computed 1.5 -> 1.6.
+ *   layer 1 at 1.6: x 5's copy was due at 1.5, but the slot holds x 0 of the
+ *   running layer 0 (protected): dropped.  Layer 1 asks x 10: it starts at
+ *   1.6, evicts x 0 and copies 1.6 -> 3.1.  Dense 1.6 -> 1.8; x 5 misses and
+ *   its GPU's one slot holds x 10 in flight: streamed through a transient
+ *   buffer, copied 3.1 -> 4.6, computed 4.6 -> 4.7.
+ *   layer 2 at 4.7: dense -> 4.9, x 10 a hit, computed 4.9 -> 5.0.
+ * One GPU with one slot stops at layer 1 instead ("has no room"). */
+static void test_streamed_demand(void)
+{
+    const int routing[] = {0, 1, 2};
+    write_trace("mg_stream.h5", 3, 1, 1, routing);
+    write_file("mg_stream_place.csv", "layer,expert,gpu\n0,0,0\n0,1,0\n0,2,0\n0,3,0\n1,0,0\n1,1,0\n1,2,0\n1,3,0\n"
+                                      "2,0,0\n2,1,0\n2,2,0\n2,3,0\n");
+    ms_platform p = two_gpus(0);
+    ms_run_config cfg = config("mg_stream.h5", &p, "oracle", 2, "mg_stream.csv");
+    cfg.placement = "mg_stream_place.csv";
+    ms_metrics m = run(&cfg);
+    CHECK_EVENT("mg_stream.csv", "copy_prefetch", 2, 2, 0, 1.6, 3.1);
+    CHECK_EVENT("mg_stream.csv", "copy_demand", 1, 1, 0, 3.1, 4.6);
+    CHECK_EVENT("mg_stream.csv", "compute_gpu", 1, 1, 0, 4.6, 4.7);
+    CHECK_NEAR(m.makespan_s, 5.0e-3, TOL);
+    CHECK_EQ_INT(m.gpu[0].streamed, 1);
+    CHECK_EQ_INT(m.prefetch_dropped, 1);
+    CHECK_EQ_INT(m.total.hits, 1);
+    CHECK_EQ_INT(m.total.late, 1);
+    CHECK_EQ_INT(m.total.misses, 1);
+    ms_metrics_free(&m);
+    ms_platform one = ms_fixture_exact_platform();
+    cfg = config("mg_stream.h5", &one, "oracle", 1, NULL);
+    expect_error(&cfg, "has no room for layer 1's 1 activated experts");
+}
+
 int main(void)
 {
     test_copies_overlap();
@@ -376,5 +413,6 @@ int main(void)
     test_per_gpu_eviction();
     test_placements_and_errors();
     test_framework();
+    test_streamed_demand();
     CHECK_DONE();
 }
