@@ -94,8 +94,8 @@ int ms_cli_load_profiles(ms_run_flags *f, ms_run_config *cfg, ms_model *model, m
     if (ms_platform_load_set(f->platform, f->platform_sets, f->n_platform_sets, platform, err))
         return -1;
     int have_fw;
-    if (ms_framework_resolve(f->framework, platform, &f->fw, &have_fw, err))
-        return ms_fail_prefix(err, "%s", f->framework ? "--framework" : "the platform's framework");
+    if (ms_framework_resolve(f->framework, &f->fw, &have_fw, err))
+        return ms_fail_prefix(err, "--framework");
     cfg->framework = have_fw ? &f->fw : NULL;
     cfg->model = f->model ? model : NULL;
     cfg->platform = platform;

@@ -797,6 +797,13 @@ int ms_platform_load_set(const char *name_or_path, const ms_profile_set *sets, i
                      offsetof(ms_platform, source), sizeof p.source, p.file, sizeof p.file, sets, nsets, err) ||
         ms_digest_file(p.file, p.sha256, err))
         return -1;
+    if (p.framework[0]) {
+        ms_framework fw;
+        if (ms_framework_load(p.framework, &fw, err))
+            return ms_fail_prefix(err, "%s: [platform] framework = %s", p.file, p.framework);
+        p.framework_layer_s = fw.layer_s;
+        p.framework_iteration_s = fw.iteration_s;
+    }
     ms_out_input(p.file);
     *out = p;
     return 0;
@@ -820,15 +827,17 @@ int ms_framework_load(const char *name_or_path, ms_framework *out, ms_err *err)
     return 0;
 }
 
-int ms_framework_resolve(const char *name, const ms_platform *p, ms_framework *out, int *have, ms_err *err)
+int ms_framework_resolve(const char *name, ms_framework *out, int *have, ms_err *err)
 {
     *have = 0;
     if (!name || !*name)
-        name = p && p->framework[0] ? p->framework : "none";
-    if (!strcmp(name, "none"))
         return 0;
-    if (ms_framework_load(name, out, err))
+    if (!strcmp(name, "none")) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->name, sizeof out->name, "none");
+    } else if (ms_framework_load(name, out, err)) {
         return -1;
+    }
     *have = 1;
     return 0;
 }

@@ -77,8 +77,10 @@ typedef struct {
     double copy_contention;
     double compute_contention;
     /* [platform] framework (optional, "" when absent): the serving
-     * framework profile runs on this platform use unless told otherwise */
+     * framework profile runs on this platform use unless told otherwise;
+     * ms_platform_load reads it and keeps its costs here (0 without one) */
     char framework[64];
+    double framework_layer_s, framework_iteration_s;
     char source[1024];        /* one line per figure: "key: value (datasheet|measured|estimate) <ref>" */
     char file[1024];          /* the file it was read from, and its SHA-256 (provenance of results) */
     char sha256[65];
@@ -113,10 +115,10 @@ int ms_model_load_set(const char *name_or_path, const ms_profile_set *sets, int 
 int ms_platform_load_set(const char *name_or_path, const ms_profile_set *sets, int nsets, ms_platform *out,
                          ms_err *err);
 int ms_framework_load(const char *name_or_path, ms_framework *out, ms_err *err);
-/* The framework of a run: `name` when given ("none": no framework), else
- * the platform's [platform] framework, else none.  Returns 0 with *have = 1
- * and *out filled, 0 with *have = 0 for none, or -1 with the error. */
-int ms_framework_resolve(const char *name, const ms_platform *p, ms_framework *out, int *have, ms_err *err);
+/* A run's --framework: NULL or "" gives *have = 0 (the run uses the
+ * platform's framework, read with the platform); "none" gives a framework
+ * named none without costs; else the profile.  0, or -1 with the error. */
+int ms_framework_resolve(const char *name, ms_framework *out, int *have, ms_err *err);
 /* Names of shipped profiles, sorted; caller frees the array and strings. */
 int ms_profile_list(const char *kind /* "models" | "platforms" | "frameworks" */, char ***names, int *n, ms_err *err);
 void ms_profile_list_free(char **names, int n);

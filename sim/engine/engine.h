@@ -68,8 +68,9 @@ typedef struct {
     uint32_t gpus;
     const char *placement;
     int cache_per_gpu;
-    /* The serving framework's fixed host costs (NULL: none; profile.h
-     * ms_framework_resolve). */
+    /* The serving framework's fixed host costs (NULL: the platform's
+     * [platform] framework, else none; a framework named none: none;
+     * profile.h ms_framework_resolve). */
     const ms_framework *framework;
 } ms_run_config;
 

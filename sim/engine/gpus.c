@@ -132,8 +132,8 @@ int eng_gpus_setup(ms_view *v)
     const ms_run_config *c = v->cfg;
     v->gpu_of = ms_xcalloc(v->NX, 1);
     v->asked = ms_xcalloc(v->NX, 1);
-    v->fw_layer_s = c->framework ? c->framework->layer_s : 0;
-    v->fw_iteration_s = c->framework ? c->framework->iteration_s : 0;
+    v->fw_layer_s = c->framework ? c->framework->layer_s : c->platform->framework_layer_s;
+    v->fw_iteration_s = c->framework ? c->framework->iteration_s : c->platform->framework_iteration_s;
     v->m->gpus = v->G;
     if (v->G == 1)
         return ms_placement_kind(c->placement) == MS_PLACE_FILE ? place_experts(v) : 0;

@@ -95,8 +95,8 @@ cJSON *ms_report_config(const ms_run_config *cfg)
         cJSON_AddStringToObject(c, "placement", cfg->placement ? cfg->placement : "round-robin");
         cJSON_AddBoolToObject(c, "cache_per_gpu", cfg->cache_per_gpu);
     }
-    if (cfg->framework)
-        cJSON_AddStringToObject(c, "framework", cfg->framework->name);
+    if (cfg->framework || cfg->platform->framework[0]) /* none anywhere: the config as before */
+        cJSON_AddStringToObject(c, "framework", cfg->framework ? cfg->framework->name : cfg->platform->framework);
     return c;
 }
 
