@@ -116,19 +116,32 @@ static cJSON *counts_json(const ms_counts *k)
     return o;
 }
 
-/* The papers' hit definitions (docs/metrics.md) over the counts c (the
- * run's, or one phase's when phase >= 0). */
-static void add_hit_definitions(cJSON *o, const ms_metrics *m, const ms_counts *c, int phase)
+const char *const ms_hit_def_names[MS_HIT_DEFS] = {
+    "hit_rate_resident", "hit_rate_in_time", "hit_rate_cached", "hit_rate_issued", "prefetch_recall_moeinf",
+};
+
+double ms_metrics_hit_def(const ms_metrics *m, ms_hit_def d, int phase)
 {
+    const ms_counts *c = phase < 0 ? &m->total : &m->phase[phase];
     double act = (double)ms_metrics_activations(c);
     uint64_t in_time = phase < 0 ? m->late_in_time : m->late_in_time_phase[phase];
     uint64_t queued = phase < 0 ? m->queued_at_gate : m->queued_at_gate_phase[phase];
     uint64_t covered = phase < 0 ? m->prefetch_covered : m->prefetch_covered_phase[phase];
-    add_num(o, "hit_rate_resident", ratio((double)c->hits, act));
-    add_num(o, "hit_rate_in_time", ratio((double)(c->hits + in_time), act));
-    add_num(o, "hit_rate_cached", ratio((double)(c->hits + c->late), act));
-    add_num(o, "hit_rate_issued", ratio((double)(c->hits + c->late + queued), act));
-    add_num(o, "prefetch_recall_moeinf", ratio((double)covered, act));
+    switch (d) {
+    case MS_HIT_RESIDENT: return ratio((double)c->hits, act);
+    case MS_HIT_IN_TIME: return ratio((double)(c->hits + in_time), act);
+    case MS_HIT_CACHED: return ratio((double)(c->hits + c->late), act);
+    case MS_HIT_ISSUED: return ratio((double)(c->hits + c->late + queued), act);
+    case MS_HIT_RECALL_MOEINF: return ratio((double)covered, act);
+    default: return NAN;
+    }
+}
+
+/* The papers' hit definitions (docs/metrics.md) of the run (phase -1) or one phase. */
+static void add_hit_definitions(cJSON *o, const ms_metrics *m, int phase)
+{
+    for (int d = 0; d < MS_HIT_DEFS; d++)
+        add_num(o, ms_hit_def_names[d], ms_metrics_hit_def(m, (ms_hit_def)d, phase));
 }
 
 static cJSON *hit_definitions_by_phase(const ms_metrics *m)
@@ -137,7 +150,7 @@ static cJSON *hit_definitions_by_phase(const ms_metrics *m)
     static const char *const names[2] = {"prefill", "decode"};
     for (int p = 0; p < 2; p++) {
         cJSON *ph = cJSON_AddObjectToObject(o, names[p]);
-        add_hit_definitions(ph, m, &m->phase[p], p);
+        add_hit_definitions(ph, m, p);
     }
     return o;
 }
@@ -235,7 +248,7 @@ cJSON *ms_report_metrics(const ms_metrics *m)
         add_num(r, "agreement", ratio((double)m->recorded_agree, (double)m->recorded_rows));
     }
     cJSON_AddBoolToObject(o, "next_use_exact", m->future_exact);
-    add_hit_definitions(o, m, &m->total, -1);
+    add_hit_definitions(o, m, -1);
     cJSON_AddItemToObject(o, "hit_definitions_by_phase", hit_definitions_by_phase(m));
     if (m->gpu)
         cJSON_AddItemToObject(o, "gpus", gpus_json(m));

@@ -120,6 +120,10 @@ int main(void)
     CHECK_NEAR(num(dec, "hit_rate_in_time"), 1.0, 0);
     CHECK_NEAR(num(dec, "prefetch_recall_moeinf"), 0.5, 0);
     cJSON_Delete(j);
+    /* the same from C (what `moesim claims` reads) */
+    CHECK_NEAR(ms_metrics_hit_def(&m, MS_HIT_IN_TIME, -1), 0.5, 0);
+    CHECK_NEAR(ms_metrics_hit_def(&m, MS_HIT_ISSUED, MS_PHASE_PREFILL), 1.0, 0);
+    CHECK(!strcmp(ms_hit_def_names[MS_HIT_RECALL_MOEINF], "prefetch_recall_moeinf"));
     ms_metrics_free(&m);
     CHECK_DONE();
 }
