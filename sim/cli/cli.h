@@ -39,6 +39,8 @@ typedef struct {
     int n_model_sets, n_platform_sets;
     int json;
     int cap_flags;
+    const char *framework; /* --framework (NULL: the platform's) */
+    ms_framework fw;       /* the resolved framework, when cfg->framework points here */
     int (*extra)(void *ctx, const char *flag, const char *val);
     void *ctx;
 } ms_run_flags;

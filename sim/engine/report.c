@@ -82,7 +82,36 @@ cJSON *ms_report_config(const ms_run_config *cfg)
     cJSON_AddBoolToObject(c, "offline", cfg->offline);
     cJSON_AddNumberToObject(c, "seed", (double)cfg->seed);
     cJSON_AddStringToObject(c, "topk_fill", cfg->topk_fill == MS_FILL_EVEN ? "even" : "zero");
+    uint32_t gpus = cfg->gpus ? cfg->gpus : cfg->platform->gpus ? cfg->platform->gpus : 1;
+    if (gpus > 1) { /* one GPU: the config as before */
+        cJSON_AddNumberToObject(c, "gpus", gpus);
+        cJSON_AddStringToObject(c, "placement", cfg->placement ? cfg->placement : "round-robin");
+        cJSON_AddBoolToObject(c, "cache_per_gpu", cfg->cache_per_gpu);
+    }
+    if (cfg->framework || cfg->platform->framework[0]) /* none anywhere: the config as before */
+        cJSON_AddStringToObject(c, "framework", cfg->framework ? cfg->framework->name : cfg->platform->framework);
     return c;
+}
+
+const char *const ms_hit_def_names[MS_HIT_DEFS] = {
+    "hit_rate_resident", "hit_rate_in_time", "hit_rate_cached", "hit_rate_issued", "prefetch_recall_moeinf",
+};
+
+double ms_metrics_hit_def(const ms_metrics *m, ms_hit_def d, int phase)
+{
+    const ms_counts *c = phase < 0 ? &m->total : &m->phase[phase];
+    double act = (double)ms_metrics_activations(c);
+    uint64_t in_time = phase < 0 ? m->late_in_time : m->late_in_time_phase[phase];
+    uint64_t queued = phase < 0 ? m->queued_at_gate : m->queued_at_gate_phase[phase];
+    uint64_t covered = phase < 0 ? m->prefetch_covered : m->prefetch_covered_phase[phase];
+    switch (d) {
+    case MS_HIT_RESIDENT: return ratio((double)c->hits, act);
+    case MS_HIT_IN_TIME: return ratio((double)(c->hits + in_time), act);
+    case MS_HIT_CACHED: return ratio((double)(c->hits + c->late), act);
+    case MS_HIT_ISSUED: return ratio((double)(c->hits + c->late + queued), act);
+    case MS_HIT_RECALL_MOEINF: return ratio((double)covered, act);
+    default: return NAN;
+    }
 }
 
 cJSON *ms_report_metrics(const ms_metrics *m)
