@@ -344,7 +344,7 @@ static int search_knobs(ms_fit_result *r, const ms_fit_options *o, ms_err *err)
             rc |= search_one(&c, KNOB_LOCALITY, -1, 1);
         if (!rc && r->model.moe_layers > 1)
             rc |= search_one(&c, KNOB_LAYER, 0, FIT_MAX_LAYER_CORR);
-        if (!rc)
+        if (!rc && r->p.probs != MS_PROBS_TOPK_IDS) /* ids only: no weights to match */
             rc |= search_one(&c, KNOB_WEIGHT, log(0.05), log(20));
     }
     if (!rc)

@@ -88,7 +88,7 @@ static const knob knobs[] = {
     {"spec_noise", KNOB_DOUBLE, AT(spec_noise), "0.2", 0, 1,
      "weight of random experts in the speculative view of layer l+1; 1-(1-spec_noise)^i at distance i"},
     {"probs", KNOB_PROBS, AT(probs), "auto", 0, 0,
-     "stored gate: full | topk_renorm | topk_raw | auto (full when J <= 128, else topk_renorm)"},
+     "stored gate: full | topk_renorm | topk_raw | topk_ids | auto (full when J <= 128, else topk_renorm)"},
     {"token_ids", KNOB_U32, AT(token_ids), "1", 0, 1,
      "1 = store prompt token ids (needs the model's vocab >= clusters)"},
     {"token_affinity", KNOB_DOUBLE, AT(token_affinity), "0.8", 0, 1,
@@ -117,7 +117,8 @@ static int set_knob_value(ms_gen_params *p, const knob *k, const char *value, ms
         else if (ms_probs_kind_parse(value, &kind) == 0)
             *(int *)field = (int)kind;
         else
-            return ms_fail(err, "trace gen: knob probs='%s' is not one of auto, full, topk_renorm, topk_raw", value);
+            return ms_fail(err, "trace gen: knob probs='%s' is not one of auto, full, topk_renorm, topk_raw, topk_ids",
+                           value);
         return 0;
     }
     if (k->type == KNOB_DOUBLE) {
@@ -592,6 +593,15 @@ static void store_gate(double power, const double *gate, uint32_t J, float *pf)
         pf[j] = (float)(s > 0 ? pow(gate[j], power) / s : 1.0 / J);
 }
 
+/* probs_kind topk_ids: every present id gets the 1/K placeholder. */
+static void ids_only_weights(const ms_trace_meta *m, const int32_t *ids, float *w)
+{
+    if (m->probs_kind != MS_PROBS_TOPK_IDS)
+        return;
+    for (uint32_t k = 0; k < m->K; k++)
+        w[k] = ids[k] >= 0 ? (float)(1.0 / m->K) : 0.0f;
+}
+
 /* Draws the gate of every layer for one token row into g->cur and fills the
  * row's top-k (and full probs when stored). */
 static void gen_row(gen_state *g, ms_request *r, uint32_t row, int decode)
@@ -622,6 +632,7 @@ static void gen_row(gen_state *g, ms_request *r, uint32_t row, int decode)
         float *w = r->topk_w + ms_topk_index(m, row, l);
         topk_float(pf, J, K, ids);
         topk_weights(pf, ids, K, renorm, w);
+        ids_only_weights(m, ids, w);
         prev_ids = ids;
         prev_w = w;
     }
@@ -686,6 +697,7 @@ static void gen_spec(gen_state *g, ms_request *r, uint32_t row)
             }
             for (uint32_t k = 0; k < K; k++)
                 w[k] = (float)(renorm && s > 0 ? val[k] / s : val[k]);
+            ids_only_weights(m, ids, w);
         }
 }
 
