@@ -41,20 +41,20 @@ uint32_t ms_gate_add_iteration(const ms_trace_meta *m, const ms_request *r, uint
     return iter->n_rows;
 }
 
-int ms_split_resolve(const ms_trace_meta *m, double frac, int learns, ms_split *out, ms_err *err)
+int ms_split_resolve(const ms_trace_meta *m, double frac, int learns, const char *word, ms_split *out, ms_err *err)
 {
     memset(out, 0, sizeof *out);
     if (frac < 0)
         frac = learns ? 0.7 : 0.0;
     if (!(frac >= 0 && frac < 1))
-        return ms_fail(err, "--train must be in [0, 1), got %g", frac);
+        return ms_fail(err, "%s must be in [0, 1), got %g", word, frac);
     out->frac = frac;
     if (frac == 0)
         return 0;
     if (m->n_requests >= 2) {
         out->train_requests = (uint64_t)ceil(frac * (double)m->n_requests);
         if (out->train_requests >= m->n_requests)
-            return ms_fail(err, "--train %g of %llu requests leaves none to replay", frac,
+            return ms_fail(err, "%s %g of %llu requests leaves none to replay", word, frac,
                            (unsigned long long)m->n_requests);
         return 0;
     }
@@ -62,7 +62,7 @@ int ms_split_resolve(const ms_trace_meta *m, double frac, int learns, ms_split *
     uint32_t n = m->n_requests ? m->req_n_iters[0] : 0;
     out->train_iters = (uint32_t)ceil(frac * n);
     if (out->train_iters >= n)
-        return ms_fail(err, "--train %g of the single request's %u iterations leaves none to replay", frac, n);
+        return ms_fail(err, "%s %g of the single request's %u iterations leaves none to replay", word, frac, n);
     return 0;
 }
 

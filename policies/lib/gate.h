@@ -20,7 +20,7 @@ uint32_t ms_gate_add_iteration(const ms_trace_meta *m, const ms_request *r, uint
 
 /* Resolves --train: frac < 0 means auto (0.7 when `learns`, else 0).  Fails
  * when the split leaves nothing to replay. */
-int ms_split_resolve(const ms_trace_meta *m, double frac, int learns, ms_split *out, ms_err *err);
+int ms_split_resolve(const ms_trace_meta *m, double frac, int learns, const char *word, ms_split *out, ms_err *err);
 
 /* Streams the training split in trace order, calling fn once per training
  * iteration (request index, the request, iteration index).  A non-zero return

@@ -44,6 +44,8 @@ typedef ms_runkey_kind value_kind;
 #define K_ENUM MS_RKV_ENUM
 _Static_assert((int)MS_SW_NPARAM == (int)MS_RK_CACHE_GB, "the sweep's parameters are the first keys of runkeys.h");
 
+#define MS_SWEEP_MAX_SETS 32
+
 /* Values of one key as written, and where. */
 typedef struct {
     char *raw;
@@ -99,6 +101,10 @@ struct ms_sweep_spec {
     int ntraces;
     ms_sweep_point *points;
     uint64_t npoints;
+    /* model.KEY / platform.KEY overrides of [sweep], applied to every
+     * model or platform of the spec (their strings owned here) */
+    ms_profile_set sets[2][MS_SWEEP_MAX_SETS];
+    int nsets[2];
 };
 
 /* ---- parsing ---- */
@@ -213,6 +219,34 @@ static int set_setting(parse_ctx *c, const char *name, const char *value)
     return 0;
 }
 
+/* model.KEY = VALUE / platform.KEY = VALUE in [sweep]: an override of every
+ * model or platform of the spec, checked when they are loaded. */
+static int add_profile_set(parse_ctx *c, const char *name, const char *value)
+{
+    int kind = !strncmp(name, "platform.", 9);
+    const char *key = strchr(name, '.') + 1;
+    if (c->in_point)
+        return ctx_fail(c, "%s: profile overrides go in [sweep] (they apply to every point)", name);
+    if (!*key)
+        return ctx_fail(c, "%s: expected %s.KEY = VALUE", name, kind ? "platform" : "model");
+    ms_profile_set *sets = c->s->sets[kind];
+    int *n = &c->s->nsets[kind];
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(sets[i].key, key))
+            return ctx_fail(c, "key '%s' given twice", name);
+    if (*n == MS_SWEEP_MAX_SETS)
+        return ctx_fail(c, "%s: more than %d overrides of one profile", name, MS_SWEEP_MAX_SETS);
+    char where[1400];
+    snprintf(where, sizeof where, "%s:%d: %s = %s", c->s->path, c->line, name, value);
+    sets[(*n)++] = (ms_profile_set){ms_xstrdup(key), ms_xstrdup(value), ms_xstrdup(where)};
+    return 0;
+}
+
+static int is_profile_set(const char *name)
+{
+    return !strncmp(name, "model.", 6) || !strncmp(name, "platform.", 9);
+}
+
 static int is_setting(const char *name)
 {
     return !strcmp(name, "output") || !strcmp(name, "mode") || !strcmp(name, "trace_cache");
@@ -221,7 +255,7 @@ static int is_setting(const char *name)
 static const char known_keys[] =
     "output, mode, trace_cache, trace, model, platform, prefetch, cache, sched, cache_experts, cache_bytes, "
     "cache_gb, distance, batch, host_bytes, h2d_gbps, train, topk_fill, offline, seed, gpus, placement, "
-    "cache_per_gpu, framework";
+    "cache_per_gpu, framework, model.KEY, platform.KEY";
 
 /* inih's convention: 1 to go on, 0 after ctx_fail */
 static int value_line(void *user, const char *section, const char *name, const char *value)
@@ -232,6 +266,8 @@ static int value_line(void *user, const char *section, const char *name, const c
         return 0;
     if (c->in_point == -1)
         return ctx_fail(c, "key '%s' before [sweep]", name), 0;
+    if (is_profile_set(name))
+        return add_profile_set(c, name, value) == 0;
     int gb, p = param_index(name, &gb);
     if (p < 0 && !(is_setting(name) && !c->in_point))
         return ctx_fail(c, "unknown key '%s' in [%s] (known: %s)", name, c->in_point ? "point" : "sweep",
@@ -417,10 +453,12 @@ static int load_model(parse_ctx *c, const char *v)
     model_slot m = {.name = ms_xstrdup(v), .none = !strcmp(v, "none")};
     ms_err e;
     char *path = is_ini_path(v) ? resolve_path(s, v) : ms_xstrdup(v);
-    int rc = m.none ? 0 : ms_model_load(path, &m.model, &e);
+    int rc = m.none ? 0 : ms_model_load_set(path, s->sets[0], s->nsets[0], &m.model, &e);
     free(path);
     if (rc) {
         free(m.name);
+        if (!strncmp(e.msg, s->path, strlen(s->path))) /* an override's own FILE:LINE: key = value: why */
+            return c->failed = 1, ms_fail(c->err, "%s", e.msg);
         return ctx_fail(c, "model = %s: %s", v, e.msg);
     }
     s->models = ms_xrealloc(s->models, (size_t)s->nmodels + 1, sizeof *s->models);
@@ -437,10 +475,12 @@ static int load_platform(parse_ctx *c, const char *v)
     platform_slot p = {.name = ms_xstrdup(v)};
     ms_err e;
     char *path = is_ini_path(v) ? resolve_path(s, v) : ms_xstrdup(v);
-    int rc = ms_platform_load(path, &p.plat, &e);
+    int rc = ms_platform_load_set(path, s->sets[1], s->nsets[1], &p.plat, &e);
     free(path);
     if (rc) {
         free(p.name);
+        if (!strncmp(e.msg, s->path, strlen(s->path)))
+            return c->failed = 1, ms_fail(c->err, "%s", e.msg);
         return ctx_fail(c, "platform = %s: %s", v, e.msg);
     }
     format_number(p.plat.h2d_bw / 1e9, p.gbps, sizeof p.gbps);
@@ -777,6 +817,12 @@ void ms_sweep_free(ms_sweep_spec *s)
     }
     free(s->trace_texts);
     free(s->trace_paths);
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < s->nsets[k]; i++) {
+            free((char *)s->sets[k][i].key);
+            free((char *)s->sets[k][i].value);
+            free((char *)s->sets[k][i].where);
+        }
     free(s->points);
     free(s->output);
     free(s->dir);
@@ -819,6 +865,11 @@ void ms_sweep_config(const ms_sweep_spec *s, const ms_sweep_point *p, ms_run_con
     if (p->h2d_override)
         plat->h2d_bw = strtod(p->v[MS_SW_H2D_GBPS], NULL) * 1e9;
     cfg->platform = plat;
+    cfg->keys_as_ini = 1; /* messages name keys as the spec does ("train") */
+    cfg->model_sets = s->sets[0];
+    cfg->n_model_sets = s->nsets[0];
+    cfg->platform_sets = s->sets[1];
+    cfg->n_platform_sets = s->nsets[1];
     cfg->prefetch_spec = p->v[MS_SW_PREFETCH];
     cfg->cache_spec = p->v[MS_SW_CACHE];
     cfg->sched_spec = p->v[MS_SW_SCHED];

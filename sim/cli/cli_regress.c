@@ -153,7 +153,7 @@ static void run_point(const ms_golden *g, const ms_golden_point *p, const regres
                          .platform = &p->platform, .prefetch_spec = p->prefetch, .cache_spec = p->cache,
                          .sched_spec = p->sched, .cap_kind = p->cap_kind, .cap_value = p->cap_value,
                          .distance = p->distance, .max_batch = 1, .seed = 1,
-                         .train_set = p->train_set, .train_frac = p->train_frac};
+                         .train_set = p->train_set, .train_frac = p->train_frac, .keys_as_ini = 1};
     ms_metrics m;
     ms_err err;
     if (ms_run(&cfg, &m, &err)) {

@@ -58,30 +58,30 @@ static int need_value(const char *cmd, int i, int argc, char **argv)
 }
 
 
-/* --set model.KEY=VALUE | platform.KEY=VALUE; 0, or 2 after a usage error. */
-static int parse_set(ms_run_flags *f, const char *val)
+int ms_cli_parse_set(const char *cmd, const char *val, ms_profile_set *model_sets, int *n_model,
+                     ms_profile_set *platform_sets, int *n_platform)
 {
     const char *dot = strchr(val, '.'), *eq = strchr(val, '=');
     int is_model = !strncmp(val, "model.", 6), is_platform = !strncmp(val, "platform.", 9);
     if (!dot || !eq || eq < dot || eq == dot + 1 || (!is_model && !is_platform))
-        return ms_cli_usage("%s: --set %s: expected platform.KEY=VALUE or model.KEY=VALUE", f->cmd, val);
-    ms_profile_set *sets = is_model ? f->model_sets : f->platform_sets;
-    int *n = is_model ? &f->n_model_sets : &f->n_platform_sets;
+        return ms_cli_usage("%s: --set %s: expected platform.KEY=VALUE or model.KEY=VALUE", cmd, val);
+    ms_profile_set *sets = is_model ? model_sets : platform_sets;
+    int *n = is_model ? n_model : n_platform;
     if (*n == MS_CLI_MAX_SETS)
-        return ms_cli_usage("%s: --set %s: more than %d overrides of one profile", f->cmd, val, MS_CLI_MAX_SETS);
+        return ms_cli_usage("%s: --set %s: more than %d overrides of one profile", cmd, val, MS_CLI_MAX_SETS);
     /* the key is copied into a static pool: flags live as long as the process */
     static char keys[2 * MS_CLI_MAX_SETS][64];
     static int used;
     size_t klen = (size_t)(eq - dot - 1);
     if (klen >= sizeof keys[0] || used == 2 * MS_CLI_MAX_SETS)
-        return ms_cli_usage("%s: --set %s: key too long", f->cmd, val);
+        return ms_cli_usage("%s: --set %s: key too long", cmd, val);
     memcpy(keys[used], dot + 1, klen);
     keys[used][klen] = '\0';
     for (int i = 0; i < *n; i++)
         if (!strcmp(sets[i].key, keys[used]))
-            return ms_cli_usage("%s: --set %s: %s.%s is set twice", f->cmd, val, is_model ? "model" : "platform",
+            return ms_cli_usage("%s: --set %s: %s.%s is set twice", cmd, val, is_model ? "model" : "platform",
                                 keys[used]);
-    sets[(*n)++] = (ms_profile_set){keys[used++], eq + 1};
+    sets[(*n)++] = (ms_profile_set){keys[used++], eq + 1, NULL};
     return 0;
 }
 
@@ -161,7 +161,7 @@ static int set_run_key(ms_run_config *cfg, ms_run_flags *f, int id, const char *
         snprintf(bw, sizeof bw, "%.17gGB/s", x);
         if (f->n_platform_sets == MS_CLI_MAX_SETS)
             return ms_cli_usage("%s: %s: too many platform overrides", f->cmd, flag);
-        f->platform_sets[f->n_platform_sets++] = (ms_profile_set){"h2d_bw", bw};
+        f->platform_sets[f->n_platform_sets++] = (ms_profile_set){"h2d_bw", bw, NULL};
         break;
     }
     case MS_RK_GPUS: cfg->gpus = (uint32_t)x; break;
@@ -202,7 +202,7 @@ int ms_cli_parse_run_flags(int argc, char **argv, ms_run_config *cfg, ms_run_fla
         if (extra)
             return 2;
         if (!strcmp(a, "--set")) {
-            if (parse_set(f, val))
+            if (ms_cli_parse_set(f->cmd, val, f->model_sets, &f->n_model_sets, f->platform_sets, &f->n_platform_sets))
                 return 2;
             continue;
         }
@@ -243,6 +243,8 @@ int ms_cli_run(int argc, char **argv)
     ms_metrics m;
     if (ms_run(&cfg, &m, &err))
         return ms_cli_error(err.msg);
+    for (uint32_t i = 0; i < m.n_warnings; i++)
+        fprintf(stderr, "moesim: warning: %s\n", m.warnings[i]);
     if (f.json) {
         cJSON *j = ms_report_json(&cfg, &m);
         char *s = cJSON_Print(j);

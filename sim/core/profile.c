@@ -681,7 +681,10 @@ static int apply_sets(parse_ctx *c, const ms_profile_set *sets, int n)
     const char *file = c->path;
     for (int k = 0; k < n && !c->failed; k++) {
         char where[600];
-        snprintf(where, sizeof where, "--set %s.%s=%s", c->schema->kind, sets[k].key, sets[k].value);
+        if (sets[k].where)
+            snprintf(where, sizeof where, "%s", sets[k].where);
+        else
+            snprintf(where, sizeof where, "--set %s.%s=%s", c->schema->kind, sets[k].key, sets[k].value);
         c->path = where;
         c->line = 0;
         int i = -1;
@@ -707,8 +710,11 @@ static int apply_sets(parse_ctx *c, const ms_profile_set *sets, int n)
         snprintf(c->raw[i], sizeof c->raw[i], "%s", sets[k].value);
         int g = f->cite ? find_group(c, f->cite) : -1;
         if (g >= 0) {
-            snprintf(c->group_text[g], sizeof c->group_text[g], "override --set %s.%s=%s (the file's value replaced)",
-                     c->schema->kind, sets[k].key, sets[k].value);
+            char text[700]; /* cut to the source line's room */
+            snprintf(text, sizeof text, "override %s (the file's value replaced)", where);
+            size_t n = strnlen(text, sizeof c->group_text[g] - 1);
+            memcpy(c->group_text[g], text, n);
+            c->group_text[g][n] = 0;
             c->group_seen[g] = 1;
         }
     }

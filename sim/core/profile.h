@@ -106,10 +106,14 @@ int ms_platform_load(const char *name_or_path, ms_platform *out, ms_err *err);
  * platform.gpu_mem_bytes=48GiB`): key is the bare key of any section. */
 typedef struct {
     const char *key, *value;
+    /* where it was given, for messages and the [source] line: NULL for the
+     * command line ("--set platform.KEY=VALUE"), else e.g. a sweep spec's
+     * "FILE:LINE: platform.KEY = VALUE" */
+    const char *where;
 } ms_profile_set;
 /* The same loads with overrides applied after the file, each validated like
  * the file's own value (type, range, whole-profile checks; errors name
- * "--set KIND.KEY=VALUE"); the [source] line of an overridden figure says
+ * "--set KIND.KEY=VALUE", or the set's own `where`); the [source] line of an overridden figure says
  * so.  The name cannot be overridden. */
 int ms_model_load_set(const char *name_or_path, const ms_profile_set *sets, int nsets, ms_model *out, ms_err *err);
 int ms_platform_load_set(const char *name_or_path, const ms_profile_set *sets, int nsets, ms_platform *out,

@@ -29,8 +29,9 @@ static int replay(ms_view *v, ms_trace_reader *rd)
 int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
 {
     memset(out, 0, sizeof *out);
+    char word[32];
     if (cfg->max_batch < 1)
-        return ms_fail(err, "--batch must be at least 1");
+        return ms_fail(err, "%s must be at least 1", ms_runkey_word(MS_RK_BATCH, cfg->keys_as_ini, word, sizeof word));
     ms_trace_reader *rd = ms_reader_open(cfg->trace_path, err);
     if (!rd)
         return -1;
@@ -57,6 +58,7 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
         eng_load_policy(v, MS_KIND_CACHE, cfg->cache_spec, &v->cache, &v->cache_st) ||
         eng_load_policy(v, MS_KIND_SCHED, cfg->sched_spec, &v->sched, &v->sched_st))
         goto done;
+    eng_note_unused(v);
     if ((v->pf->needs_future || v->cache->needs_future || v->sched->needs_future) && eng_build_future(v, rd))
         goto done;
     eng_init_host_tier(v);

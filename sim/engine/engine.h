@@ -72,7 +72,12 @@ typedef struct {
      * [platform] framework, else none; a framework named none: none;
      * profile.h ms_framework_resolve). */
     const ms_framework *framework;
+    /* How the engine's messages name a run key (sim/engine/runkeys.h): 0, as
+     * the CLI flag ("--batch"); 1, as the key of a sweep spec or golden file
+     * ("batch"). */
+    int keys_as_ini;
 } ms_run_config;
+
 
 /* One GPU's share of a multi-GPU run (ms_metrics.gpu, only when gpus > 1). */
 typedef struct {
@@ -88,6 +93,8 @@ typedef struct {
     uint64_t streamed;         /* demand loads through a transient buffer: no room on the GPU */
     double cache_peak_bytes;
 } ms_gpu_metrics;
+
+#define MS_RUN_MAX_WARNINGS 4
 
 typedef struct {
     uint64_t hits, late, misses, on_cpu;  /* activated experts by outcome */
@@ -123,7 +130,8 @@ typedef struct {
     int has_policy_stats;                 /* the prefetcher has a `stats` hook */
     ms_policy_stats policy_stats;         /* its similarity totals at the end */
     uint64_t recorded_rows, recorded_agree; /* decode (row, layer, slot) cells with recorded residency */
-    int future_exact;                     /* next-use pre-pass matched the replay order */
+    int has_future;                       /* a policy asked for the next-use pre-pass */
+    int future_exact;                     /* ... and it matched the replay order */
     /* the resolved training split */
     double train_frac;
     int train_by_iteration;
@@ -137,6 +145,12 @@ typedef struct {
     uint64_t late_in_time_phase[2], queued_at_gate_phase[2], prefetch_covered_phase[2];
     uint32_t gpus;                        /* GPUs of the run */
     ms_gpu_metrics *gpu;                  /* [gpus] when gpus > 1, else NULL */
+    /* What the run was given but could not use (a distance no policy reads,
+     * a training split of 0 for a policy that learns from it), one line each,
+     * in the words of the key's source (keys_as_ini); the CLI prints them on
+     * stderr and `run --json` lists them. */
+    char warnings[MS_RUN_MAX_WARNINGS][256];
+    uint32_t n_warnings;
 } ms_metrics;
 
 /* Runs one simulation. Returns 0 and fills *out (free with ms_metrics_free),

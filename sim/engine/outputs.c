@@ -123,7 +123,8 @@ static FILE *open_csv(ms_view *v, const char *what, const char *path, ms_out **o
 int eng_open_outputs(ms_view *v)
 {
     const ms_run_config *c = v->cfg;
-    v->ev = open_csv(v, "--events", c->events_path, &v->ev_out,
+    char word[32];
+    v->ev = open_csv(v, ms_runkey_word(MS_RK_EVENTS, c->keys_as_ini, word, sizeof word), c->events_path, &v->ev_out,
                      v->G > 1 ? "kind,start_s,end_s,iteration,layer,expert,phase,bytes,unused_prefetch,gpu\n"
                               : "kind,start_s,end_s,iteration,layer,expert,phase,bytes,unused_prefetch\n");
     if (c->events_path && !v->ev)

@@ -69,6 +69,14 @@ const char *ms_runkey_flag(int id, char *buf, size_t n)
     return buf;
 }
 
+const char *ms_runkey_word(int id, int as_ini, char *buf, size_t n)
+{
+    if (!as_ini)
+        return ms_runkey_flag(id, buf, n);
+    snprintf(buf, n, "%s", ms_runkeys[id].key);
+    return buf;
+}
+
 int ms_runkey_parse(int id, const char *text, double *x)
 {
     return ms_runkeys[id].kind == MS_RKV_BYTES ? ms_parse_bytes(text, x) : ms_parse_double(text, x);

@@ -55,6 +55,9 @@ int ms_runkey_find(const char *key);
 int ms_runkey_find_flag(const char *flag);
 /* "--cache-experts" into buf (returns buf). */
 const char *ms_runkey_flag(int id, char *buf, size_t n);
+/* The key in the words of where it came from: the flag ("--cache-experts")
+ * when as_ini is 0, the key ("cache_experts") when 1 (returns buf). */
+const char *ms_runkey_word(int id, int as_ini, char *buf, size_t n);
 
 /* Parses a number of a numeric key (sizes with their suffixes; "auto" is
  * not a number): 0, or -1 when text is not one. */

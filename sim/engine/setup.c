@@ -2,6 +2,8 @@
  * split, policy loading, the host tier, the preloaded cache, the executor,
  * and the state arrays. */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +32,9 @@ int eng_resolve_split(ms_view *v)
     int learns = spec_learns(MS_KIND_PREFETCH, c->prefetch_spec) || spec_learns(MS_KIND_CACHE, c->cache_spec) ||
                  spec_learns(MS_KIND_SCHED, c->sched_spec);
     ms_split *s = &v->env.split;
-    if (ms_split_resolve(v->meta, c->train_set ? c->train_frac : -1.0, learns, s, v->err))
+    char word[32];
+    if (ms_split_resolve(v->meta, c->train_set ? c->train_frac : -1.0, learns,
+                         ms_runkey_word(MS_RK_TRAIN, c->keys_as_ini, word, sizeof word), s, v->err))
         return -1;
     v->m->train_frac = s->frac;
     v->m->train_by_iteration = s->by_iteration;
@@ -107,8 +111,10 @@ int eng_check_capacity(ms_view *v)
     }
     if (!(c->cap_value > 0) || !isfinite(c->cap_value))
         return ms_fail(v->err, "GPU expert cache size must be positive, got %g", c->cap_value);
+    char word[32];
     if (c->cap_kind == MS_CAP_EXPERTS && c->cap_value != floor(c->cap_value))
-        return ms_fail(v->err, "--cache-experts must be a whole number, got %g", c->cap_value);
+        return ms_fail(v->err, "%s must be a whole number, got %g",
+                       ms_runkey_word(MS_RK_CACHE_EXPERTS, c->keys_as_ini, word, sizeof word), c->cap_value);
     double need = c->cap_kind == MS_CAP_BYTES ? v->K * max_bytes : v->K;
     if (c->cap_value < need)
         return ms_fail(v->err,
@@ -242,3 +248,39 @@ void eng_free_state(ms_view *v)
 }
 
 /* Mean and quantiles of d; NaN each when d has no sample. */
+
+static void warn(ms_view *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(ms_view *v, const char *fmt, ...)
+{
+    if (v->m->n_warnings >= MS_RUN_MAX_WARNINGS)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->m->warnings[v->m->n_warnings++], sizeof v->m->warnings[0], fmt, ap);
+    va_end(ap);
+}
+
+/* What the run was given but cannot use, as warnings (ms_metrics.warnings):
+ * a prefetch distance other than the default 1 when the prefetcher has none,
+ * and a training split set to 0 for a policy that learns from it. */
+void eng_note_unused(ms_view *v)
+{
+    const ms_run_config *c = v->cfg;
+    char word[32];
+    if (c->distance != 1 && !v->pf->uses_distance)
+        warn(v, "%s %u is not used: prefetch %s has no prefetch distance",
+             ms_runkey_word(MS_RK_DISTANCE, c->keys_as_ini, word, sizeof word), c->distance, v->pf->name);
+    if (!c->train_set || v->env.split.frac != 0)
+        return;
+    const struct {
+        ms_policy_kind kind;
+        const char *spec;
+        const ms_policy_desc *d;
+    } ps[] = {{MS_KIND_PREFETCH, c->prefetch_spec, v->pf}, {MS_KIND_CACHE, c->cache_spec, v->cache},
+              {MS_KIND_SCHED, c->sched_spec, v->sched}};
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
+        if (spec_learns(ps[i].kind, ps[i].spec))
+            warn(v, "%s 0 leaves %s %s nothing to learn from: it learns from the training split",
+                 ms_runkey_word(MS_RK_TRAIN, c->keys_as_ini, word, sizeof word), ms_policy_kind_name(ps[i].kind),
+                 ps[i].d->name);
+}

@@ -32,6 +32,7 @@
 #include "sim/engine/batcher.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/exec.h"
+#include "sim/engine/runkeys.h"
 
 enum { OUT_HIT = 1, OUT_LATE = 2, OUT_MISS = 3 };
 /* from_prefetch: its target layer (the next run of its layer) is still
@@ -150,6 +151,7 @@ void eng_begin_hook(ms_view *v, double t);
 int eng_resolve_split(ms_view *v);
 int eng_load_policy(ms_view *v, ms_policy_kind kind, const char *spec, const ms_policy_desc **desc, void **st);
 int eng_setup_layer_sizes(ms_view *v);
+void eng_note_unused(ms_view *v);
 int eng_check_capacity(ms_view *v);
 int eng_check_model(ms_view *v);
 void eng_preload_cache(ms_view *v);

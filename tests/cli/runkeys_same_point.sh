@@ -29,4 +29,15 @@ printf 'trace;model;platform;prefetch;cache;sched;cache_experts;distance;train;h
 got=$(sed -n 2p g.csv | cut -d';' -f10-12)
 [ "$got" = "$h;$l;$m" ] || fail "regress gives $got, the CLI $h;$l;$m"
 "$M" regress --golden g.csv >/dev/null || fail "regress does not pass on its own golden"
-echo "ok: hits $h late $l misses $m through CLI, sweep and regress"
+# a value the engine refuses is named in the words of where it came from: the flag
+# on the command line, the key in a sweep spec and in a golden file
+e=$("$M" run --trace t.h5 --cache-experts 40 --train 0.9 2>&1 >/dev/null)
+[ "$e" = "moesim: --train 0.9 of 3 requests leaves none to replay" ] || fail "CLI message: $e"
+sed 's/^train = 0.34$/train = 0.9/' s.ini > s9.ini && rm -f s.csv
+"$M" sweep s9.ini >/dev/null 2>&1
+grep -q ',train 0.9 of 3 requests leaves none to replay' s.csv || fail "sweep message: $(sed -n 2p s.csv)"
+sed 's/;0\.34;[0-9]*;[0-9]*;[0-9]*;[0-9]*;[^;]*$/;0.9;;;;;/' g.csv > g9.csv
+e=$("$M" regress --golden g9.csv --update 2>&1)
+echo "$e" | grep -q 'train 0.9 of 3 requests leaves none to replay' || fail "regress message: $e"
+echo "$e" | grep -q -- '--train' && fail "regress message names the flag: $e"
+echo "ok: hits $h late $l misses $m through CLI, sweep and regress; messages name flag or key"

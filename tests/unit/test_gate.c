@@ -113,20 +113,20 @@ static void test_split_resolve(void)
     ms_split s;
     ms_err err;
     m.n_requests = 10;
-    CHECK(ms_split_resolve(&m, -1, 1, &s, &err) == 0);
+    CHECK(ms_split_resolve(&m, -1, 1, "--train", &s, &err) == 0);
     CHECK_NEAR(s.frac, 0.7, 0);
     CHECK_EQ_INT(s.train_requests, 7); /* ceil(0.7 x 10) */
     CHECK_EQ_INT(s.by_iteration, 0);
-    CHECK(ms_split_resolve(&m, -1, 0, &s, &err) == 0);
+    CHECK(ms_split_resolve(&m, -1, 0, "--train", &s, &err) == 0);
     CHECK_NEAR(s.frac, 0, 0);
     CHECK_EQ_INT(s.train_requests, 0);
-    CHECK(ms_split_resolve(&m, 0.25, 0, &s, &err) == 0);
+    CHECK(ms_split_resolve(&m, 0.25, 0, "--train", &s, &err) == 0);
     CHECK_EQ_INT(s.train_requests, 3); /* ceil(2.5) */
-    CHECK(ms_split_resolve(&m, 0.95, 0, &s, &err) == -1); /* ceil(9.5) = 10: nothing left */
+    CHECK(ms_split_resolve(&m, 0.95, 0, "--train", &s, &err) == -1); /* ceil(9.5) = 10: nothing left */
     CHECK_STR_CONTAINS(err.msg, "leaves none to replay");
-    CHECK(ms_split_resolve(&m, 1.0, 0, &s, &err) == -1);
+    CHECK(ms_split_resolve(&m, 1.0, 0, "--train", &s, &err) == -1);
     m.n_requests = 1;
-    CHECK(ms_split_resolve(&m, 0.7, 0, &s, &err) == 0);
+    CHECK(ms_split_resolve(&m, 0.7, 0, "--train", &s, &err) == 0);
     CHECK_EQ_INT(s.by_iteration, 1);
     CHECK_EQ_INT(s.train_iters, 7);
 }
