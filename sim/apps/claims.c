@@ -33,11 +33,12 @@ typedef struct {
     double bw_gbps;          /* 0: the testbed's */
     double cache_frac, cache_gb;
     uint32_t distance;
+    uint32_t gpus;           /* 0: the testbed's */
 } cl_setting;
 
 typedef struct {
     char key[1024];
-    double v[4]; /* per cl_metric */
+    double v[CL_M_N];
 } memo_entry;
 
 typedef struct {
@@ -62,6 +63,8 @@ static double metric_of(const ms_metrics *m, cl_metric k)
                    ? m->phase[MS_PHASE_PREFILL].busy_s * 1e3 / (double)m->phase[MS_PHASE_PREFILL].iterations
                    : NAN;
     case CL_M_RECALL_IN_TIME: return act ? (double)(m->prefetch_useful - m->prefetch_late) / (double)act : NAN;
+    case CL_M_RECALL_MOEINF: return ms_metrics_hit_def(m, MS_HIT_RECALL_MOEINF, -1);
+    case CL_M_N: break;
     }
     return NAN;
 }
@@ -78,8 +81,8 @@ static int run_system(cl_ctx *c, const cl_setting *s, const cl_system *sys, uint
 {
     uint32_t d = sys->distance ? sys->distance : s->distance ? s->distance : claim_distance;
     char key[1024];
-    snprintf(key, sizeof key, "%s|%s|%s|%g|%g|%g|%s|%s|%s|%u", s->trace, s->model ? s->model->name : "-",
-             s->plat->name, s->bw_gbps, s->cache_frac, s->cache_gb, sys->prefetch, sys->cache, sys->sched, d);
+    snprintf(key, sizeof key, "%s|%s|%s|%g|%g|%g|%s|%s|%s|%u|%u", s->trace, s->model ? s->model->name : "-",
+             s->plat->name, s->bw_gbps, s->cache_frac, s->cache_gb, sys->prefetch, sys->cache, sys->sched, d, s->gpus);
     for (size_t i = 0; i < c->nmemo; i++)
         if (!strcmp(c->memo[i].key, key)) {
             *v = c->memo[i].v[k];
@@ -91,7 +94,7 @@ static int run_system(cl_ctx *c, const cl_setting *s, const cl_system *sys, uint
     ms_run_config cfg = {.trace_path = s->trace, .model = s->model, .platform = &plat,
                          .prefetch_spec = sys->prefetch, .cache_spec = sys->cache, .sched_spec = sys->sched,
                          .distance = d, .max_batch = 1, .offline = 1, .seed = 1, .train_set = 1,
-                         .train_frac = CLAIMS_TRAIN};
+                         .train_frac = CLAIMS_TRAIN, .gpus = s->gpus};
     if (s->cache_gb > 0) {
         cfg.cap_kind = MS_CAP_BYTES;
         cfg.cap_value = s->cache_gb * 1e9;
@@ -108,7 +111,7 @@ static int run_system(cl_ctx *c, const cl_setting *s, const cl_system *sys, uint
     }
     memo_entry *e = &c->memo[c->nmemo++];
     snprintf(e->key, sizeof e->key, "%s", key);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < CL_M_N; i++)
         e->v[i] = metric_of(&m, (cl_metric)i);
     ms_metrics_free(&m);
     *v = e->v[k];
@@ -227,7 +230,7 @@ static int evaluate(cl_ctx *c, const cl_claim *cl, const cl_setting *s, const ms
             if (run_system(c, &t, &cl->sys[i], cl->distance, cl->metric, meta, &v[i * nx + a]))
                 return -1;
         }
-    int pct = cl->metric == CL_M_HIT_RATE || cl->metric == CL_M_RECALL_IN_TIME;
+    int pct = cl->metric != CL_M_TPOT_MS && cl->metric != CL_M_TTFT_MS;
     const char *fmt = pct ? "%.3f" : "%.2f ms";
     switch (cl->kind) {
     case CL_REDUCTION:
@@ -422,7 +425,7 @@ static int run_claim(cl_ctx *c, const cl_claim *cl, ms_claim_result *r)
     const char *plat_name = c->o->platform ? c->o->platform : cl->platform;
     if (ms_platform_load(plat_name, &plat, c->err))
         return ms_fail_prefix(c->err, "claim %s", cl->id);
-    cl_setting s = {.plat = &plat, .cache_frac = cl->cache_frac, .cache_gb = cl->cache_gb};
+    cl_setting s = {.plat = &plat, .cache_frac = cl->cache_frac, .cache_gb = cl->cache_gb, .gpus = cl->gpus};
     if (c->o->trace) {
         s.trace = c->o->trace;
         snprintf(r->note, sizeof r->note, "on %s (the claim's model: %s)", c->o->trace, cl->model);

@@ -68,7 +68,7 @@ static const cl_system hybrimoe_vs_static[] = {
 static const double hybrimoe_prefill_cut[] = {24.8};
 static const double hybrimoe_decode_cut[] = {41.2};
 
-#define FMOE .model = "mixtral-8x7b", .platform = "rtx3090-pcie4", .distance = 3
+#define FMOE .model = "mixtral-8x7b", .platform = "fmoe-6x3090", .distance = 3
 #define FMOE_CACHE .cache_frac = 0.25
 
 const cl_claim cl_claims[] = {
@@ -110,32 +110,32 @@ const cl_claim cl_claims[] = {
      FMOE, FMOE_CACHE, .kind = CL_ENTROPY},
     {.id = "moeinf-recall-switch", .paper = "MoE-Infinity", .where = "§8.3 Fig. 10",
      .statement = "prefetch recall rises from 38 % to 98 % between 8 and 128 GB/s (Switch-Large-128)",
-     .model = "switch-base-128", .model_note = "switch-base-128 stands in for Switch-Large-128 (no profile)",
-     .platform = "a5000-pcie4", .cache_frac = 0.174, .distance = 1, .kind = CL_SPAN,
-     .metric = CL_M_RECALL_IN_TIME, .sys = LIST(eam_only), .paper_vals = LIST(recall_switch), .tol = 15,
+     .model = "switch-large-128", .platform = "moeinf-8xa5000", .gpus = 1, .cache_frac = 0.174, .distance = 1,
+     .kind = CL_SPAN, .metric = CL_M_RECALL_MOEINF, .sys = LIST(eam_only), .paper_vals = LIST(recall_switch), .tol = 15,
      .axis = CL_AX_BW_GBPS, .axis_vals = LIST(bw_8_128)},
     {.id = "moeinf-recall-nllb", .paper = "MoE-Infinity", .where = "§8.3 Fig. 10",
      .statement = "prefetch recall rises from 63 % to 99 % between 8 and 128 GB/s (NLLB-MoE-128)",
-     .model = "nllb-moe-128", .platform = "a5000-pcie4", .cache_frac = 0.039, .distance = 1, .kind = CL_SPAN,
-     .metric = CL_M_RECALL_IN_TIME, .sys = LIST(eam_only), .paper_vals = LIST(recall_nllb), .tol = 15,
+     .model = "nllb-moe-128", .platform = "moeinf-8xa5000", .gpus = 1, .cache_frac = 0.039, .distance = 1,
+     .kind = CL_SPAN, .metric = CL_M_RECALL_MOEINF, .sys = LIST(eam_only), .paper_vals = LIST(recall_nllb), .tol = 15,
      .axis = CL_AX_BW_GBPS, .axis_vals = LIST(bw_8_128)},
     {.id = "moeinf-belady-switch", .paper = "MoE-Infinity", .where = "§8.4 Fig. 11",
      .statement = "cache hit ratio 10 points below the offline optimum at 535 of 3,072 experts (Switch-Large-128)",
-     .model = "switch-base-128", .model_note = "switch-base-128 stands in for Switch-Large-128 (no profile)",
-     .platform = "a5000-pcie4", .cache_frac = 0.174, .distance = 1, .kind = CL_GAP, .metric = CL_M_HIT_RATE,
-     .sys = LIST(eam_vs_belady), .paper_vals = LIST(gap_switch), .tol = 10},
+     .model = "switch-large-128", .platform = "moeinf-8xa5000", .gpus = 1, .cache_frac = 0.174, .distance = 1,
+     .kind = CL_GAP, .metric = CL_M_HIT_RATE,
+     .sys = LIST(eam_vs_belady), .paper_vals = LIST(gap_switch), .tol = 5},
     {.id = "moeinf-belady-nllb", .paper = "MoE-Infinity", .where = "§8.4 Fig. 11",
      .statement = "cache hit ratio 9 points below the offline optimum at 60 of 1,536 experts (NLLB-MoE-128)",
-     .model = "nllb-moe-128", .platform = "a5000-pcie4", .cache_frac = 0.039, .distance = 1, .kind = CL_GAP,
-     .metric = CL_M_HIT_RATE, .sys = LIST(eam_vs_belady), .paper_vals = LIST(gap_nllb), .tol = 10},
+     .model = "nllb-moe-128", .platform = "moeinf-8xa5000", .gpus = 1, .cache_frac = 0.039, .distance = 1,
+     .kind = CL_GAP,
+     .metric = CL_M_HIT_RATE, .sys = LIST(eam_vs_belady), .paper_vals = LIST(gap_nllb), .tol = 5},
     {.id = "hybrimoe-prefill", .paper = "HybriMoE", .where = "abstract; seed 003 §1",
      .statement = "1.33x prefill speed-up (TTFT 24.8 % lower) over kTransformers-style hybrid scheduling",
-     .model = "mixtral-8x7b", .platform = "rtx3090-pcie4", .cache_frac = 0.25, .distance = 1,
+     .model = "deepseek-v2-lite", .platform = "hybrimoe-ktransformers", .cache_frac = 0.25, .distance = 1,
      .kind = CL_REDUCTION, .metric = CL_M_TTFT_MS, .sys = LIST(hybrimoe_vs_static), .paper_vals = LIST(hybrimoe_prefill_cut),
      .tol = 10},
     {.id = "hybrimoe-decode", .paper = "HybriMoE", .where = "abstract; seed 003 §1",
      .statement = "1.70x decode speed-up (TPOT 41.2 % lower) over kTransformers-style hybrid scheduling",
-     .model = "mixtral-8x7b", .platform = "rtx3090-pcie4", .cache_frac = 0.25, .distance = 1,
+     .model = "deepseek-v2-lite", .platform = "hybrimoe-ktransformers", .cache_frac = 0.25, .distance = 1,
      .kind = CL_REDUCTION, .metric = CL_M_TPOT_MS, .sys = LIST(hybrimoe_vs_static), .paper_vals = LIST(hybrimoe_decode_cut),
      .tol = 10},
 };

@@ -15,6 +15,8 @@ typedef enum {
     CL_M_TPOT_MS,         /* mean time per output token */
     CL_M_TTFT_MS,         /* time to first token: the prefill iteration's latency, without queueing */
     CL_M_RECALL_IN_TIME,  /* activations whose prefetch arrived before the gate / activations */
+    CL_M_RECALL_MOEINF,   /* MoE-Infinity's prefetch recall: activated experts a prefetch request named (docs/metrics.md) */
+    CL_M_N
 } cl_metric;
 
 typedef enum {
@@ -36,6 +38,7 @@ typedef struct {
     const char *model;     /* the paper's model (a profile); the trace is shaped like it */
     const char *model_note;/* the mapping when the profile stands in for the paper's model */
     const char *platform;  /* the testbed profile */
+    uint32_t gpus;         /* 0: the testbed's; MoE-Infinity reports one GPU of its server */
     double cache_frac;     /* of the trace's L x J experts; 0: cache_gb */
     double cache_gb;
     uint32_t distance;

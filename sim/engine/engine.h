@@ -60,6 +60,10 @@ typedef struct {
      * dense bytes and parameters are multiplied by it (validate
      * --expert-scale: real backends run the same shrunken work). */
     double work_scale;
+    /* How the engine's messages name a run key (sim/engine/runkeys.h): 0, as
+     * the CLI flag ("--batch"); 1, as the key of a sweep spec or golden file
+     * ("batch"). */
+    int keys_as_ini;
     /* Several GPUs (docs/engine.md "Several GPUs"): gpus 0 = the platform's
      * (1 when it declares none); placement of each (layer, expert) on a GPU:
      * "round-robin" (NULL), "layer", "balanced" or a file (sim/engine/placement.h);
@@ -72,12 +76,9 @@ typedef struct {
      * [platform] framework, else none; a framework named none: none;
      * profile.h ms_framework_resolve). */
     const ms_framework *framework;
-    /* How the engine's messages name a run key (sim/engine/runkeys.h): 0, as
-     * the CLI flag ("--batch"); 1, as the key of a sweep spec or golden file
-     * ("batch"). */
-    int keys_as_ini;
 } ms_run_config;
 
+#define MS_RUN_MAX_WARNINGS 4
 
 /* One GPU's share of a multi-GPU run (ms_metrics.gpu, only when gpus > 1). */
 typedef struct {
@@ -93,8 +94,6 @@ typedef struct {
     uint64_t streamed;         /* demand loads through a transient buffer: no room on the GPU */
     double cache_peak_bytes;
 } ms_gpu_metrics;
-
-#define MS_RUN_MAX_WARNINGS 4
 
 typedef struct {
     uint64_t hits, late, misses, on_cpu;  /* activated experts by outcome */
@@ -137,6 +136,12 @@ typedef struct {
     int train_by_iteration;
     uint64_t train_requests;
     uint32_t train_iters;
+    /* What the run was given but could not use (a distance no policy reads,
+     * a training split of 0 for a policy that learns from it), one line each,
+     * in the words of the key's source (keys_as_ini); the CLI prints them on
+     * stderr and `run --json` lists them. */
+    char warnings[MS_RUN_MAX_WARNINGS][256];
+    uint32_t n_warnings;
     /* the papers' hit definitions (docs/metrics.md), over all activations:
      * late experts the GPU computed without waiting for their weights;
      * missed experts whose prefetch request was still queued at the gate;
@@ -145,12 +150,6 @@ typedef struct {
     uint64_t late_in_time_phase[2], queued_at_gate_phase[2], prefetch_covered_phase[2];
     uint32_t gpus;                        /* GPUs of the run */
     ms_gpu_metrics *gpu;                  /* [gpus] when gpus > 1, else NULL */
-    /* What the run was given but could not use (a distance no policy reads,
-     * a training split of 0 for a policy that learns from it), one line each,
-     * in the words of the key's source (keys_as_ini); the CLI prints them on
-     * stderr and `run --json` lists them. */
-    char warnings[MS_RUN_MAX_WARNINGS][256];
-    uint32_t n_warnings;
 } ms_metrics;
 
 /* Runs one simulation. Returns 0 and fills *out (free with ms_metrics_free),

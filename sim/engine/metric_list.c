@@ -80,15 +80,6 @@ GET(get_prefetch_evicted_unused, m->prefetch_evicted_unused)
 GET(get_prefetch_target_passed, m->prefetch_target_passed)
 GET(get_prefetch_precision, ms_metrics_ratio((double)m->prefetch_useful, (double)m->prefetch_copied))
 GET(get_prefetch_recall, ms_metrics_ratio((double)m->prefetch_useful, (double)ms_metrics_activations(&m->total)))
-GET(get_recorded_decode_cells, m->recorded_rows)
-GET(get_recorded_agree, m->recorded_agree)
-GET(get_recorded_agreement, ms_metrics_ratio((double)m->recorded_agree, (double)m->recorded_rows))
-GET(get_train_frac, m->train_frac)
-GET(get_train_requests, m->train_requests)
-GET(get_train_iterations, m->train_iters)
-GET(get_train_by_iteration, m->train_by_iteration)
-GET(get_next_use_exact, m->has_future ? (double)m->future_exact : NAN)
-
 /* the papers' hit definitions (docs/metrics.md) */
 GET(get_hit_rate_resident, ms_metrics_hit_def(m, MS_HIT_RESIDENT, -1))
 GET(get_hit_rate_in_time, ms_metrics_hit_def(m, MS_HIT_IN_TIME, -1))
@@ -105,6 +96,14 @@ GET(get_decode_hit_rate_in_time, ms_metrics_hit_def(m, MS_HIT_IN_TIME, MS_PHASE_
 GET(get_decode_hit_rate_cached, ms_metrics_hit_def(m, MS_HIT_CACHED, MS_PHASE_DECODE))
 GET(get_decode_hit_rate_issued, ms_metrics_hit_def(m, MS_HIT_ISSUED, MS_PHASE_DECODE))
 GET(get_decode_prefetch_recall_moeinf, ms_metrics_hit_def(m, MS_HIT_RECALL_MOEINF, MS_PHASE_DECODE))
+GET(get_recorded_decode_cells, m->recorded_rows)
+GET(get_recorded_agree, m->recorded_agree)
+GET(get_recorded_agreement, ms_metrics_ratio((double)m->recorded_agree, (double)m->recorded_rows))
+GET(get_train_frac, m->train_frac)
+GET(get_train_requests, m->train_requests)
+GET(get_train_iterations, m->train_iters)
+GET(get_train_by_iteration, m->train_by_iteration)
+GET(get_next_use_exact, m->has_future ? (double)m->future_exact : NAN)
 
 static int has_policy_stats(const ms_metrics *m) { return m->has_policy_stats; }
 static int recorded_rows(const ms_metrics *m) { return m->recorded_rows > 0; }
@@ -185,14 +184,6 @@ const ms_metric_def ms_metric_list[] = {
     {"prefetch_target_passed", "prefetch.target_passed", MS_MT_COUNT, 1, get_prefetch_target_passed, NULL},
     {"prefetch_precision", "prefetch.precision", MS_MT_REAL, 1, get_prefetch_precision, NULL},
     {"prefetch_recall", "prefetch.recall", MS_MT_REAL, 1, get_prefetch_recall, NULL},
-    {"recorded_decode_cells", "recorded_residency.decode_cells", MS_MT_COUNT, 0, get_recorded_decode_cells, recorded_rows},
-    {"recorded_agree", "recorded_residency.agree", MS_MT_COUNT, 0, get_recorded_agree, recorded_rows},
-    {"recorded_agreement", "recorded_residency.agreement", MS_MT_REAL, 0, get_recorded_agreement, recorded_rows},
-    {"train_frac", NULL, MS_MT_REAL, 1, get_train_frac, NULL},
-    {"train_requests", NULL, MS_MT_COUNT, 1, get_train_requests, NULL},
-    {"train_iterations", NULL, MS_MT_COUNT, 1, get_train_iterations, NULL},
-    {"train_by_iteration", NULL, MS_MT_COUNT, 1, get_train_by_iteration, NULL},
-    {"next_use_exact", "next_use_exact", MS_MT_BOOL, 1, get_next_use_exact, has_future},
     {"hit_rate_resident", "hit_rate_resident", MS_MT_REAL, 1, get_hit_rate_resident, NULL},
     {"hit_rate_in_time", "hit_rate_in_time", MS_MT_REAL, 1, get_hit_rate_in_time, NULL},
     {"hit_rate_cached", "hit_rate_cached", MS_MT_REAL, 1, get_hit_rate_cached, NULL},
@@ -203,11 +194,19 @@ const ms_metric_def ms_metric_list[] = {
     {"prefill_hit_rate_cached", "hit_definitions_by_phase.prefill.hit_rate_cached", MS_MT_REAL, 0, get_prefill_hit_rate_cached, NULL},
     {"prefill_hit_rate_issued", "hit_definitions_by_phase.prefill.hit_rate_issued", MS_MT_REAL, 0, get_prefill_hit_rate_issued, NULL},
     {"prefill_prefetch_recall_moeinf", "hit_definitions_by_phase.prefill.prefetch_recall_moeinf", MS_MT_REAL, 0, get_prefill_prefetch_recall_moeinf, NULL},
-    {"decode_hit_rate_resident", "hit_definitions_by_phase.decode.hit_rate_resident", MS_MT_REAL, 1, get_decode_hit_rate_resident, NULL},
-    {"decode_hit_rate_in_time", "hit_definitions_by_phase.decode.hit_rate_in_time", MS_MT_REAL, 1, get_decode_hit_rate_in_time, NULL},
-    {"decode_hit_rate_cached", "hit_definitions_by_phase.decode.hit_rate_cached", MS_MT_REAL, 1, get_decode_hit_rate_cached, NULL},
-    {"decode_hit_rate_issued", "hit_definitions_by_phase.decode.hit_rate_issued", MS_MT_REAL, 1, get_decode_hit_rate_issued, NULL},
-    {"decode_prefetch_recall_moeinf", "hit_definitions_by_phase.decode.prefetch_recall_moeinf", MS_MT_REAL, 1, get_decode_prefetch_recall_moeinf, NULL},
+    {"decode_hit_rate_resident", "hit_definitions_by_phase.decode.hit_rate_resident", MS_MT_REAL, 0, get_decode_hit_rate_resident, NULL},
+    {"decode_hit_rate_in_time", "hit_definitions_by_phase.decode.hit_rate_in_time", MS_MT_REAL, 0, get_decode_hit_rate_in_time, NULL},
+    {"decode_hit_rate_cached", "hit_definitions_by_phase.decode.hit_rate_cached", MS_MT_REAL, 0, get_decode_hit_rate_cached, NULL},
+    {"decode_hit_rate_issued", "hit_definitions_by_phase.decode.hit_rate_issued", MS_MT_REAL, 0, get_decode_hit_rate_issued, NULL},
+    {"decode_prefetch_recall_moeinf", "hit_definitions_by_phase.decode.prefetch_recall_moeinf", MS_MT_REAL, 0, get_decode_prefetch_recall_moeinf, NULL},
+    {"recorded_decode_cells", "recorded_residency.decode_cells", MS_MT_COUNT, 0, get_recorded_decode_cells, recorded_rows},
+    {"recorded_agree", "recorded_residency.agree", MS_MT_COUNT, 0, get_recorded_agree, recorded_rows},
+    {"recorded_agreement", "recorded_residency.agreement", MS_MT_REAL, 0, get_recorded_agreement, recorded_rows},
+    {"train_frac", NULL, MS_MT_REAL, 1, get_train_frac, NULL},
+    {"train_requests", NULL, MS_MT_COUNT, 1, get_train_requests, NULL},
+    {"train_iterations", NULL, MS_MT_COUNT, 1, get_train_iterations, NULL},
+    {"train_by_iteration", NULL, MS_MT_COUNT, 1, get_train_by_iteration, NULL},
+    {"next_use_exact", "next_use_exact", MS_MT_BOOL, 1, get_next_use_exact, has_future},
 };
 const size_t ms_metric_count = sizeof ms_metric_list / sizeof ms_metric_list[0];
 
@@ -254,6 +253,45 @@ static cJSON *counts_json(const ms_counts *c)
     return o;
 }
 
+static void add_value_real(cJSON *o, const char *key, double v)
+{
+    add_value(o, key, MS_MT_REAL, v);
+}
+
+static double ratio(double a, double b)
+{
+    return ms_metrics_ratio(a, b);
+}
+
+/* per GPU, in a run on several (ms_metrics.gpu) */
+static cJSON *gpus_json(const ms_metrics *m)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (uint32_t g = 0; g < m->gpus; g++) {
+        const ms_gpu_metrics *k = &m->gpu[g];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "gpu", g);
+        cJSON_AddNumberToObject(o, "experts", (double)k->experts);
+        uint64_t act = k->hits + k->late + k->misses;
+        add_value_real(o, "hit_rate", ratio((double)k->hits, (double)act));
+        cJSON_AddNumberToObject(o, "hits", (double)k->hits);
+        cJSON_AddNumberToObject(o, "late", (double)k->late);
+        cJSON_AddNumberToObject(o, "misses", (double)k->misses);
+        cJSON_AddNumberToObject(o, "copies", (double)k->copies);
+        cJSON_AddNumberToObject(o, "demand_copies", (double)k->demand_copies);
+        cJSON_AddNumberToObject(o, "pcie_bytes", k->pcie_bytes);
+        cJSON_AddNumberToObject(o, "link_busy_s", k->link_busy_s);
+        cJSON_AddNumberToObject(o, "compute_busy_s", k->compute_busy_s);
+        cJSON_AddNumberToObject(o, "stall_s", k->stall_s);
+        cJSON_AddNumberToObject(o, "dispatch_combine_s", k->dispatch_s);
+        cJSON_AddNumberToObject(o, "cache_capacity", k->cache_capacity);
+        cJSON_AddNumberToObject(o, "streamed", (double)k->streamed);
+        cJSON_AddNumberToObject(o, "cache_peak_bytes", k->cache_peak_bytes);
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
 cJSON *ms_metric_json(const ms_metrics *m)
 {
     cJSON *root = cJSON_CreateObject();
@@ -269,5 +307,7 @@ cJSON *ms_metric_json(const ms_metrics *m)
     cJSON *layers = cJSON_AddArrayToObject(root, "layers");
     for (uint32_t l = 0; l < m->L; l++)
         cJSON_AddItemToArray(layers, counts_json(&m->layer[l]));
+    if (m->gpu)
+        cJSON_AddItemToObject(root, "gpus", gpus_json(m));
     return root;
 }

@@ -114,44 +114,9 @@ double ms_metrics_hit_def(const ms_metrics *m, ms_hit_def d, int phase)
     }
 }
 
-static cJSON *gpus_json(const ms_metrics *m)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (uint32_t g = 0; g < m->gpus; g++) {
-        const ms_gpu_metrics *k = &m->gpu[g];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "gpu", g);
-        cJSON_AddNumberToObject(o, "experts", (double)k->experts);
-        uint64_t act = k->hits + k->late + k->misses;
-        double hr = ratio((double)k->hits, (double)act);
-        if (isnan(hr))
-            cJSON_AddNullToObject(o, "hit_rate");
-        else
-            cJSON_AddNumberToObject(o, "hit_rate", hr);
-        cJSON_AddNumberToObject(o, "hits", (double)k->hits);
-        cJSON_AddNumberToObject(o, "late", (double)k->late);
-        cJSON_AddNumberToObject(o, "misses", (double)k->misses);
-        cJSON_AddNumberToObject(o, "copies", (double)k->copies);
-        cJSON_AddNumberToObject(o, "demand_copies", (double)k->demand_copies);
-        cJSON_AddNumberToObject(o, "pcie_bytes", k->pcie_bytes);
-        cJSON_AddNumberToObject(o, "link_busy_s", k->link_busy_s);
-        cJSON_AddNumberToObject(o, "compute_busy_s", k->compute_busy_s);
-        cJSON_AddNumberToObject(o, "stall_s", k->stall_s);
-        cJSON_AddNumberToObject(o, "dispatch_combine_s", k->dispatch_s);
-        cJSON_AddNumberToObject(o, "cache_capacity", k->cache_capacity);
-        cJSON_AddNumberToObject(o, "streamed", (double)k->streamed);
-        cJSON_AddNumberToObject(o, "cache_peak_bytes", k->cache_peak_bytes);
-        cJSON_AddItemToArray(a, o);
-    }
-    return a;
-}
-
 cJSON *ms_report_metrics(const ms_metrics *m)
 {
-    cJSON *o = ms_metric_json(m);
-    if (m->gpu) /* several GPUs: each GPU's share (docs/engine.md "Several GPUs") */
-        cJSON_AddItemToObject(o, "gpus", gpus_json(m));
-    return o;
+    return ms_metric_json(m);
 }
 
 void ms_report_split(cJSON *config, const ms_metrics *m)
