@@ -95,17 +95,9 @@ int ms_cli_trace_fit(int argc, char **argv)
         return ms_cli_error(err.msg);
     int rc = ms_fit_write(&r, in, out, &err);
     if (rc == 0) {
-        const ms_fit_stats *s = &r.source, *t = &r.fitted;
         printf("wrote %s: L %u, J %u, K %u, %llu requests; %u trial generations\n", out, r.model.moe_layers,
                r.model.experts, r.model.top_k, (unsigned long long)r.p.requests, r.trials);
-        printf("  gate_alpha %.4g  decode_reuse %.4g  decode_mix %.4g  layer_corr %.4g  pref_alpha %.4g\n",
-               r.p.gate_alpha, r.p.decode_reuse, r.p.decode_mix, r.p.layer_corr, r.p.pref_alpha);
-        printf("  %-12s %9s %9s\n", "statistic", "source", "fitted");
-        printf("  %-12s %9.4f %9.4f\n", "hw_iter", s->hw_iter, t->hw_iter);
-        printf("  %-12s %9.4f %9.4f\n", "h_req", s->h_req, t->h_req);
-        printf("  %-12s %9.4f %9.4f\n", "h_trace", s->h_trace, t->h_trace);
-        printf("  %-12s %9.4f %9.4f\n", "reuse_prev", s->reuse_prev, t->reuse_prev);
-        printf("  %-12s %9.4f %9.4f\n", "mi_top1", s->mi_top1, t->mi_top1);
+        ms_fit_print(&r, stdout);
         ms_trace_cli_note_v1_file(in);
     }
     ms_fit_free(&r);
