@@ -70,3 +70,12 @@ add_test(NAME fit.twin.recorded COMMAND sh ${FIT_TWIN} $<TARGET_FILE:moesim> rec
   ${CMAKE_CURRENT_SOURCE_DIR}/data/record/tiny-mixtral-j16.h5
   "4:none+lru:0.2 4:none+lfu:0.13 4:eam+eam:0.11 4:fmoe+fmoe:0.3 2:none+lfu:0.08 2:eam+eam:0.1 2:fmoe+fmoe:0.22 4:rank 2:rank")
 set_tests_properties(fit.twin.recorded PROPERTIES WORKING_DIRECTORY ${FIT_TWIN_DIR} TIMEOUT 300)
+
+# [lengths] and [late_decode_popularity]: one-line errors (good_phases.ini,
+# the valid form, is generated and checked in unit/test_fit.c).
+params_fail(lengths_count 2 "bad_lengths_count.ini:10: \\[lengths\\] prompt has 2 values, output 1: expected the same number"
+  trace gen --params ${FIT_DATA}/bad_lengths_count.ini -o ${FIT_OUT})
+params_fail(lengths_value 2 "bad_lengths_value.ini:10: \\[lengths\\] prompt: value 0 \\(0\\) is not a whole number in \\[1, 65536\\]"
+  trace gen --params ${FIT_DATA}/bad_lengths_value.ini -o ${FIT_OUT})
+params_fail(late_without_decode 2 "bad_late_only.ini: \\[late_decode_popularity\\] needs \\[decode_popularity\\]"
+  trace gen --params ${FIT_DATA}/bad_late_only.ini -o ${FIT_OUT})

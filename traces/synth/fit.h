@@ -36,14 +36,16 @@
  *                    t < 0: decode_reuse = 0, decode_mix = 0.4 (1 + t))
  *                decode_recall      -> reuse within 8 decode steps reuse_w8
  *                layer_corr         -> layer l -> l+1 top-1 MI mi_top1
- *                trans_alpha (log)  -> most-frequent-successor hit succ_hit
  *                weight_power (log) -> weighted iteration entropy hw_iter
- *                pref_alpha (log)   -> h_trace - h_req, the request-level skew
- *                                      (two or more requests)
  *              in `passes` rounds of coordinate search.  A target outside what
  *              a knob can reach gets the nearer end of its range, and the
  *              knob is reported as at a bound;
- *   not fitted (defaults, reported): cluster_skew, request_conc, clusters
+ *   estimated by moments (two or more requests): pref_alpha so that
+ *              log2 J - E[H(Dirichlet(pref_alpha))] = h_trace - h_req (a 1-D
+ *              search on that gap couples with gate_alpha's and diverged);
+ *   not fitted (defaults, reported): trans_alpha (succ_hit, its statistic, is
+ *              dominated by sample size on small traces), cluster_skew,
+ *              request_conc, clusters
  *              (min(8, requests)), balance, embeddings' noise, spec_noise,
  *              token_affinity; with one request also pref_alpha, and
  *              clusters = 1, request_conc = 10^6 (every generated request
