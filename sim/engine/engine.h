@@ -64,9 +64,36 @@ typedef struct {
      * the CLI flag ("--batch"); 1, as the key of a sweep spec or golden file
      * ("batch"). */
     int keys_as_ini;
+    /* Several GPUs (docs/engine.md "Several GPUs"): gpus 0 = the platform's
+     * (1 when it declares none); placement of each (layer, expert) on a GPU:
+     * "round-robin" (NULL), "layer", "balanced" or a file (sim/engine/placement.h);
+     * cache_per_gpu 0: cap_value is the total over the GPUs, split evenly;
+     * 1: every GPU has cap_value. */
+    uint32_t gpus;
+    const char *placement;
+    int cache_per_gpu;
+    /* The serving framework's fixed host costs (NULL: the platform's
+     * [platform] framework, else none; a framework named none: none;
+     * profile.h ms_framework_resolve). */
+    const ms_framework *framework;
 } ms_run_config;
 
 #define MS_RUN_MAX_WARNINGS 4
+
+/* One GPU's share of a multi-GPU run (ms_metrics.gpu, only when gpus > 1). */
+typedef struct {
+    uint64_t experts;          /* (layer, expert) pairs placed on it */
+    uint64_t hits, late, misses;
+    uint64_t copies, demand_copies;
+    double pcie_bytes;
+    double link_busy_s;        /* its H2D link copying */
+    double compute_busy_s;     /* its expert compute */
+    double stall_s;            /* its compute waiting for weights */
+    double dispatch_s;         /* token dispatch and combine over the interconnect */
+    double cache_capacity;     /* its expert cache, in the run's units (experts or bytes) */
+    uint64_t streamed;         /* demand loads through a transient buffer: no room on the GPU */
+    double cache_peak_bytes;
+} ms_gpu_metrics;
 
 typedef struct {
     uint64_t hits, late, misses, on_cpu;  /* activated experts by outcome */
@@ -115,6 +142,14 @@ typedef struct {
      * stderr and `run --json` lists them. */
     char warnings[MS_RUN_MAX_WARNINGS][256];
     uint32_t n_warnings;
+    /* the papers' hit definitions (docs/metrics.md), over all activations:
+     * late experts the GPU computed without waiting for their weights;
+     * missed experts whose prefetch request was still queued at the gate;
+     * ready experts a prefetch request had named since their layer last ran */
+    uint64_t late_in_time, queued_at_gate, prefetch_covered;
+    uint64_t late_in_time_phase[2], queued_at_gate_phase[2], prefetch_covered_phase[2];
+    uint32_t gpus;                        /* GPUs of the run */
+    ms_gpu_metrics *gpu;                  /* [gpus] when gpus > 1, else NULL */
 } ms_metrics;
 
 /* Runs one simulation. Returns 0 and fills *out (free with ms_metrics_free),

@@ -59,6 +59,11 @@ int eng_load_policy(ms_view *v, ms_policy_kind kind, const char *spec, const ms_
             }
         return ms_fail(v->err, "unknown %s policy '%s' (known: %s)", ms_policy_kind_name(kind), name, known);
     }
+    if ((*desc)->needs_weights && v->meta->probs_kind == MS_PROBS_TOPK_IDS)
+        return ms_fail(v->err, "%s policy '%s' reads router weights, but %s holds expert ids only (probs_kind "
+                               "topk_ids: its source, %s, recorded no gate weights); policies that use only which "
+                               "experts were chosen (lru, lfu, eam, ...) run on it",
+                       ms_policy_kind_name(kind), name, v->cfg->trace_path, v->meta->source);
     ms_params params;
     char who[96];
     snprintf(who, sizeof who, "%s policy '%s'", ms_policy_kind_name(kind), name);
@@ -122,7 +127,7 @@ int eng_check_capacity(ms_view *v)
                        c->cap_value, c->cap_kind == MS_CAP_BYTES ? "bytes" : "experts", v->K, need);
     v->cap_units = c->cap_value;
     v->m->gpu_cache_capacity_bytes = c->cap_kind == MS_CAP_BYTES ? c->cap_value : c->cap_value * max_bytes;
-    if (c->platform->gpu_mem_bytes > 0 && v->m->gpu_cache_capacity_bytes > c->platform->gpu_mem_bytes)
+    if (v->G == 1 && c->platform->gpu_mem_bytes > 0 && v->m->gpu_cache_capacity_bytes > c->platform->gpu_mem_bytes)
         return ms_fail(v->err, "GPU expert cache of %.0f bytes exceeds %s's GPU memory of %.0f bytes",
                        v->m->gpu_cache_capacity_bytes, c->platform->name, c->platform->gpu_mem_bytes);
     v->host_cap = c->host_bytes;
@@ -149,7 +154,7 @@ void eng_preload_cache(ms_view *v)
     uint32_t n = v->cache->cache->preload(v->cache_st, v, v->NX, ls, es);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t x = ls[i] * v->J + es[i];
-        if (ls[i] >= v->L || es[i] >= v->J || v->cached[x] || v->used_units + eng_unit_of(v, x) > v->cap_units + 1e-9)
+        if (ls[i] >= v->L || es[i] >= v->J || v->cached[x] || eng_over_capacity(v, x, eng_unit_of(v, x)))
             continue;
         eng_occupy(v, x);
         v->ready_t[x] = 0;
@@ -163,7 +168,7 @@ void eng_preload_cache(ms_view *v)
 int eng_start_executor(ms_view *v)
 {
     for (uint32_t x = 0; x < v->NX; x++) {
-        if (!v->cached[x])
+        if (!v->cached[x] || v->G > 1) /* several GPUs: links.c times copies, not the executor */
             continue;
         ms_op op = eng_expert_op(v, MS_OP_COPY, x);
         op.iteration = UINT64_MAX;
@@ -236,7 +241,7 @@ void eng_free_state(ms_view *v)
         v->sched->sched->destroy(v->sched_st);
     void *arrays[] = {v->cached, v->transient, v->from_prefetch, v->queued, v->outcome, v->qgen, v->qissue, v->ready_t,
                       v->protect, v->mark, v->act_pos, v->score, v->acts, v->n_acts, v->layer_bytes, v->layer_params, v->dense_bytes,
-                      v->dense_params, v->in_host, v->host_used_at, v->heap, v->use_n, v->use_cap, v->use_cur,
+                      v->dense_params, v->in_host, v->host_used_at, v->q.a, v->use_n, v->use_cap, v->use_cur,
                       v->ttft.v, v->tpot.v, v->latency.v};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         free(arrays[i]);
@@ -244,6 +249,7 @@ void eng_free_state(ms_view *v)
         for (uint32_t x = 0; x < v->NX; x++)
             free(v->use_it[x]);
     free(v->use_it);
+    eng_gpus_free(v);
 }
 
 /* Mean and quantiles of d; NaN each when d has no sample. */

@@ -294,7 +294,7 @@ static int validate_meta(const ms_trace_meta *m, const char *path, ms_err *err)
         return ms_fail(err, "%s: spec_depth = %u out of range [0, L - 1 = %u]", path, m->spec_depth, m->L - 1);
     if (m->embed_dim > MAX_EMBED)
         return ms_fail(err, "%s: embed_dim = %u out of range [0, %u]", path, m->embed_dim, MAX_EMBED);
-    if ((unsigned)m->probs_kind > MS_PROBS_TOPK_RAW)
+    if ((unsigned)m->probs_kind > MS_PROBS_TOPK_IDS)
         return ms_fail(err, "%s: probs_kind = %d unknown", path, (int)m->probs_kind);
     uint64_t row_bytes = (uint64_t)m->L * ((uint64_t)m->K * 9 + (uint64_t)m->spec_depth * m->K * 8 +
                                            (m->probs_kind == MS_PROBS_FULL ? (uint64_t)m->J * 4 : 0));
@@ -696,7 +696,7 @@ static int read_root_attributes(ms_trace_reader *r, ms_err *err)
         read_attr_string(r, "probs_kind", kind, sizeof kind, v1, NULL, err) < 0)
         return -1;
     if (ms_probs_kind_parse(kind, &m->probs_kind) < 0)
-        return ms_fail(err, "%s: root attribute 'probs_kind' = '%s' unknown (full, topk_renorm, topk_raw)", r->path,
+        return ms_fail(err, "%s: root attribute 'probs_kind' = '%s' unknown (full, topk_renorm, topk_raw, topk_ids)", r->path,
                        kind);
     if (flags & ~FLAG_KNOWN)
         return ms_fail(err, "%s: root attribute 'flags' = %u has unknown bits (known: 1 token ids, 2 text, "

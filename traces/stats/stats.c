@@ -45,6 +45,7 @@ struct ms_stats {
     double clog2c[CLOG_TABLE]; /* c log2 c, c < CLOG_TABLE */
     char model_name[MS_NAME_MAX];
     int finished;
+    int ids_only; /* probs_kind topk_ids: the weighted entropies are NaN */
     uint64_t n_requests, n_iterations, n_decode_steps, n_rows;
     uint64_t *activations, *missing; /* [L] */
 
@@ -302,6 +303,7 @@ ms_stats *ms_stats_new(const ms_trace_meta *meta, ms_err *err)
     s->J = J;
     s->K = K;
     snprintf(s->model_name, sizeof s->model_name, "%s", meta->model_name);
+    s->ids_only = meta->probs_kind == MS_PROBS_TOPK_IDS;
     size_t LJ = (size_t)L * J;
     s->activations = ms_xcalloc(L, sizeof *s->activations);
     s->missing = ms_xcalloc(L, sizeof *s->missing);
@@ -573,10 +575,12 @@ static void finish_entropy(ms_stats *s)
         rp->hw_iter[l] = ratio_or_nan(s->iter_h.hw_sum[l], (double)s->iter_h.hw_n[l]);
         rp->h_req[l] = ratio_or_nan(s->req_h.h_sum[l], (double)s->req_h.h_n[l]);
         rp->hw_req[l] = ratio_or_nan(s->req_h.hw_sum[l], (double)s->req_h.hw_n[l]);
+        if (s->ids_only) /* the 1/K placeholders are not the router's weights */
+            rp->hw_iter[l] = rp->hw_req[l] = NAN;
         for (uint32_t e = 0; e < s->J; e++)
             s->scratch[e] = (double)s->trace_c[(size_t)l * s->J + e];
         rp->h_trace[l] = ms_entropy_bits(s->scratch, s->J);
-        rp->hw_trace[l] = ms_entropy_bits(s->trace_w + (size_t)l * s->J, s->J);
+        rp->hw_trace[l] = s->ids_only ? NAN : ms_entropy_bits(s->trace_w + (size_t)l * s->J, s->J);
     }
 }
 

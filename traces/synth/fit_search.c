@@ -247,6 +247,9 @@ int ms_fit_search(ms_fit_result *r, const ms_fit_options *o, ms_err *err)
         estimate_pref_alpha(r);
     if (one_layer)
         skip(r, S_LAYER, "one MoE layer");
+    int ids_only = r->p.probs == MS_PROBS_TOPK_IDS;
+    if (ids_only)
+        skip(r, S_WEIGHT, "ids-only trace (topk_ids): no weights to match");
     /* succ_hit is an in-sample maximum over J x J co-occurrence counts: on
      * traces of a few hundred rows it measures the sample size more than the
      * routing, and low trans_alpha makes every trial slow (Sinkhorn
@@ -256,7 +259,7 @@ int ms_fit_search(ms_fit_result *r, const ms_fit_options *o, ms_err *err)
     int rc = 0;
     for (uint32_t pass = 0; pass < o->passes && rc == 0; pass++)
         for (search_knob k = 0; k < N_SEARCH && rc == 0; k++) {
-            if (k == S_PREF || (k == S_LAYER && one_layer) || k == S_TRANS)
+            if (k == S_PREF || (k == S_LAYER && one_layer) || k == S_TRANS || (k == S_WEIGHT && ids_only))
                 continue;
             rc = search_one(&c, k);
         }

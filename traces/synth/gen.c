@@ -348,6 +348,15 @@ static void store_gate(double power, const double *gate, uint32_t J, float *pf)
         pf[j] = (float)(s > 0 ? pow(gate[j], power) / s : 1.0 / J);
 }
 
+/* probs_kind topk_ids: every present id gets the 1/K placeholder. */
+static void ids_only_weights(const ms_trace_meta *m, const int32_t *ids, float *w)
+{
+    if (m->probs_kind != MS_PROBS_TOPK_IDS)
+        return;
+    for (uint32_t k = 0; k < m->K; k++)
+        w[k] = ids[k] >= 0 ? (float)(1.0 / m->K) : 0.0f;
+}
+
 /* The gate of layer l in an earlier row of the request, d rows back with
  * P(d) ~ 1/d on [1, row] (d = floor((row+1)^u), u uniform): as many recalls
  * from 2-3 rows back as from 4-7 or 8-15, the scale-free recency of real
@@ -415,6 +424,7 @@ static void gen_row(gen_state *g, ms_request *r, uint32_t row, int decode)
         float *w = r->topk_w + ms_topk_index(m, row, l);
         topk_float(pf, J, K, ids);
         topk_weights(pf, ids, K, renorm, w);
+        ids_only_weights(m, ids, w);
         prev_ids = ids;
         prev_w = w;
     }
@@ -479,6 +489,7 @@ static void gen_spec(gen_state *g, ms_request *r, uint32_t row)
             }
             for (uint32_t k = 0; k < K; k++)
                 w[k] = (float)(renorm && s > 0 ? val[k] / s : val[k]);
+            ids_only_weights(m, ids, w);
         }
 }
 

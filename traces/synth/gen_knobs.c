@@ -85,7 +85,7 @@ static const knob knobs[] = {
     {"spec_noise", KNOB_DOUBLE, AT(spec_noise), "0.2", 0, 1,
      "weight of random experts in the speculative view of layer l+1; 1-(1-spec_noise)^i at distance i"},
     {"probs", KNOB_PROBS, AT(probs), "auto", 0, 0,
-     "stored gate: full | topk_renorm | topk_raw | auto (full when J <= 128, else topk_renorm)"},
+     "stored gate: full | topk_renorm | topk_raw | topk_ids | auto (full when J <= 128, else topk_renorm)"},
     {"token_ids", KNOB_U32, AT(token_ids), "1", 0, 1,
      "1 = store prompt token ids (needs the model's vocab >= clusters)"},
     {"token_affinity", KNOB_DOUBLE, AT(token_affinity), "0.8", 0, 1,
@@ -114,7 +114,8 @@ static int set_knob_value(ms_gen_params *p, const knob *k, const char *value, ms
         else if (ms_probs_kind_parse(value, &kind) == 0)
             *(int *)field = (int)kind;
         else
-            return ms_fail(err, "trace gen: knob probs='%s' is not one of auto, full, topk_renorm, topk_raw", value);
+            return ms_fail(err, "trace gen: knob probs='%s' is not one of auto, full, topk_renorm, topk_raw, topk_ids",
+                           value);
         return 0;
     }
     if (k->type == KNOB_DOUBLE) {
