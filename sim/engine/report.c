@@ -171,6 +171,9 @@ cJSON *ms_report_metrics(const ms_metrics *m)
         cJSON_AddNumberToObject(r, "decode_cells", (double)m->recorded_rows);
         cJSON_AddNumberToObject(r, "agree", (double)m->recorded_agree);
         add_num(r, "agreement", ratio((double)m->recorded_agree, (double)m->recorded_rows));
+        cJSON_AddNumberToObject(r, "prefill_cells", (double)m->recorded_prefill_rows);
+        cJSON_AddNumberToObject(r, "prefill_agree", (double)m->recorded_prefill_agree);
+        add_num(r, "prefill_agreement", ratio((double)m->recorded_prefill_agree, (double)m->recorded_prefill_rows));
     }
     cJSON_AddBoolToObject(o, "next_use_exact", m->future_exact);
     return o;
@@ -302,4 +305,8 @@ void ms_report_table(FILE *out, const ms_run_config *cfg, const ms_metrics *m)
         fprintf(out, "  recorded residency: %llu of %llu decode cells agree (%.3f %%)\n",
                 (unsigned long long)m->recorded_agree, (unsigned long long)m->recorded_rows,
                 100.0 * ratio((double)m->recorded_agree, (double)m->recorded_rows));
+    if (m->recorded_prefill_rows)
+        fprintf(out, "  recorded residency: %llu of %llu prefill cells agree (%.3f %%)\n",
+                (unsigned long long)m->recorded_prefill_agree, (unsigned long long)m->recorded_prefill_rows,
+                100.0 * ratio((double)m->recorded_prefill_agree, (double)m->recorded_prefill_rows));
 }

@@ -39,7 +39,7 @@ static int view_resident(const ms_view *v, uint32_t l, uint32_t e)
 
 static int view_evictable(const ms_view *v, uint32_t l, uint32_t e)
 {
-    return view_resident(v, l, e) && v->protect[l * v->J + e] != v->stamp;
+    return l < v->L && e < v->J && eng_step_evictable(v, l * v->J + e, view_resident(v, l, e));
 }
 
 static int view_fits(const ms_view *v, uint32_t l, uint32_t e)
