@@ -96,6 +96,10 @@ typedef struct {
     void (*on_iteration)(void *st, ms_view *v);            /* batch formed, before layer 0 */
     void (*on_layer_start)(void *st, ms_view *v, uint32_t l);
     void (*on_gate)(void *st, ms_view *v, uint32_t l);     /* layer l's activated set revealed */
+    /* Layer l's gate revealed, BEFORE its demand loads (after the cache's
+     * on_gate): for code that lists its candidates before a layer's experts
+     * load (FineMoE).  Optional. */
+    void (*before_loads)(void *st, ms_view *v, uint32_t l);
     void (*on_iteration_end)(void *st, ms_view *v);
     /* Bytes of the policy's learnt state (fMoE's map store, MoE-Infinity's
      * EAM collection), reported as metrics policy_state_bytes. Optional. */

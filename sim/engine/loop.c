@@ -285,6 +285,12 @@ static int run_layer(ms_view *v, uint32_t l)
     v->step_open = 1;
     if (v->cache->cache->on_gate)
         v->cache->cache->on_gate(v->cache_st, v, l);
+    double pre_sync = 0;
+    if (v->pf->prefetch->before_loads) {
+        eng_begin_hook(v, t_gate);
+        v->pf->prefetch->before_loads(v->pf_st, v, l);
+        pre_sync = v->sync_delay;
+    }
     uint32_t n;
     const ms_act *acts = ms_view_activated(v, l, &n);
     uint8_t *on_cpu = ms_xcalloc(n ? n : 1, 1);
@@ -297,7 +303,7 @@ static int run_layer(ms_view *v, uint32_t l)
     eng_begin_hook(v, t_gate);
     if (v->pf->prefetch->on_gate)
         v->pf->prefetch->on_gate(v->pf_st, v, l);
-    double end = compute_layer_experts(v, acts, n, on_cpu, t_gate + v->sync_delay);
+    double end = compute_layer_experts(v, acts, n, on_cpu, t_gate + pre_sync + v->sync_delay);
     v->step_open = 0;
     free(on_cpu);
     eng_event_layer(v, "layer", t0, end);
