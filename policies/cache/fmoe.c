@@ -52,7 +52,8 @@
  *  - none: the key alone (the literal reading, before issue 19).
  * When every evictable expert is protected, an incoming prefetch finds no
  * room and is dropped (FineMoE: "evict failed"); a demand load evicts the
- * protected expert with the smallest key. */
+ * protected expert with the smallest key (paper) or, in code mode, is
+ * loaded over the budget and flagged overflow (see `code` above). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
