@@ -336,6 +336,38 @@ static void test_mrs_code(void)
                    "h0.1 m0.3 e0.0 h1.2 m1.0 e1.3 m2.3 e2.1 m2.2 e2.3");
 }
 
+/* ---- hybrid:mode=code + mrs:mode=code: the path by token count, CPU hits ---- */
+
+/* L = 1, J = 6, K = 4, mrs slots = 4 (experts 0..3 preloaded, dict order
+ * 0 1 2 3), p = 1, cache of 4.  Weights 0.4, 0.3, 0.2, 0.1.
+ * it0 is a ONE-row prefill [0 1 2 3]: the code takes the decode path by
+ *   token count, so HSS runs: order = hits in topk(sorted=False) order 0 1 2
+ *   (above the lowest weight) then 3; GPU totals 0.5, 1.0, 1.5 stay <= the
+ *   CPU's 1 + 0.79, the fourth (2.0 > 1.79) sends the tail, 3, to the CPU.
+ *   GPU hits 0 1 2 are touched, the CPU hit 3 is not: dict 3 0 1 2.
+ *   S (top-1 of the first row): S0 = .2.
+ * it1 [4 5 0 1]: S = [.1, 0, 0, 0, .2, 0].  Order: hits 0 (above the lowest
+ *   weight), 1 (at it), then misses 4, 5.  HSS: 0, 1 GPU (1.0), 4 GPU (a
+ *   miss: move .418 <= 1.0, so 1.5), 5: 2.0 > 1.79: CPU (not loaded).  0, 1
+ *   touched: dict 3 2 0 1.  4 evicts the lowest S, ties 1, 2, 3 at 0 in dict
+ *   order: 3 (2 if CPU hits were touched).  On the CPU: 3 (it0), 5 (it1). */
+static void test_hybrimoe_path_and_cpu_hits(void)
+{
+    static const hand_row rows[2] = {
+        {.ids = {{0, 1, 2, 3}}, .w = {{.4f, .3f, .2f, .1f}}},
+        {.ids = {{4, 5, 0, 1}}, .w = {{.4f, .3f, .2f, .1f}}},
+    };
+    static const uint32_t per_it[2] = {1, 1};
+    write_hand("cm_hss.h5", 1, 6, 4, 2, per_it, rows);
+    char seq[1024];
+    ms_metrics m;
+    run_sequence("cm_hss.h5", "none", "mrs:mode=code,slots=4,p=1", "hybrid:mode=code", 4, seq, sizeof seq, &m);
+    CHECK_SEQ(seq, "h0.0 h0.1 h0.2 h0.3 | h0.0 h0.1 m0.4 e0.3 m0.5");
+    CHECK_EQ_INT(m.total.on_cpu, 2);
+    CHECK_EQ_INT(m.phase[MS_PHASE_PREFILL].on_cpu, 1);
+    ms_metrics_free(&m);
+}
+
 int main(void)
 {
     test_lru_token_order();
@@ -345,5 +377,6 @@ int main(void)
     test_eam_code_queue();
     test_eam_code_head();
     test_mrs_code();
+    test_hybrimoe_path_and_cpu_hits();
     CHECK_DONE();
 }
