@@ -159,6 +159,8 @@ typedef struct {
     const char *summary;           /* one line for `moesim list` */
     const ms_param_spec *params;   /* terminated by {NULL}; may be a lone {NULL} */
     int needs_future;              /* asks the engine for the next-use pre-pass */
+    int uses_distance;             /* reads the prefetch distance (--distance); a run that sets
+                                    * another distance than 1 for a prefetcher without one is warned */
     int uses_training;             /* learns from the training split: --train auto becomes 0.7 */
     int (*learns)(const ms_params *p); /* optional: decides uses_training from the parameters */
     const ms_prefetch_ops *prefetch;

@@ -33,3 +33,18 @@ ov_fail(model_cross_check 1 "mixtral-8x7b.ini with --set model.top_k=9: \\[model
         run --trace ${OV_T} --model mixtral-8x7b --cache-experts 16 --set model.top_k=9)
 ov_fail(validate_bad 1 "^moesim: --set platform.hbm_bw=x: \\[gpu\\] hbm_bw = 'x'"
         validate --backend host --trace ${OV_T} --model mixtral-8x7b --platform rtx3090-pcie4 --cache-experts 16 --set platform.hbm_bw=x)
+
+# the same overrides as sweep keys (model.KEY / platform.KEY in [sweep]): a sweep
+# point with platform.h2d_bw = 64GB/s gives exactly run --set's counts
+add_test(NAME overrides.sweep_same_as_run COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/overrides_sweep.sh $<TARGET_FILE:moesim> ${OV_DIR})
+function(ov_sweep_fail name regex body)
+  add_test(NAME overrides.${name} COMMAND sh -c "cd ${OV_DIR} && printf '[sweep]\\noutput = swf.csv\\ntrace = t.h5\\ncache_experts = 32\\n${body}' > ${name}.ini && ${OV_FAIL} 1 '${regex}' $<TARGET_FILE:moesim> sweep ${name}.ini")
+  set_tests_properties(overrides.${name} PROPERTIES FIXTURES_REQUIRED ov_trace)
+endfunction()
+ov_sweep_fail(sweep_bad_value "^moesim: sweep_bad_value.ini:5: platform.h2d_bw = -3: \\[link\\] h2d_bw = .-3.: not a bandwidth" "platform.h2d_bw = -3\\n")
+ov_sweep_fail(sweep_unknown_key "^moesim: sweep_unknown_key.ini:5: platform.h2d_bww = 3GB/s: unknown platform key .h2d_bww." "platform.h2d_bww = 3GB/s\\n")
+ov_sweep_fail(sweep_in_point "^moesim: sweep_in_point.ini:6: platform.h2d_bw: profile overrides go in \\[sweep\\]" "[point]\\nplatform.h2d_bw = 3GB/s\\n")
+ov_sweep_fail(sweep_twice "^moesim: sweep_twice.ini:6: key .platform.h2d_bw. given twice" "platform.h2d_bw = 3GB/s\\nplatform.h2d_bw = 4GB/s\\n")
+# and on figures: an override changes the figure's data
+add_test(NAME overrides.figures COMMAND sh -c "cd ${OV_DIR} && $<TARGET_FILE:moesim> figures --only tpot-cache --trace t.h5 --out fa >/dev/null && $<TARGET_FILE:moesim> figures --only tpot-cache --trace t.h5 --out fb --set platform.h2d_bw=4GB/s >/dev/null && ! cmp -s fa/tpot_cache.csv fb/tpot_cache.csv && $<TARGET_FILE:moesim> figures --only tpot-cache --trace t.h5 --out fc --set platform.h2d_bw=zz 2>&1 | grep -qx 'moesim: --set platform.h2d_bw=zz: \\[link\\] h2d_bw = .zz.: not a bandwidth in bytes/s such as 32GB/s'")
+set_tests_properties(overrides.sweep_same_as_run overrides.figures PROPERTIES FIXTURES_REQUIRED ov_trace)

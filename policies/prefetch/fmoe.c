@@ -454,7 +454,7 @@ static const ms_prefetch_ops fmoe_ops = {
     .stats = fmoe_stats,
 };
 const ms_policy_desc ms_policy_prefetch_fmoe = {
-    .name = "fmoe", .kind = MS_KIND_PREFETCH, .params = fmoe_params, .prefetch = &fmoe_ops,
+    .name = "fmoe", .kind = MS_KIND_PREFETCH, .uses_distance = 1, .params = fmoe_params, .prefetch = &fmoe_ops,
     .uses_training = 1, .learns = fmoe_learns,
     .summary = "fMoE: expert maps searched by semantics and trajectory, similarity-aware threshold",
 };

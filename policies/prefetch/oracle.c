@@ -55,6 +55,6 @@ static const ms_prefetch_ops oracle_ops = {
     .on_iteration = oracle_iteration, .on_layer_start = oracle_layer_start,
 };
 const ms_policy_desc ms_policy_prefetch_oracle = {
-    .name = "oracle", .kind = MS_KIND_PREFETCH, .params = oracle_params, .prefetch = &oracle_ops,
+    .name = "oracle", .kind = MS_KIND_PREFETCH, .uses_distance = 1, .params = oracle_params, .prefetch = &oracle_ops,
     .summary = "true experts of layers l+1..l+d issued when layer l starts (upper bound)",
 };

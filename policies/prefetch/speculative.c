@@ -100,6 +100,6 @@ static const ms_prefetch_ops spec_ops = {
     .create = spec_create, .destroy = spec_destroy, .on_gate = spec_gate,
 };
 const ms_policy_desc ms_policy_prefetch_speculative = {
-    .name = "speculative", .kind = MS_KIND_PREFETCH, .params = spec_params, .prefetch = &spec_ops,
+    .name = "speculative", .kind = MS_KIND_PREFETCH, .uses_distance = 1, .params = spec_params, .prefetch = &spec_ops,
     .summary = "Mixtral-Offloading / ProMoE: top experts of the speculative gate_{l+d}(h_l) from the trace",
 };

@@ -48,6 +48,6 @@ static const ms_prefetch_ops topk_id_ops = {
     .create = topk_id_create, .destroy = topk_id_destroy, .on_gate = topk_id_gate,
 };
 const ms_policy_desc ms_policy_prefetch_topk_id = {
-    .name = "topk-id", .kind = MS_KIND_PREFETCH, .params = topk_id_params, .prefetch = &topk_id_ops,
+    .name = "topk-id", .kind = MS_KIND_PREFETCH, .uses_distance = 1, .params = topk_id_params, .prefetch = &topk_id_ops,
     .summary = "ZeRO-Infinity TOPK: the k lowest-id experts of layer l+d",
 };

@@ -50,6 +50,6 @@ static const ms_prefetch_ops traced_ops = {
     .create = traced_create, .destroy = traced_destroy, .on_gate = traced_gate,
 };
 const ms_policy_desc ms_policy_prefetch_traced_topk = {
-    .name = "traced-topk", .kind = MS_KIND_PREFETCH, .params = traced_params, .prefetch = &traced_ops,
+    .name = "traced-topk", .kind = MS_KIND_PREFETCH, .uses_distance = 1, .params = traced_params, .prefetch = &traced_ops,
     .summary = "BrainStorm: the k most used experts of layer l+d so far",
 };

@@ -131,7 +131,7 @@ static const ms_prefetch_ops trans_ops = {
     .create = trans_create, .destroy = trans_destroy, .on_gate = trans_gate,
 };
 const ms_policy_desc ms_policy_prefetch_transition = {
-    .name = "transition", .kind = MS_KIND_PREFETCH, .params = trans_params, .prefetch = &trans_ops,
+    .name = "transition", .kind = MS_KIND_PREFETCH, .uses_distance = 1, .params = trans_params, .prefetch = &trans_ops,
     .uses_training = 1,
     .summary = "ProMoE-like: layer l -> l+d co-activation counts from the training split predict layer l+d",
 };

@@ -42,13 +42,16 @@ typedef struct {
     const char *title;   /* the figure's title */
     const char *paper;   /* the paper figure it reproduces */
     int needs;           /* MS_FIG_NEEDS_* */
-    int (*run)(const ms_fig_ctx *ctx, ms_err *err); /* writes the CSVs; 0 or -1 + err */
+    int (*run)(const ms_fig_ctx *ctx, ms_err *err); /* writes the CSVs; 0 or -1 + err; or */
+    const struct fig_sweep *sweep;  /* a sweep recipe, as data (figures_recipe.h) */
 } ms_figure;
 
 extern const ms_figure ms_figures[];
 extern const size_t ms_n_figures;
 
 const ms_figure *ms_figure_find(const char *name);
+/* Writes f's CSVs (its recipe or its sweep): 0 or -1 + err. */
+int ms_figure_run(const ms_figure *f, const ms_fig_ctx *ctx, ms_err *err);
 /* NULL when the trace has what f needs, else a short phrase ("no semantic
  * embeddings") naming what it lacks. */
 const char *ms_figure_missing(const ms_figure *f, const ms_trace_meta *meta);

@@ -11,89 +11,10 @@
 
 #include "traces/format/trace.h"
 #include "sim/core/digest.h"
+#include "sim/engine/metric_list.h"
 #include "sim/engine/report.h"
 #include "sim/apps/sweep_csv.h"
 #include "sim/core/version.h"
-
-/* Metric columns; 'u' whole numbers, 'g' reals. */
-static const struct {
-    const char *name;
-    char type;
-} metric_cols[] = {
-    {"hit_rate", 'g'}, {"hits", 'u'}, {"late", 'u'}, {"misses", 'u'}, {"on_cpu", 'u'}, {"activations", 'u'},
-    {"layer_steps", 'u'}, {"iterations", 'u'}, {"stall_s", 'g'}, {"busy_s", 'g'},
-    {"prefill_hit_rate", 'g'}, {"prefill_hits", 'u'}, {"prefill_late", 'u'}, {"prefill_misses", 'u'},
-    {"prefill_on_cpu", 'u'}, {"prefill_stall_s", 'g'},
-    {"decode_hit_rate", 'g'}, {"decode_hits", 'u'}, {"decode_late", 'u'}, {"decode_misses", 'u'},
-    {"decode_on_cpu", 'u'}, {"decode_stall_s", 'g'},
-    {"pcie_bytes", 'g'}, {"pcie_bytes_useful", 'g'}, {"pcie_bytes_wasted", 'g'}, {"pcie_copies", 'u'},
-    {"demand_copies", 'u'}, {"ssd_bytes", 'g'}, {"makespan_s", 'g'}, {"requests", 'u'},
-    {"ttft_ms_mean", 'g'}, {"ttft_ms_p50", 'g'}, {"ttft_ms_p99", 'g'},
-    {"tpot_ms_mean", 'g'}, {"tpot_ms_p50", 'g'}, {"tpot_ms_p99", 'g'},
-    {"latency_ms_mean", 'g'}, {"latency_ms_p50", 'g'}, {"latency_ms_p90", 'g'}, {"latency_ms_p99", 'g'},
-    {"gpu_cache_capacity_bytes", 'g'}, {"gpu_cache_peak_bytes", 'g'}, {"host_mem_bytes", 'g'},
-    {"policy_sync_s", 'g'}, {"policy_async_s", 'g'}, {"policy_state_bytes", 'g'},
-    {"prefetch_issued", 'u'}, {"prefetch_copied", 'u'}, {"prefetch_useful", 'u'}, {"prefetch_late", 'u'},
-    {"prefetch_wasted", 'u'}, {"prefetch_cancelled", 'u'}, {"prefetch_dropped", 'u'},
-    {"prefetch_evicted_unused", 'u'}, {"prefetch_target_passed", 'u'},
-    {"prefetch_precision", 'g'}, {"prefetch_recall", 'g'},
-    {"train_frac", 'g'}, {"train_requests", 'u'}, {"train_iterations", 'u'}, {"train_by_iteration", 'u'},
-    {"next_use_exact", 'u'},
-};
-#define N_METRICS (sizeof metric_cols / sizeof metric_cols[0])
-
-static double ratio(double a, double b)
-{
-    return ms_metrics_ratio(a, b);
-}
-
-static int phase_values(const ms_counts *c, double *v)
-{
-    v[0] = ms_metrics_hit_rate(c);
-    v[1] = (double)c->hits;
-    v[2] = (double)c->late;
-    v[3] = (double)c->misses;
-    v[4] = (double)c->on_cpu;
-    v[5] = c->stall_s;
-    return 6;
-}
-
-/* The values of metric_cols, in order. */
-static void metric_values(const ms_metrics *m, double *v)
-{
-    const ms_counts *t = &m->total;
-    int k = 0;
-    v[k++] = ms_metrics_hit_rate(t);
-    v[k++] = (double)t->hits;
-    v[k++] = (double)t->late;
-    v[k++] = (double)t->misses;
-    v[k++] = (double)t->on_cpu;
-    v[k++] = (double)ms_metrics_activations(t);
-    v[k++] = (double)t->layer_steps;
-    v[k++] = (double)t->iterations;
-    v[k++] = t->stall_s;
-    v[k++] = t->busy_s;
-    k += phase_values(&m->phase[MS_PHASE_PREFILL], v + k);
-    k += phase_values(&m->phase[MS_PHASE_DECODE], v + k);
-    double copied = (double)m->prefetch_copied, act = (double)ms_metrics_activations(t);
-    double rest[] = {
-        m->pcie_bytes, m->pcie_bytes_useful, m->pcie_bytes_wasted, (double)m->pcie_copies,
-        (double)m->demand_copies, m->ssd_bytes, m->makespan_s, (double)m->requests,
-        m->ttft_mean_s * 1e3, m->ttft_p50_s * 1e3, m->ttft_p99_s * 1e3,
-        m->tpot_mean_s * 1e3, m->tpot_p50_s * 1e3, m->tpot_p99_s * 1e3,
-        m->latency_mean_s * 1e3, m->latency_p50_s * 1e3, m->latency_p90_s * 1e3, m->latency_p99_s * 1e3,
-        m->gpu_cache_capacity_bytes, m->gpu_cache_peak_bytes, m->host_bytes,
-        m->policy_sync_s, m->policy_async_s, m->policy_state_bytes,
-        (double)m->prefetch_issued, copied, (double)m->prefetch_useful, (double)m->prefetch_late,
-        (double)m->prefetch_wasted, (double)m->prefetch_cancelled, (double)m->prefetch_dropped,
-        (double)m->prefetch_evicted_unused, (double)m->prefetch_target_passed,
-        ratio((double)m->prefetch_useful, copied), ratio((double)m->prefetch_useful, act),
-        m->train_frac, (double)m->train_requests, (double)m->train_iters, (double)m->train_by_iteration,
-        (double)m->future_exact,
-    };
-    _Static_assert(sizeof rest / sizeof rest[0] + 22 == N_METRICS, "metric_cols and metric_values disagree");
-    memcpy(v + k, rest, sizeof rest);
-}
 
 /* ---- text building ---- */
 
@@ -146,8 +67,9 @@ const char *ms_sweep_csv_header(void)
         sb_str(&b, "point,key");
         for (int p = 0; p < MS_SW_NPARAM; p++)
             sb_field(&b, ms_sweep_param_names[p], 0);
-        for (size_t i = 0; i < N_METRICS; i++)
-            sb_field(&b, metric_cols[i].name, 0);
+        for (size_t i = 0; i < ms_metric_count; i++)
+            if (ms_metric_list[i].in_csv)
+                sb_field(&b, ms_metric_list[i].name, 0);
         sb_str(&b, ",moesim_version,moesim_commit,trace_sha256,model_sha256,platform_sha256,error\n");
         header = b.s;
     }
@@ -188,16 +110,17 @@ char *ms_sweep_csv_row(uint64_t point, const ms_sweep_point *p, const ms_run_con
     sb_str(&b, num);
     for (int i = 0; i < MS_SW_NPARAM; i++)
         sb_field(&b, p->v[i], 0);
-    double v[N_METRICS];
-    if (m)
-        metric_values(m, v);
-    for (size_t i = 0; i < N_METRICS; i++) {
-        if (!m || isnan(v[i]))
+    for (size_t i = 0; i < ms_metric_count; i++) {
+        const ms_metric_def *d = &ms_metric_list[i];
+        if (!d->in_csv)
+            continue;
+        double v = m ? d->get(m) : NAN;
+        if (isnan(v))
             num[0] = 0; /* no metrics (the point failed), or one without samples */
-        else if (metric_cols[i].type == 'u')
-            snprintf(num, sizeof num, "%.0f", v[i]);
+        else if (d->type == MS_MT_REAL)
+            snprintf(num, sizeof num, "%.12g", v);
         else
-            snprintf(num, sizeof num, "%.12g", v[i]);
+            snprintf(num, sizeof num, "%.0f", v);
         sb_field(&b, num, 0);
     }
     provenance_fields(&b, cfg);

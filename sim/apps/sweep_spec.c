@@ -14,6 +14,7 @@
 #include "sim/core/ini.h"
 #include "sim/core/out.h"
 #include "sim/engine/runkeys.h"
+#include "sim/engine/placement.h"
 #include "sim/apps/sweep_spec.h"
 
 #define MAX_AXIS_VALUES 1000000u
@@ -22,7 +23,8 @@
 
 const char *const ms_sweep_param_names[MS_SW_NPARAM] = { /* = the first keys of ms_runkeys (test_runkeys) */
     "trace", "model", "platform", "prefetch", "cache", "sched", "cache_experts", "cache_bytes", "distance",
-    "batch", "host_bytes", "h2d_gbps", "train", "topk_fill", "offline", "seed",
+    "batch", "host_bytes", "h2d_gbps", "train", "topk_fill", "offline", "seed", "gpus", "placement", "cache_per_gpu",
+    "framework",
 };
 
 /* The keys, their kinds, ranges and defaults: the run configuration's one
@@ -41,6 +43,8 @@ typedef ms_runkey_kind value_kind;
 #define K_TRAIN MS_RKV_TRAIN
 #define K_ENUM MS_RKV_ENUM
 _Static_assert((int)MS_SW_NPARAM == (int)MS_RK_CACHE_GB, "the sweep's parameters are the first keys of runkeys.h");
+
+#define MS_SWEEP_MAX_SETS 32
 
 /* Values of one key as written, and where. */
 typedef struct {
@@ -66,7 +70,15 @@ typedef struct {
     char *name;
     ms_platform plat;
     char gbps[32];
+    char gpus[16];      /* its GPU count, for points that do not give gpus */
 } platform_slot;
+
+/* A framework or placement value and what it resolves to. */
+typedef struct {
+    char *name;
+    ms_framework fw;    /* framework */
+    char *path;         /* placement: the name, or the resolved file */
+} named_slot;
 
 struct ms_sweep_spec {
     char *path, *dir;
@@ -82,11 +94,17 @@ struct ms_sweep_spec {
     int nmodels;
     platform_slot *plats;
     int nplats;
+    named_slot *fws, *places;
+    int nfws, nplaces;
     char **trace_paths; /* resolved, parallel to the unique trace texts */
     char **trace_texts;
     int ntraces;
     ms_sweep_point *points;
     uint64_t npoints;
+    /* model.KEY / platform.KEY overrides of [sweep], applied to every
+     * model or platform of the spec (their strings owned here) */
+    ms_profile_set sets[2][MS_SWEEP_MAX_SETS];
+    int nsets[2];
 };
 
 /* ---- parsing ---- */
@@ -201,6 +219,34 @@ static int set_setting(parse_ctx *c, const char *name, const char *value)
     return 0;
 }
 
+/* model.KEY = VALUE / platform.KEY = VALUE in [sweep]: an override of every
+ * model or platform of the spec, checked when they are loaded. */
+static int add_profile_set(parse_ctx *c, const char *name, const char *value)
+{
+    int kind = !strncmp(name, "platform.", 9);
+    const char *key = strchr(name, '.') + 1;
+    if (c->in_point)
+        return ctx_fail(c, "%s: profile overrides go in [sweep] (they apply to every point)", name);
+    if (!*key)
+        return ctx_fail(c, "%s: expected %s.KEY = VALUE", name, kind ? "platform" : "model");
+    ms_profile_set *sets = c->s->sets[kind];
+    int *n = &c->s->nsets[kind];
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(sets[i].key, key))
+            return ctx_fail(c, "key '%s' given twice", name);
+    if (*n == MS_SWEEP_MAX_SETS)
+        return ctx_fail(c, "%s: more than %d overrides of one profile", name, MS_SWEEP_MAX_SETS);
+    char where[1400];
+    snprintf(where, sizeof where, "%s:%d: %s = %s", c->s->path, c->line, name, value);
+    sets[(*n)++] = (ms_profile_set){ms_xstrdup(key), ms_xstrdup(value), ms_xstrdup(where)};
+    return 0;
+}
+
+static int is_profile_set(const char *name)
+{
+    return !strncmp(name, "model.", 6) || !strncmp(name, "platform.", 9);
+}
+
 static int is_setting(const char *name)
 {
     return !strcmp(name, "output") || !strcmp(name, "mode") || !strcmp(name, "trace_cache");
@@ -208,7 +254,8 @@ static int is_setting(const char *name)
 
 static const char known_keys[] =
     "output, mode, trace_cache, trace, model, platform, prefetch, cache, sched, cache_experts, cache_bytes, "
-    "cache_gb, distance, batch, host_bytes, h2d_gbps, train, topk_fill, offline, seed";
+    "cache_gb, distance, batch, host_bytes, h2d_gbps, train, topk_fill, offline, seed, gpus, placement, "
+    "cache_per_gpu, framework, model.KEY, platform.KEY";
 
 /* inih's convention: 1 to go on, 0 after ctx_fail */
 static int value_line(void *user, const char *section, const char *name, const char *value)
@@ -219,6 +266,8 @@ static int value_line(void *user, const char *section, const char *name, const c
         return 0;
     if (c->in_point == -1)
         return ctx_fail(c, "key '%s' before [sweep]", name), 0;
+    if (is_profile_set(name))
+        return add_profile_set(c, name, value) == 0;
     int gb, p = param_index(name, &gb);
     if (p < 0 && !(is_setting(name) && !c->in_point))
         return ctx_fail(c, "unknown key '%s' in [%s] (known: %s)", name, c->in_point ? "point" : "sweep",
@@ -404,10 +453,12 @@ static int load_model(parse_ctx *c, const char *v)
     model_slot m = {.name = ms_xstrdup(v), .none = !strcmp(v, "none")};
     ms_err e;
     char *path = is_ini_path(v) ? resolve_path(s, v) : ms_xstrdup(v);
-    int rc = m.none ? 0 : ms_model_load(path, &m.model, &e);
+    int rc = m.none ? 0 : ms_model_load_set(path, s->sets[0], s->nsets[0], &m.model, &e);
     free(path);
     if (rc) {
         free(m.name);
+        if (!strncmp(e.msg, s->path, strlen(s->path))) /* an override's own FILE:LINE: key = value: why */
+            return c->failed = 1, ms_fail(c->err, "%s", e.msg);
         return ctx_fail(c, "model = %s: %s", v, e.msg);
     }
     s->models = ms_xrealloc(s->models, (size_t)s->nmodels + 1, sizeof *s->models);
@@ -424,15 +475,62 @@ static int load_platform(parse_ctx *c, const char *v)
     platform_slot p = {.name = ms_xstrdup(v)};
     ms_err e;
     char *path = is_ini_path(v) ? resolve_path(s, v) : ms_xstrdup(v);
-    int rc = ms_platform_load(path, &p.plat, &e);
+    int rc = ms_platform_load_set(path, s->sets[1], s->nsets[1], &p.plat, &e);
     free(path);
     if (rc) {
         free(p.name);
+        if (!strncmp(e.msg, s->path, strlen(s->path)))
+            return c->failed = 1, ms_fail(c->err, "%s", e.msg);
         return ctx_fail(c, "platform = %s: %s", v, e.msg);
     }
     format_number(p.plat.h2d_bw / 1e9, p.gbps, sizeof p.gbps);
+    snprintf(p.gpus, sizeof p.gpus, "%u", p.plat.gpus ? p.plat.gpus : 1);
     s->plats = ms_xrealloc(s->plats, (size_t)s->nplats + 1, sizeof *s->plats);
     s->plats[s->nplats++] = p;
+    return 0;
+}
+
+static int load_framework(parse_ctx *c, const char *v)
+{
+    ms_sweep_spec *s = c->s;
+    for (int i = 0; i < s->nfws; i++)
+        if (!strcmp(s->fws[i].name, v))
+            return 0;
+    named_slot f = {.name = ms_xstrdup(v)};
+    ms_err e;
+    int have;
+    char *path = is_ini_path(v) ? resolve_path(s, v) : ms_xstrdup(v);
+    int rc = ms_framework_resolve(path, &f.fw, &have, &e);
+    free(path);
+    if (rc) {
+        free(f.name);
+        return ctx_fail(c, "framework = %s: %s", v, e.msg);
+    }
+    s->fws = ms_xrealloc(s->fws, (size_t)s->nfws + 1, sizeof *s->fws);
+    s->fws[s->nfws++] = f;
+    return 0;
+}
+
+/* round-robin, layer, balanced, or a readable file (checked against the
+ * trace when a point runs). */
+static int check_placement(parse_ctx *c, const char *v)
+{
+    ms_sweep_spec *s = c->s;
+    for (int i = 0; i < s->nplaces; i++)
+        if (!strcmp(s->places[i].name, v))
+            return 0;
+    named_slot p = {.name = ms_xstrdup(v)};
+    p.path = ms_placement_kind(v) == MS_PLACE_FILE ? resolve_path(s, v) : ms_xstrdup(v);
+    FILE *f = ms_placement_kind(v) == MS_PLACE_FILE ? fopen(p.path, "r") : NULL;
+    if (ms_placement_kind(v) == MS_PLACE_FILE && !f) {
+        free(p.name);
+        free(p.path);
+        return ctx_fail(c, "placement = %s: not round-robin, layer, balanced or a readable file", v);
+    }
+    if (f)
+        fclose(f);
+    s->places = ms_xrealloc(s->places, (size_t)s->nplaces + 1, sizeof *s->places);
+    s->places[s->nplaces++] = p;
     return 0;
 }
 
@@ -471,6 +569,10 @@ static int add_named_item(parse_ctx *c, int p, const char *key, const char *item
         rc = load_platform(c, item);
     else if (a->kind == K_POLICY)
         rc = check_policy(c, key, (ms_policy_kind)(int)a->min, item);
+    else if (a->kind == MS_RKV_FRAMEWORK)
+        rc = load_framework(c, item);
+    else if (a->kind == MS_RKV_PLACEMENT)
+        rc = check_placement(c, item);
     else { /* K_ENUM */
         char choices[64];
         snprintf(choices, sizeof choices, "|%s|", a->choices);
@@ -599,9 +701,16 @@ static int expand_points(parse_ctx *c)
             ms_sweep_point *pt = &s->points[k++];
             for (int p = 0; p < MS_SW_NPARAM; p++)
                 pt->v[p] = gs[g].vals[p][idx[p]];
+            const platform_slot *ps = find_platform(s, pt->v[MS_SW_PLATFORM]);
             pt->h2d_override = pt->v[MS_SW_H2D_GBPS][0] != 0;
             if (!pt->h2d_override)
-                pt->v[MS_SW_H2D_GBPS] = find_platform(s, pt->v[MS_SW_PLATFORM])->gbps;
+                pt->v[MS_SW_H2D_GBPS] = ps->gbps;
+            pt->gpus_override = pt->v[MS_SW_GPUS][0] != 0;
+            if (!pt->gpus_override)
+                pt->v[MS_SW_GPUS] = ps->gpus;
+            pt->fw_override = pt->v[MS_SW_FRAMEWORK][0] != 0;
+            if (!pt->fw_override)
+                pt->v[MS_SW_FRAMEWORK] = ps->plat.framework[0] ? ps->plat.framework : "none";
             int p = MS_SW_NPARAM - 1; /* the last parameter varies fastest */
             while (p >= 0 && ++idx[p] == gs[g].n[p])
                 idx[p--] = 0;
@@ -694,12 +803,26 @@ void ms_sweep_free(ms_sweep_spec *s)
     for (int i = 0; i < s->nplats; i++)
         free(s->plats[i].name);
     free(s->plats);
+    for (int i = 0; i < s->nfws; i++)
+        free(s->fws[i].name);
+    free(s->fws);
+    for (int i = 0; i < s->nplaces; i++) {
+        free(s->places[i].name);
+        free(s->places[i].path);
+    }
+    free(s->places);
     for (int i = 0; i < s->ntraces; i++) {
         free(s->trace_texts[i]);
         free(s->trace_paths[i]);
     }
     free(s->trace_texts);
     free(s->trace_paths);
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < s->nsets[k]; i++) {
+            free((char *)s->sets[k][i].key);
+            free((char *)s->sets[k][i].value);
+            free((char *)s->sets[k][i].where);
+        }
     free(s->points);
     free(s->output);
     free(s->dir);
@@ -743,6 +866,10 @@ void ms_sweep_config(const ms_sweep_spec *s, const ms_sweep_point *p, ms_run_con
         plat->h2d_bw = strtod(p->v[MS_SW_H2D_GBPS], NULL) * 1e9;
     cfg->platform = plat;
     cfg->keys_as_ini = 1; /* messages name keys as the spec does ("train") */
+    cfg->model_sets = s->sets[0];
+    cfg->n_model_sets = s->nsets[0];
+    cfg->platform_sets = s->sets[1];
+    cfg->n_platform_sets = s->nsets[1];
     cfg->prefetch_spec = p->v[MS_SW_PREFETCH];
     cfg->cache_spec = p->v[MS_SW_CACHE];
     cfg->sched_spec = p->v[MS_SW_SCHED];
@@ -761,4 +888,12 @@ void ms_sweep_config(const ms_sweep_spec *s, const ms_sweep_point *p, ms_run_con
     cfg->topk_fill = strcmp(p->v[MS_SW_TOPK_FILL], "even") ? MS_FILL_ZERO : MS_FILL_EVEN;
     cfg->offline = !strcmp(p->v[MS_SW_OFFLINE], "1");
     cfg->seed = strtoull(p->v[MS_SW_SEED], NULL, 10);
+    cfg->gpus = p->gpus_override ? (uint32_t)strtoul(p->v[MS_SW_GPUS], NULL, 10) : 0;
+    for (int i = 0; i < s->nplaces; i++)
+        if (!strcmp(s->places[i].name, p->v[MS_SW_PLACEMENT]))
+            cfg->placement = s->places[i].path;
+    cfg->cache_per_gpu = !strcmp(p->v[MS_SW_CACHE_PER_GPU], "1");
+    for (int i = 0; p->fw_override && i < s->nfws; i++)
+        if (!strcmp(s->fws[i].name, p->v[MS_SW_FRAMEWORK]))
+            cfg->framework = &s->fws[i].fw;
 }

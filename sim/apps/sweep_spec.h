@@ -16,7 +16,9 @@
  * prefetch, cache, sched, cache_experts | cache_bytes | cache_gb (exactly one
  * capacity key; cache_gb is reported as cache_bytes), distance, batch,
  * host_bytes, h2d_gbps (overrides the platform's H2D bandwidth), train,
- * topk_fill, offline, seed.  Policy lists split at commas, except that an
+ * topk_fill, offline, seed, gpus (the platform's unless given), placement
+ * (round-robin, layer, balanced or a file), cache_per_gpu (0 or 1), framework
+ * (a name, .ini path or none; the platform's unless given).  Policy lists split at commas, except that an
  * item holding '=' but no ':' continues the previous spec's parameters.
  *
  * ms_sweep_load validates everything before anything runs: unknown sections
@@ -37,6 +39,7 @@ typedef enum {
     MS_SW_TRACE, MS_SW_MODEL, MS_SW_PLATFORM, MS_SW_PREFETCH, MS_SW_CACHE, MS_SW_SCHED,
     MS_SW_CACHE_EXPERTS, MS_SW_CACHE_BYTES, MS_SW_DISTANCE, MS_SW_BATCH, MS_SW_HOST_BYTES,
     MS_SW_H2D_GBPS, MS_SW_TRAIN, MS_SW_TOPK_FILL, MS_SW_OFFLINE, MS_SW_SEED,
+    MS_SW_GPUS, MS_SW_PLACEMENT, MS_SW_CACHE_PER_GPU, MS_SW_FRAMEWORK,
     MS_SW_NPARAM
 } ms_sweep_param;
 
@@ -44,10 +47,12 @@ typedef enum {
 extern const char *const ms_sweep_param_names[MS_SW_NPARAM];
 
 /* One point: the text of every parameter ("" for the capacity key it does
- * not use; h2d_gbps is the platform's own bandwidth unless overridden). */
+ * not use; h2d_gbps, gpus and framework are the platform's own unless
+ * given). */
 typedef struct {
     const char *v[MS_SW_NPARAM];
     int h2d_override; /* h2d_gbps was given: it replaces the platform's h2d_bw */
+    int gpus_override, fw_override; /* gpus, framework were given */
 } ms_sweep_point;
 
 typedef struct ms_sweep_spec ms_sweep_spec;

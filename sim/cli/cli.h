@@ -12,6 +12,7 @@ int ms_cli_demo(int argc, char **argv);
 int ms_cli_regress(int argc, char **argv);
 int ms_cli_sweep(int argc, char **argv);
 int ms_cli_figures(int argc, char **argv);
+int ms_cli_claims(int argc, char **argv);
 int ms_cli_trace_info(int argc, char **argv);
 int ms_cli_trace_validate(int argc, char **argv);
 int ms_cli_trace_import(int argc, char **argv);
@@ -38,10 +39,17 @@ typedef struct {
     int n_model_sets, n_platform_sets;
     int json;
     int cap_flags;
+    const char *framework; /* --framework (NULL: the platform's) */
+    ms_framework fw;       /* the resolved framework, when cfg->framework points here */
     int (*extra)(void *ctx, const char *flag, const char *val);
     void *ctx;
 } ms_run_flags;
 int ms_cli_parse_run_flags(int argc, char **argv, ms_run_config *cfg, ms_run_flags *f);
+/* One "--set model.KEY=VALUE" or "--set platform.KEY=VALUE" into the model's
+ * or the platform's list (MS_CLI_MAX_SETS each); 0, or 2 after a usage error
+ * (cmd names the command). */
+int ms_cli_parse_set(const char *cmd, const char *val, ms_profile_set *model_sets, int *n_model,
+                     ms_profile_set *platform_sets, int *n_platform);
 /* Loads f->model (when given) and f->platform with their --set overrides
  * into *model / *platform and points cfg at them; 0 or -1 with err. */
 int ms_cli_load_profiles(ms_run_flags *f, ms_run_config *cfg, ms_model *model, ms_platform *platform, ms_err *err);

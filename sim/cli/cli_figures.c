@@ -21,6 +21,7 @@
 
 static const char figures_usage[] =
     "usage: moesim figures [--only NAME[,NAME...]] [--out DIR] [--trace FILE] [--model M] [--platform P]\n"
+    "                      [--set platform.KEY=VALUE] [--set model.KEY=VALUE]\n"
     "                      [--seed N] [--requests N] [--list]\n"
     "\n"
     "Runs one recipe per paper figure (the sweep it needs, simulated in-process) and renders it with\n"
@@ -29,7 +30,8 @@ static const char figures_usage[] =
     "speculative gates; --requests N, --seed N) written to DIR/default-trace.h5.  Figures that need what\n"
     "a --trace lacks (embeddings, speculative gates) are skipped with a note.  Cache sizes are fractions\n"
     "of the trace's L x J experts (16 to 64 of Mixtral's 256: 1/16 to 1/4); layers are numbered from 0.\n"
-    "--list names every figure.\n"
+    "--list names every figure.  --set KIND.KEY=VALUE overrides one key of the model or platform\n"
+    "profile, as in moesim run.\n"
     "Defaults: --out moesim-figures --model mixtral-8x7b (with --trace: none, dimensions from the trace)\n"
     "--platform rtx3090-pcie4 --seed 42 --requests 16.\n";
 
@@ -37,6 +39,8 @@ typedef struct {
     const char *out_dir, *trace, *model, *platform, *only;
     uint64_t seed, requests;
     int list;
+    ms_profile_set model_sets[MS_CLI_MAX_SETS], platform_sets[MS_CLI_MAX_SETS];
+    int n_model_sets, n_platform_sets;
 } fig_flags;
 
 static int parse_u64_flag(const char *flag, const char *val, uint64_t lo, uint64_t hi, uint64_t *out)
@@ -70,6 +74,11 @@ static int parse_figures_flags(int argc, char **argv, fig_flags *f)
             f->platform = val;
         else if (!strcmp(a, "--only"))
             f->only = val;
+        else if (!strcmp(a, "--set")) {
+            if (ms_cli_parse_set("figures", val, f->model_sets, &f->n_model_sets, f->platform_sets,
+                                 &f->n_platform_sets))
+                return 2;
+        }
         else if (!strcmp(a, "--seed")) {
             if (parse_u64_flag(a, val, 0, 4294967294ULL, &f->seed))
                 return 2;
@@ -163,7 +172,7 @@ static int make_figures(const ms_fig_ctx *ctx, const int *sel, ms_err *err)
             continue;
         }
         double t0 = wall_s();
-        if (f->run(ctx, err) || ms_figure_render(f, ctx, err))
+        if (ms_figure_run(f, ctx, err) || ms_figure_render(f, ctx, err))
             return ms_fail_prefix(err, "figures: %s", f->name);
         printf("%-20s %-22s %6.1f s  %s/%s.png, .pdf\n", f->name, f->paper, wall_s() - t0, ctx->out_dir, f->name);
         fflush(stdout);
@@ -201,7 +210,10 @@ int ms_cli_figures(int argc, char **argv)
     ms_model model;
     ms_platform plat;
     char trace[1024];
-    if ((f.model && ms_model_load(f.model, &model, &err)) || ms_platform_load(f.platform, &plat, &err) ||
+    if (!f.model && f.n_model_sets)
+        return ms_cli_error("figures: --set model.KEY needs --model (with --trace the model is optional)");
+    if ((f.model && ms_model_load_set(f.model, f.model_sets, f.n_model_sets, &model, &err)) ||
+        ms_platform_load_set(f.platform, f.platform_sets, f.n_platform_sets, &plat, &err) ||
         ms_out_make_dir("figures: --out", f.out_dir, &err))
         return ms_cli_error(err.msg);
     if (!f.trace) {

@@ -36,6 +36,12 @@ static const char run_usage[] =
     "                      when a chosen policy learns offline (fmoe, eam, transition, static), else 0\n"
     "  --topk-fill zero|even  top-k-only traces: probability outside the top-k is 0 (default) or\n"
     "                      the mass the top-k leaves, spread evenly\n"
+    "  --gpus N            GPUs with expert parallelism (default: the platform's gpus, else 1)\n"
+    "  --placement P       experts on GPUs: round-robin (default), layer, balanced, or a CSV file\n"
+    "                      of layer,expert,gpu lines (docs/engine.md \"Several GPUs\")\n"
+    "  --cache-per-gpu 0|1 1: the cache size is every GPU's; 0 (default): the total, split evenly\n"
+    "  --framework NAME    serving framework's host costs per layer and iteration (hf-eager, vllm,\n"
+    "                      llama-cpp; none); default: the platform's [platform] framework, else none\n"
     "  --set platform.KEY=VALUE, --set model.KEY=VALUE\n"
     "                      override one key of the profile (any [section]; e.g. gpu_mem_bytes=48GiB,\n"
     "                      h2d_bw=64GB/s), validated like the file; repeatable; echoed in --json config\n"
@@ -52,30 +58,30 @@ static int need_value(const char *cmd, int i, int argc, char **argv)
 }
 
 
-/* --set model.KEY=VALUE | platform.KEY=VALUE; 0, or 2 after a usage error. */
-static int parse_set(ms_run_flags *f, const char *val)
+int ms_cli_parse_set(const char *cmd, const char *val, ms_profile_set *model_sets, int *n_model,
+                     ms_profile_set *platform_sets, int *n_platform)
 {
     const char *dot = strchr(val, '.'), *eq = strchr(val, '=');
     int is_model = !strncmp(val, "model.", 6), is_platform = !strncmp(val, "platform.", 9);
     if (!dot || !eq || eq < dot || eq == dot + 1 || (!is_model && !is_platform))
-        return ms_cli_usage("%s: --set %s: expected platform.KEY=VALUE or model.KEY=VALUE", f->cmd, val);
-    ms_profile_set *sets = is_model ? f->model_sets : f->platform_sets;
-    int *n = is_model ? &f->n_model_sets : &f->n_platform_sets;
+        return ms_cli_usage("%s: --set %s: expected platform.KEY=VALUE or model.KEY=VALUE", cmd, val);
+    ms_profile_set *sets = is_model ? model_sets : platform_sets;
+    int *n = is_model ? n_model : n_platform;
     if (*n == MS_CLI_MAX_SETS)
-        return ms_cli_usage("%s: --set %s: more than %d overrides of one profile", f->cmd, val, MS_CLI_MAX_SETS);
+        return ms_cli_usage("%s: --set %s: more than %d overrides of one profile", cmd, val, MS_CLI_MAX_SETS);
     /* the key is copied into a static pool: flags live as long as the process */
     static char keys[2 * MS_CLI_MAX_SETS][64];
     static int used;
     size_t klen = (size_t)(eq - dot - 1);
     if (klen >= sizeof keys[0] || used == 2 * MS_CLI_MAX_SETS)
-        return ms_cli_usage("%s: --set %s: key too long", f->cmd, val);
+        return ms_cli_usage("%s: --set %s: key too long", cmd, val);
     memcpy(keys[used], dot + 1, klen);
     keys[used][klen] = '\0';
     for (int i = 0; i < *n; i++)
         if (!strcmp(sets[i].key, keys[used]))
-            return ms_cli_usage("%s: --set %s: %s.%s is set twice", f->cmd, val, is_model ? "model" : "platform",
+            return ms_cli_usage("%s: --set %s: %s.%s is set twice", cmd, val, is_model ? "model" : "platform",
                                 keys[used]);
-    sets[(*n)++] = (ms_profile_set){keys[used++], eq + 1};
+    sets[(*n)++] = (ms_profile_set){keys[used++], eq + 1, NULL};
     return 0;
 }
 
@@ -87,6 +93,10 @@ int ms_cli_load_profiles(ms_run_flags *f, ms_run_config *cfg, ms_model *model, m
         return -1;
     if (ms_platform_load_set(f->platform, f->platform_sets, f->n_platform_sets, platform, err))
         return -1;
+    int have_fw;
+    if (ms_framework_resolve(f->framework, &f->fw, &have_fw, err))
+        return ms_fail_prefix(err, "--framework");
+    cfg->framework = have_fw ? &f->fw : NULL;
     cfg->model = f->model ? model : NULL;
     cfg->platform = platform;
     cfg->model_sets = f->model_sets;
@@ -151,9 +161,17 @@ static int set_run_key(ms_run_config *cfg, ms_run_flags *f, int id, const char *
         snprintf(bw, sizeof bw, "%.17gGB/s", x);
         if (f->n_platform_sets == MS_CLI_MAX_SETS)
             return ms_cli_usage("%s: %s: too many platform overrides", f->cmd, flag);
-        f->platform_sets[f->n_platform_sets++] = (ms_profile_set){"h2d_bw", bw};
+        f->platform_sets[f->n_platform_sets++] = (ms_profile_set){"h2d_bw", bw, NULL};
         break;
     }
+    case MS_RK_GPUS: cfg->gpus = (uint32_t)x; break;
+    case MS_RK_PLACEMENT: cfg->placement = val; break;
+    case MS_RK_CACHE_PER_GPU:
+        if (strcmp(val, "0") && strcmp(val, "1"))
+            return ms_cli_usage("%s: %s %s: expected 0 or 1", f->cmd, flag, val);
+        cfg->cache_per_gpu = !strcmp(val, "1");
+        break;
+    case MS_RK_FRAMEWORK: f->framework = val; break;
     case MS_RK_OFFLINE: /* a flag without a value: handled before */
     case MS_RK_N:
         return ms_cli_usage("%s: %s takes no value", f->cmd, flag);
@@ -184,7 +202,7 @@ int ms_cli_parse_run_flags(int argc, char **argv, ms_run_config *cfg, ms_run_fla
         if (extra)
             return 2;
         if (!strcmp(a, "--set")) {
-            if (parse_set(f, val))
+            if (ms_cli_parse_set(f->cmd, val, f->model_sets, &f->n_model_sets, f->platform_sets, &f->n_platform_sets))
                 return 2;
             continue;
         }
@@ -225,6 +243,8 @@ int ms_cli_run(int argc, char **argv)
     ms_metrics m;
     if (ms_run(&cfg, &m, &err))
         return ms_cli_error(err.msg);
+    for (uint32_t i = 0; i < m.n_warnings; i++)
+        fprintf(stderr, "moesim: warning: %s\n", m.warnings[i]);
     if (f.json) {
         cJSON *j = ms_report_json(&cfg, &m);
         char *s = cJSON_Print(j);
@@ -248,6 +268,16 @@ static void print_params(const ms_param_spec *p)
     }
 }
 
+/* " x 6" after a platform's GPU memory when it has several GPUs ("" else). */
+static const char *gpus_note(const ms_platform *p)
+{
+    static char note[16];
+    note[0] = '\0';
+    if (p->gpus > 1)
+        snprintf(note, sizeof note, " x %u", p->gpus);
+    return note;
+}
+
 static int list_profiles(const char *kind)
 {
     char **names;
@@ -260,12 +290,16 @@ static int list_profiles(const char *kind)
     for (int i = 0; i < n; i++) {
         ms_model mo;
         ms_platform pl;
+        ms_framework fw;
         if (!strcmp(kind, "models") && !ms_model_load(names[i], &mo, &err))
             printf("  %-20s L=%-3u J=%-4u K=%-2u %-6s %8.2f MB/expert  %s\n", names[i], mo.moe_layers, mo.experts,
                    mo.top_k, mo.dtype, mo.expert_bytes / 1e6, mo.description);
         else if (!strcmp(kind, "platforms") && !ms_platform_load(names[i], &pl, &err))
-            printf("  %-20s H2D %6.1f GB/s  GPU %6.1f GB  %s\n", names[i], pl.h2d_bw / 1e9, pl.gpu_mem_bytes / 1e9,
-                   pl.description);
+            printf("  %-20s H2D %6.1f GB/s  GPU %6.1f GB%s  %s\n", names[i], pl.h2d_bw / 1e9, pl.gpu_mem_bytes / 1e9,
+                   gpus_note(&pl), pl.description);
+        else if (!strcmp(kind, "frameworks") && !ms_framework_load(names[i], &fw, &err))
+            printf("  %-20s %.3g ms per layer, %.3g ms per iteration  %s\n", names[i], fw.layer_s * 1e3,
+                   fw.iteration_s * 1e3, fw.description);
         else
             printf("  %-20s (invalid: %s)\n", names[i], err.msg);
     }
@@ -277,7 +311,7 @@ int ms_cli_list(int argc, char **argv)
 {
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         puts("usage: moesim list\n\nPrints every registered policy with its parameters and defaults,\n"
-             "then every model and platform profile.");
+             "then every model, platform and framework profile.");
         return 0;
     }
     if (argc > 1)
@@ -292,5 +326,5 @@ int ms_cli_list(int argc, char **argv)
             print_params(d->params);
         }
     }
-    return list_profiles("models") || list_profiles("platforms");
+    return list_profiles("models") || list_profiles("platforms") || list_profiles("frameworks");
 }

@@ -24,7 +24,7 @@
 #include "sim/core/profile.h"
 
 #define MAX_FIELDS 40
-#define MAX_GROUPS 24
+#define MAX_GROUPS 32
 #define SOURCE_TEXT_CAP 256
 #define RAW_VALUE_CAP 48
 
@@ -104,8 +104,8 @@ static const profile_schema model_schema = {
 
 /* ---- platforms ---- */
 
-static const char *const platform_sections[] = {"platform", "gpu",    "link",   "cpu", "ssd",
-                                                "policy",   "contention", "source", NULL};
+static const char *const platform_sections[] = {"platform", "gpu",        "link",         "cpu",    "ssd",
+                                                "policy",   "contention", "interconnect", "source", NULL};
 static const char *const platform_statuses[] = {"datasheet", "measured", "derived", "estimate", NULL};
 
 /* Every figure is cited under its own key in [source]. */
@@ -121,12 +121,14 @@ static const field_spec platform_fields[] = {
     PF("gpu", hbm_bw, K_BW, 0, 1e15, 1),
     PF("gpu", gpu_flops, K_DOUBLE, 0, 1e18, 1),
     PF("gpu", launch_s, K_DOUBLE, 0, 1, 0),
+    PF_OPTIONAL("gpu", gpus, K_U32, 1, 64),
     PF("link", h2d_bw, K_BW, 0, 1e15, 1),
     PF("link", h2d_latency_s, K_DOUBLE, 0, 1, 0),
     PF("link", d2h_bw, K_BW, 0, 1e15, 1),
     PF("link", d2h_latency_s, K_DOUBLE, 0, 1, 0),
     PF("link", pageable_bw, K_BW, 0, 1e15, 1),
     PF("link", copy_engines, K_U32, 1, 64, 0),
+    NUM("link", "host_ceiling_bw", K_BW, ms_platform, host_ceiling_bw, 0, 1e15, 1, 0, "host_ceiling_bw"),
     PF("cpu", cpu_cores, K_U32, 1, 65536, 0),
     PF("cpu", dram_bw, K_BW, 0, 1e15, 1),
     PF("cpu", cpu_flops_per_core, K_DOUBLE, 0, 1e15, 1),
@@ -136,6 +138,9 @@ static const field_spec platform_fields[] = {
     PF("policy", policy_op_s, K_DOUBLE, 0, 1, 0),
     PF_OPTIONAL("contention", copy_contention, K_DOUBLE, 0, 100),
     PF_OPTIONAL("contention", compute_contention, K_DOUBLE, 0, 100),
+    NUM("interconnect", "peer_bw", K_BW, ms_platform, peer_bw, 0, 1e15, 1, 0, "peer_bw"),
+    PF_OPTIONAL("interconnect", peer_latency_s, K_DOUBLE, 0, 1),
+    STR("platform", "framework", K_NAME, ms_platform, framework, 0),
 };
 
 _Static_assert(sizeof model_fields / sizeof model_fields[0] <= MAX_FIELDS, "raise MAX_FIELDS");
@@ -145,6 +150,22 @@ _Static_assert(sizeof platform_fields / sizeof platform_fields[0] <= MAX_GROUPS,
 static const profile_schema platform_schema = {
     "platform", "platforms", platform_sections, platform_fields,
     (int)(sizeof platform_fields / sizeof platform_fields[0]), platform_statuses, 1,
+};
+
+/* ---- serving frameworks ---- */
+
+static const char *const framework_sections[] = {"framework", "source", NULL};
+
+static const field_spec framework_fields[] = {
+    STR("framework", "name", K_NAME, ms_framework, name, 1),
+    STR("framework", "description", K_TEXT, ms_framework, description, 1),
+    NUM("framework", "layer_s", K_DOUBLE, ms_framework, layer_s, 0, 1, 0, 1, "layer_s"),
+    NUM("framework", "iteration_s", K_DOUBLE, ms_framework, iteration_s, 0, 10, 0, 1, "iteration_s"),
+};
+
+static const profile_schema framework_schema = {
+    "framework", "frameworks", framework_sections, framework_fields,
+    (int)(sizeof framework_fields / sizeof framework_fields[0]), platform_statuses, 1,
 };
 
 /* ---- parsing state ---- */
@@ -660,7 +681,10 @@ static int apply_sets(parse_ctx *c, const ms_profile_set *sets, int n)
     const char *file = c->path;
     for (int k = 0; k < n && !c->failed; k++) {
         char where[600];
-        snprintf(where, sizeof where, "--set %s.%s=%s", c->schema->kind, sets[k].key, sets[k].value);
+        if (sets[k].where)
+            snprintf(where, sizeof where, "%s", sets[k].where);
+        else
+            snprintf(where, sizeof where, "--set %s.%s=%s", c->schema->kind, sets[k].key, sets[k].value);
         c->path = where;
         c->line = 0;
         int i = -1;
@@ -686,8 +710,11 @@ static int apply_sets(parse_ctx *c, const ms_profile_set *sets, int n)
         snprintf(c->raw[i], sizeof c->raw[i], "%s", sets[k].value);
         int g = f->cite ? find_group(c, f->cite) : -1;
         if (g >= 0) {
-            snprintf(c->group_text[g], sizeof c->group_text[g], "override --set %s.%s=%s (the file's value replaced)",
-                     c->schema->kind, sets[k].key, sets[k].value);
+            char text[700]; /* cut to the source line's room */
+            snprintf(text, sizeof text, "override %s (the file's value replaced)", where);
+            size_t n = strnlen(text, sizeof c->group_text[g] - 1);
+            memcpy(c->group_text[g], text, n);
+            c->group_text[g][n] = 0;
             c->group_seen[g] = 1;
         }
     }
@@ -776,6 +803,13 @@ int ms_platform_load_set(const char *name_or_path, const ms_profile_set *sets, i
                      offsetof(ms_platform, source), sizeof p.source, p.file, sizeof p.file, sets, nsets, err) ||
         ms_digest_file(p.file, p.sha256, err))
         return -1;
+    if (p.framework[0]) {
+        ms_framework fw;
+        if (ms_framework_load(p.framework, &fw, err))
+            return ms_fail_prefix(err, "%s: [platform] framework = %s", p.file, p.framework);
+        p.framework_layer_s = fw.layer_s;
+        p.framework_iteration_s = fw.iteration_s;
+    }
     ms_out_input(p.file);
     *out = p;
     return 0;
@@ -784,6 +818,34 @@ int ms_platform_load_set(const char *name_or_path, const ms_profile_set *sets, i
 int ms_platform_load(const char *name_or_path, ms_platform *out, ms_err *err)
 {
     return ms_platform_load_set(name_or_path, NULL, 0, out, err);
+}
+
+int ms_framework_load(const char *name_or_path, ms_framework *out, ms_err *err)
+{
+    ms_framework f;
+    memset(&f, 0, sizeof f);
+    if (load_profile(&framework_schema, name_or_path, &f, offsetof(ms_framework, name),
+                     offsetof(ms_framework, source), sizeof f.source, f.file, sizeof f.file, NULL, 0, err) ||
+        ms_digest_file(f.file, f.sha256, err))
+        return -1;
+    ms_out_input(f.file);
+    *out = f;
+    return 0;
+}
+
+int ms_framework_resolve(const char *name, ms_framework *out, int *have, ms_err *err)
+{
+    *have = 0;
+    if (!name || !*name)
+        return 0;
+    if (!strcmp(name, "none")) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->name, sizeof out->name, "none");
+    } else if (ms_framework_load(name, out, err)) {
+        return -1;
+    }
+    *have = 1;
+    return 0;
 }
 
 /* ---- listing ---- */
@@ -797,8 +859,8 @@ int ms_profile_list(const char *kind, char ***names, int *n, ms_err *err)
 {
     *names = NULL;
     *n = 0;
-    if (!kind || (strcmp(kind, "models") && strcmp(kind, "platforms")))
-        return ms_fail(err, "profile kind '%s' is not 'models' or 'platforms'", kind ? kind : "(null)");
+    if (!kind || (strcmp(kind, "models") && strcmp(kind, "platforms") && strcmp(kind, "frameworks")))
+        return ms_fail(err, "profile kind '%s' is not 'models', 'platforms' or 'frameworks'", kind ? kind : "(null)");
     char base[4096], dir[4096];
     if (ms_path_profiles(base, sizeof base, err))
         return -1;

@@ -44,6 +44,8 @@ typedef struct {
     double hbm_bw;            /* bytes/s */
     double gpu_flops;         /* dense bf16 FLOP/s */
     double launch_s;          /* kernel launch overhead */
+    uint32_t gpus;            /* GPUs of the platform, each with gpu_mem_bytes and its own H2D link
+                               * (optional, 0 when absent = 1; docs/engine.md "Several GPUs") */
     /* [link] host -> device copy engine */
     double h2d_bw;            /* pinned, bytes/s */
     double h2d_latency_s;
@@ -51,6 +53,12 @@ typedef struct {
     double d2h_latency_s;
     double pageable_bw;
     uint32_t copy_engines;
+    double host_ceiling_bw;   /* optional: host-side bandwidth all H2D links share (root complex,
+                               * DRAM); 0 = none */
+    /* [interconnect] (optional, 0 when absent): GPU-GPU links for token
+     * dispatch and combine (NVLink or PCIe peer) */
+    double peer_bw;           /* bytes/s, each GPU to the home GPU */
+    double peer_latency_s;
     /* [cpu] */
     uint32_t cpu_cores;
     double dram_bw;           /* bytes/s */
@@ -68,10 +76,28 @@ typedef struct {
      * 1 / (1 + compute_contention) (sim/engine/exec.h). */
     double copy_contention;
     double compute_contention;
+    /* [platform] framework (optional, "" when absent): the serving
+     * framework profile runs on this platform use unless told otherwise;
+     * ms_platform_load reads it and keeps its costs here (0 without one) */
+    char framework[64];
+    double framework_layer_s, framework_iteration_s;
     char source[1024];        /* one line per figure: "key: value (datasheet|measured|estimate) <ref>" */
     char file[1024];          /* the file it was read from, and its SHA-256 (provenance of results) */
     char sha256[65];
 } ms_platform;
+
+/* A serving framework's fixed host costs (sim/profiles/frameworks/NAME.ini):
+ * host time the GPU waits for before every MoE layer's work and at the start
+ * of every iteration (docs/profiles.md "Frameworks"). */
+typedef struct {
+    char name[64];
+    char description[256];
+    double layer_s;           /* per MoE layer */
+    double iteration_s;       /* per iteration (forward pass) */
+    char source[1024];
+    char file[1024];
+    char sha256[65];
+} ms_framework;
 
 int ms_model_load(const char *name_or_path, ms_model *out, ms_err *err);
 int ms_platform_load(const char *name_or_path, ms_platform *out, ms_err *err);
@@ -80,16 +106,25 @@ int ms_platform_load(const char *name_or_path, ms_platform *out, ms_err *err);
  * platform.gpu_mem_bytes=48GiB`): key is the bare key of any section. */
 typedef struct {
     const char *key, *value;
+    /* where it was given, for messages and the [source] line: NULL for the
+     * command line ("--set platform.KEY=VALUE"), else e.g. a sweep spec's
+     * "FILE:LINE: platform.KEY = VALUE" */
+    const char *where;
 } ms_profile_set;
 /* The same loads with overrides applied after the file, each validated like
  * the file's own value (type, range, whole-profile checks; errors name
- * "--set KIND.KEY=VALUE"); the [source] line of an overridden figure says
+ * "--set KIND.KEY=VALUE", or the set's own `where`); the [source] line of an overridden figure says
  * so.  The name cannot be overridden. */
 int ms_model_load_set(const char *name_or_path, const ms_profile_set *sets, int nsets, ms_model *out, ms_err *err);
 int ms_platform_load_set(const char *name_or_path, const ms_profile_set *sets, int nsets, ms_platform *out,
                          ms_err *err);
+int ms_framework_load(const char *name_or_path, ms_framework *out, ms_err *err);
+/* A run's --framework: NULL or "" gives *have = 0 (the run uses the
+ * platform's framework, read with the platform); "none" gives a framework
+ * named none without costs; else the profile.  0, or -1 with the error. */
+int ms_framework_resolve(const char *name, ms_framework *out, int *have, ms_err *err);
 /* Names of shipped profiles, sorted; caller frees the array and strings. */
-int ms_profile_list(const char *kind /* "models" | "platforms" */, char ***names, int *n, ms_err *err);
+int ms_profile_list(const char *kind /* "models" | "platforms" | "frameworks" */, char ***names, int *n, ms_err *err);
 void ms_profile_list_free(char **names, int n);
 
 #endif

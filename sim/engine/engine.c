@@ -48,14 +48,17 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
     v->env = (ms_policy_env){.meta = v->meta, .trace_path = cfg->trace_path, .platform = cfg->platform,
                              .model = cfg->model, .distance = cfg->distance, .seed = cfg->seed,
                              .topk_fill = cfg->topk_fill == MS_FILL_EVEN ? MS_FILL_EVEN : MS_FILL_ZERO};
+    v->G = cfg->gpus ? cfg->gpus : cfg->platform->gpus ? cfg->platform->gpus : 1;
     eng_alloc_state(v);
     int rc = -1;
-    if (eng_check_model(v) || eng_setup_layer_sizes(v) || eng_check_capacity(v) || eng_resolve_split(v))
+    if (eng_check_model(v) || eng_setup_layer_sizes(v) || eng_check_capacity(v) || eng_resolve_split(v) ||
+        eng_gpus_setup(v))
         goto done;
     if (eng_load_policy(v, MS_KIND_PREFETCH, cfg->prefetch_spec, &v->pf, &v->pf_st) ||
         eng_load_policy(v, MS_KIND_CACHE, cfg->cache_spec, &v->cache, &v->cache_st) ||
         eng_load_policy(v, MS_KIND_SCHED, cfg->sched_spec, &v->sched, &v->sched_st))
         goto done;
+    eng_note_unused(v);
     if ((v->pf->needs_future || v->cache->needs_future || v->sched->needs_future) && eng_build_future(v, rd))
         goto done;
     eng_init_host_tier(v);
@@ -65,6 +68,8 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
     eng_preload_cache(v);
     if (eng_start_executor(v) || replay(v, rd))
         goto done;
+    if (v->G > 1)
+        eng_links_finish(v);
     out->makespan_s = v->now;
     if (v->pf->prefetch->state_bytes)
         out->policy_state_bytes = v->pf->prefetch->state_bytes(v->pf_st);
@@ -91,4 +96,6 @@ void ms_metrics_free(ms_metrics *m)
 {
     free(m->layer);
     m->layer = NULL;
+    free(m->gpu);
+    m->gpu = NULL;
 }

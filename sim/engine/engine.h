@@ -64,7 +64,36 @@ typedef struct {
      * the CLI flag ("--batch"); 1, as the key of a sweep spec or golden file
      * ("batch"). */
     int keys_as_ini;
+    /* Several GPUs (docs/engine.md "Several GPUs"): gpus 0 = the platform's
+     * (1 when it declares none); placement of each (layer, expert) on a GPU:
+     * "round-robin" (NULL), "layer", "balanced" or a file (sim/engine/placement.h);
+     * cache_per_gpu 0: cap_value is the total over the GPUs, split evenly;
+     * 1: every GPU has cap_value. */
+    uint32_t gpus;
+    const char *placement;
+    int cache_per_gpu;
+    /* The serving framework's fixed host costs (NULL: the platform's
+     * [platform] framework, else none; a framework named none: none;
+     * profile.h ms_framework_resolve). */
+    const ms_framework *framework;
 } ms_run_config;
+
+#define MS_RUN_MAX_WARNINGS 4
+
+/* One GPU's share of a multi-GPU run (ms_metrics.gpu, only when gpus > 1). */
+typedef struct {
+    uint64_t experts;          /* (layer, expert) pairs placed on it */
+    uint64_t hits, late, misses;
+    uint64_t copies, demand_copies;
+    double pcie_bytes;
+    double link_busy_s;        /* its H2D link copying */
+    double compute_busy_s;     /* its expert compute */
+    double stall_s;            /* its compute waiting for weights */
+    double dispatch_s;         /* token dispatch and combine over the interconnect */
+    double cache_capacity;     /* its expert cache, in the run's units (experts or bytes) */
+    uint64_t streamed;         /* demand loads through a transient buffer: no room on the GPU */
+    double cache_peak_bytes;
+} ms_gpu_metrics;
 
 typedef struct {
     uint64_t hits, late, misses, on_cpu;  /* activated experts by outcome */
@@ -101,12 +130,27 @@ typedef struct {
     ms_policy_stats policy_stats;         /* its similarity totals at the end */
     uint64_t recorded_rows, recorded_agree; /* decode (row, layer, slot) cells with recorded residency */
     uint64_t recorded_prefill_rows, recorded_prefill_agree; /* the same on prefill rows */
-    int future_exact;                     /* next-use pre-pass matched the replay order */
+    int has_future;                       /* a policy asked for the next-use pre-pass */
+    int future_exact;                     /* ... and it matched the replay order */
     /* the resolved training split */
     double train_frac;
     int train_by_iteration;
     uint64_t train_requests;
     uint32_t train_iters;
+    /* What the run was given but could not use (a distance no policy reads,
+     * a training split of 0 for a policy that learns from it), one line each,
+     * in the words of the key's source (keys_as_ini); the CLI prints them on
+     * stderr and `run --json` lists them. */
+    char warnings[MS_RUN_MAX_WARNINGS][256];
+    uint32_t n_warnings;
+    /* the papers' hit definitions (docs/metrics.md), over all activations:
+     * late experts the GPU computed without waiting for their weights;
+     * missed experts whose prefetch request was still queued at the gate;
+     * ready experts a prefetch request had named since their layer last ran */
+    uint64_t late_in_time, queued_at_gate, prefetch_covered;
+    uint64_t late_in_time_phase[2], queued_at_gate_phase[2], prefetch_covered_phase[2];
+    uint32_t gpus;                        /* GPUs of the run */
+    ms_gpu_metrics *gpu;                  /* [gpus] when gpus > 1, else NULL */
 } ms_metrics;
 
 /* Runs one simulation. Returns 0 and fills *out (free with ms_metrics_free),

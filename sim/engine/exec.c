@@ -15,7 +15,7 @@ typedef struct {
 typedef struct {
     const ms_platform *p;
     uint32_t L, J;
-    double stream_end[MS_STREAMS];
+    double stream_end[MS_EXEC_SIM_GPUS][MS_STREAMS]; /* [gpu][stream]; the CPU stream is [0] */
     busy_log *busy[2];  /* [MS_STREAM_COMPUTE], [MS_STREAM_COPY]; NULL without contention */
     double *copy_end;   /* [L*J] end of the latest copy of each expert */
     ms_event next;      /* id of the next event */
@@ -115,8 +115,12 @@ static int sim_submit(void *st, const ms_op *op, ms_event *out, ms_err *err)
     int expert_op = op->kind == MS_OP_COPY || op->kind == MS_OP_EXPERT_GPU;
     if (expert_op && !has_expert(s, op, err))
         return -1;
+    if (op->gpu >= MS_EXEC_SIM_GPUS || (op->gpu > 0 && s->busy[0]))
+        return ms_fail(err, "simulated executor: GPU %u outside 0..%d (or with [contention])", op->gpu,
+                       MS_EXEC_SIM_GPUS - 1);
     ms_stream k = ms_op_stream(op->kind);
-    double start = fmax(op->not_before_s, s->stream_end[k]);
+    double *stream_end = &s->stream_end[k == MS_STREAM_CPU ? 0 : op->gpu][k];
+    double start = fmax(op->not_before_s, *stream_end);
     if (op->after != MS_NO_EVENT) {
         double a0, a1;
         if (lookup(s, op->after, &a0, &a1, err))
@@ -132,7 +136,7 @@ static int sim_submit(void *st, const ms_op *op, ms_event *out, ms_err *err)
         end = stretched_end(other, start, end - start, contention_slowdown(s->p, op), k == MS_STREAM_COPY);
         log_busy(s->busy[k == MS_STREAM_COPY ? 1 : 0], start, end);
     }
-    s->stream_end[k] = end;
+    *stream_end = end;
     if (op->kind == MS_OP_COPY)
         s->copy_end[x] = end;
     ms_event ev = s->next++;
@@ -160,8 +164,9 @@ static int sim_begin(void *st, ms_err *err)
 {
     (void)err;
     sim_exec *s = st;
-    for (int k = 0; k < MS_STREAMS; k++)
-        s->stream_end[k] = 0;
+    for (int g = 0; g < MS_EXEC_SIM_GPUS; g++)
+        for (int k = 0; k < MS_STREAMS; k++)
+            s->stream_end[g][k] = 0;
     for (size_t x = 0; x < (size_t)s->L * s->J; x++)
         s->copy_end[x] = 0;
     for (int i = 0; i < 2 && s->busy[0]; i++)

@@ -66,6 +66,7 @@ typedef struct {
     ms_event after;       /* an event it waits for besides stream order (and, for a GPU
                            * expert, its copy), or MS_NO_EVENT */
     uint64_t iteration;   /* engine iteration it belongs to (UINT64_MAX: before the run) */
+    uint32_t gpu;         /* the GPU whose streams run it (several GPUs: simulated timeline only) */
 } ms_op;
 
 static inline ms_stream ms_op_stream(ms_op_kind k)
@@ -147,6 +148,9 @@ static inline void ms_exec_destroy(ms_exec *x)
  * Never blocks; deterministic.  It remembers the last MS_EXEC_SIM_EVENTS
  * events: wait() or `after` on an older one is an error. */
 #define MS_EXEC_SIM_EVENTS 4096
+/* GPUs the simulated timeline keeps streams for: an op's `gpu` selects its
+ * compute and copy streams (the CPU stream is the host's, shared). */
+#define MS_EXEC_SIM_GPUS 64
 int ms_exec_sim_create(const ms_platform *p, uint32_t layers, uint32_t experts, ms_exec *out, ms_err *err);
 /* The duration the timing model gives an op (exposed for tests and backends' reports). */
 double ms_exec_sim_duration(const ms_platform *p, const ms_op *op);

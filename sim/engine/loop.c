@@ -162,7 +162,7 @@ static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8
         if (out == OUT_MISS && !on_cpu[i]) {
             if (v->queued[x])
                 eng_dequeue_prefetch(v, x);
-            if (eng_cache_admits(v, x)) {
+            if (eng_cache_admits(v, x) && !eng_gpu_streams(v, x)) {
                 if (eng_make_room(v, x) && demand_without_room(v, x, n)) {
                     free(visit);
                     return -1;
@@ -225,6 +225,8 @@ static double compute_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, 
             v->transient[x] = 0;
             continue;
         }
+        if (v->outcome[x] == OUT_LATE && start <= gpu)
+            eng_count_late_in_time(v, x);
         stall += start - gpu;
         eng_event(v, "compute_gpu", start, end, x, 0);
         gpu = end;
@@ -270,7 +272,7 @@ static int run_layer(ms_view *v, uint32_t l)
         v->pf->prefetch->on_layer_start(v->pf_st, v, l);
     ms_op dense = {.kind = MS_OP_DENSE, .layer = l, .expert = UINT32_MAX, .tokens = v->batch_rows,
                    .bytes = v->dense_bytes[l], .params = v->dense_params[l], .after = MS_NO_EVENT};
-    dense.issue_s = dense.not_before_s = t0 + v->sync_delay;
+    dense.issue_s = dense.not_before_s = t0 + v->sync_delay + v->fw_layer_s; /* framework: 0 unless given */
     double dense_start, t_gate;
     if (eng_exec_run(v, &dense, &dense_start, &t_gate))
         return -1;
@@ -294,6 +296,7 @@ static int run_layer(ms_view *v, uint32_t l)
     uint32_t n;
     const ms_act *acts = ms_view_activated(v, l, &n);
     uint8_t *on_cpu = ms_xcalloc(n ? n : 1, 1);
+    eng_count_gate(v, acts, n);
     if (serve_layer_experts(v, acts, n, on_cpu)) {
         v->step_open = 0;
         free(on_cpu);
@@ -303,7 +306,8 @@ static int run_layer(ms_view *v, uint32_t l)
     eng_begin_hook(v, t_gate);
     if (v->pf->prefetch->on_gate)
         v->pf->prefetch->on_gate(v->pf_st, v, l);
-    double end = compute_layer_experts(v, acts, n, on_cpu, t_gate + pre_sync + v->sync_delay);
+    double t_exp = t_gate + pre_sync + v->sync_delay;
+    double end = v->G > 1 ? eng_gpus_compute_layer(v, acts, n, on_cpu, t_exp) : compute_layer_experts(v, acts, n, on_cpu, t_exp);
     v->step_open = 0;
     free(on_cpu);
     eng_event_layer(v, "layer", t0, end);
@@ -355,6 +359,7 @@ int eng_run_iteration(ms_view *v)
     v->batch_rows = v->batch->rows;
     eng_build_activated_sets(v);
     v->layer = 0;
+    v->now += v->fw_iteration_s; /* the framework's host work per iteration (0 unless given) */
     eng_begin_hook(v, v->now);
     if (v->pf->prefetch->on_iteration)
         v->pf->prefetch->on_iteration(v->pf_st, v);

@@ -45,6 +45,7 @@ int eng_build_future(ms_view *v, ms_trace_reader *rd)
     for (uint64_t i = 1; i < v->meta->n_requests; i++)
         if (v->meta->req_arrival_s[i] != v->meta->req_arrival_s[0])
             same_arrival = 0;
+    v->m->has_future = 1;
     v->m->future_exact = v->cfg->max_batch == 1 || v->cfg->offline || same_arrival;
     return 0;
 }

@@ -17,14 +17,21 @@ double eng_unit_of(const ms_view *v, uint32_t x)
     return v->cfg->cap_kind == MS_CAP_BYTES ? v->layer_bytes[x / v->J] : 1.0;
 }
 
-/* `unused_prefetch` is the last column: set on evict rows only. */
+/* `unused_prefetch` is set on evict rows only.  Runs with several GPUs add
+ * a last column `gpu`: the expert's GPU (empty on the host's compute_cpu
+ * rows and on layer rows; the home GPU 0 on dense rows). */
 void eng_event_tagged(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes,
                          const char *unused_prefetch)
 {
     if (!v->ev)
         return;
-    fprintf(v->ev, "%s,%.9f,%.9f,%llu,%u,%u,%s,%.0f,%s\n", kind, t0, t1, (unsigned long long)v->iter,
+    fprintf(v->ev, "%s,%.9f,%.9f,%llu,%u,%u,%s,%.0f,%s", kind, t0, t1, (unsigned long long)v->iter,
             x / v->J, x % v->J, v->phase == MS_PHASE_PREFILL ? "prefill" : "decode", bytes, unused_prefetch);
+    if (v->G > 1 && strcmp(kind, "compute_cpu"))
+        fprintf(v->ev, ",%u", v->gpu_of[x]);
+    else if (v->G > 1)
+        fputc(',', v->ev);
+    fputc('\n', v->ev);
 }
 
 void eng_event(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes)
@@ -35,8 +42,17 @@ void eng_event(ms_view *v, const char *kind, double t0, double t1, uint32_t x, d
 void eng_event_layer(ms_view *v, const char *kind, double t0, double t1)
 {
     if (v->ev)
-        fprintf(v->ev, "%s,%.9f,%.9f,%llu,%u,,%s,,\n", kind, t0, t1, (unsigned long long)v->iter, v->layer,
-                v->phase == MS_PHASE_PREFILL ? "prefill" : "decode");
+        fprintf(v->ev, "%s,%.9f,%.9f,%llu,%u,,%s,,%s\n", kind, t0, t1, (unsigned long long)v->iter, v->layer,
+                v->phase == MS_PHASE_PREFILL ? "prefill" : "decode",
+                v->G == 1 ? "" : strcmp(kind, "dense") ? "," : ",0");
+}
+
+/* Token dispatch or combine between the home GPU and `gpu` (several GPUs). */
+void eng_event_gpu(ms_view *v, const char *kind, double t0, double t1, uint32_t gpu, double bytes)
+{
+    if (v->ev)
+        fprintf(v->ev, "%s,%.9f,%.9f,%llu,%u,,%s,%.0f,,%u\n", kind, t0, t1, (unsigned long long)v->iter, v->layer,
+                v->phase == MS_PHASE_PREFILL ? "prefill" : "decode", bytes, gpu);
 }
 
 /* ------------------------------------------------------------------ */
@@ -109,7 +125,8 @@ int eng_open_outputs(ms_view *v)
     const ms_run_config *c = v->cfg;
     char word[32];
     v->ev = open_csv(v, ms_runkey_word(MS_RK_EVENTS, c->keys_as_ini, word, sizeof word), c->events_path, &v->ev_out,
-                     "kind,start_s,end_s,iteration,layer,expert,phase,bytes,unused_prefetch\n");
+                     v->G > 1 ? "kind,start_s,end_s,iteration,layer,expert,phase,bytes,unused_prefetch,gpu\n"
+                              : "kind,start_s,end_s,iteration,layer,expert,phase,bytes,unused_prefetch\n");
     if (c->events_path && !v->ev)
         return -1;
     v->iter_csv = open_csv(v, "iterations CSV", c->iterations_path, &v->iter_out,

@@ -3,6 +3,7 @@
 
 #include "policies/policy.h"
 #include "sim/core/digest.h"
+#include "sim/engine/metric_list.h"
 #include "sim/engine/report.h"
 #include "sim/core/version.h"
 
@@ -27,14 +28,6 @@ static double ratio(double a, double b)
     return ms_metrics_ratio(a, b);
 }
 
-/* A metric without samples (NaN) is null, never 0. */
-static void add_num(cJSON *o, const char *key, double v)
-{
-    if (isnan(v))
-        cJSON_AddNullToObject(o, key);
-    else
-        cJSON_AddNumberToObject(o, key, v);
-}
 
 cJSON *ms_report_policy(int kind, const char *spec)
 {
@@ -89,94 +82,41 @@ cJSON *ms_report_config(const ms_run_config *cfg)
     cJSON_AddBoolToObject(c, "offline", cfg->offline);
     cJSON_AddNumberToObject(c, "seed", (double)cfg->seed);
     cJSON_AddStringToObject(c, "topk_fill", cfg->topk_fill == MS_FILL_EVEN ? "even" : "zero");
+    uint32_t gpus = cfg->gpus ? cfg->gpus : cfg->platform->gpus ? cfg->platform->gpus : 1;
+    if (gpus > 1) { /* one GPU: the config as before */
+        cJSON_AddNumberToObject(c, "gpus", gpus);
+        cJSON_AddStringToObject(c, "placement", cfg->placement ? cfg->placement : "round-robin");
+        cJSON_AddBoolToObject(c, "cache_per_gpu", cfg->cache_per_gpu);
+    }
+    if (cfg->framework || cfg->platform->framework[0]) /* none anywhere: the config as before */
+        cJSON_AddStringToObject(c, "framework", cfg->framework ? cfg->framework->name : cfg->platform->framework);
     return c;
 }
 
-static cJSON *counts_json(const ms_counts *k)
+const char *const ms_hit_def_names[MS_HIT_DEFS] = {
+    "hit_rate_resident", "hit_rate_in_time", "hit_rate_cached", "hit_rate_issued", "prefetch_recall_moeinf",
+};
+
+double ms_metrics_hit_def(const ms_metrics *m, ms_hit_def d, int phase)
 {
-    cJSON *o = cJSON_CreateObject();
-    add_num(o, "hit_rate", ms_metrics_hit_rate(k));
-    cJSON_AddNumberToObject(o, "hits", (double)k->hits);
-    cJSON_AddNumberToObject(o, "late", (double)k->late);
-    cJSON_AddNumberToObject(o, "misses", (double)k->misses);
-    cJSON_AddNumberToObject(o, "on_cpu", (double)k->on_cpu);
-    cJSON_AddNumberToObject(o, "activations", (double)ms_metrics_activations(k));
-    cJSON_AddNumberToObject(o, "layer_steps", (double)k->layer_steps);
-    cJSON_AddNumberToObject(o, "iterations", (double)k->iterations);
-    cJSON_AddNumberToObject(o, "stall_s", k->stall_s);
-    cJSON_AddNumberToObject(o, "busy_s", k->busy_s);
-    return o;
+    const ms_counts *c = phase < 0 ? &m->total : &m->phase[phase];
+    double act = (double)ms_metrics_activations(c);
+    uint64_t in_time = phase < 0 ? m->late_in_time : m->late_in_time_phase[phase];
+    uint64_t queued = phase < 0 ? m->queued_at_gate : m->queued_at_gate_phase[phase];
+    uint64_t covered = phase < 0 ? m->prefetch_covered : m->prefetch_covered_phase[phase];
+    switch (d) {
+    case MS_HIT_RESIDENT: return ratio((double)c->hits, act);
+    case MS_HIT_IN_TIME: return ratio((double)(c->hits + in_time), act);
+    case MS_HIT_CACHED: return ratio((double)(c->hits + c->late), act);
+    case MS_HIT_ISSUED: return ratio((double)(c->hits + c->late + queued), act);
+    case MS_HIT_RECALL_MOEINF: return ratio((double)covered, act);
+    default: return NAN;
+    }
 }
 
 cJSON *ms_report_metrics(const ms_metrics *m)
 {
-    cJSON *o = counts_json(&m->total);
-    double copied = (double)m->prefetch_copied;
-    uint64_t act = ms_metrics_activations(&m->total);
-    cJSON_AddNumberToObject(o, "pcie_bytes", m->pcie_bytes);
-    cJSON_AddNumberToObject(o, "pcie_bytes_useful", m->pcie_bytes_useful);
-    cJSON_AddNumberToObject(o, "pcie_bytes_wasted", m->pcie_bytes_wasted);
-    cJSON_AddNumberToObject(o, "pcie_copies", (double)m->pcie_copies);
-    cJSON_AddNumberToObject(o, "demand_copies", (double)m->demand_copies);
-    cJSON_AddNumberToObject(o, "ssd_bytes", m->ssd_bytes);
-    cJSON_AddNumberToObject(o, "makespan_s", m->makespan_s);
-    cJSON_AddNumberToObject(o, "policy_state_bytes", m->policy_state_bytes);
-    if (m->has_policy_stats) {
-        const ms_policy_stats *ps = &m->policy_stats;
-        cJSON *sim = cJSON_AddObjectToObject(o, "similarity");
-        cJSON_AddNumberToObject(sim, "semantic_searches", (double)ps->sem_n);
-        add_num(sim, "semantic_mean", ratio(ps->sem_sum, (double)ps->sem_n));
-        cJSON_AddNumberToObject(sim, "trajectory_searches", (double)ps->traj_n);
-        add_num(sim, "trajectory_mean", ratio(ps->traj_sum, (double)ps->traj_n));
-    }
-    cJSON_AddNumberToObject(o, "requests", (double)m->requests);
-    add_num(o, "ttft_ms_mean", m->ttft_mean_s * 1e3);
-    add_num(o, "ttft_ms_p50", m->ttft_p50_s * 1e3);
-    add_num(o, "ttft_ms_p99", m->ttft_p99_s * 1e3);
-    cJSON_AddNumberToObject(o, "ttft_samples", (double)m->ttft_samples);
-    add_num(o, "tpot_ms_mean", m->tpot_mean_s * 1e3);
-    add_num(o, "tpot_ms_p50", m->tpot_p50_s * 1e3);
-    add_num(o, "tpot_ms_p99", m->tpot_p99_s * 1e3);
-    cJSON_AddNumberToObject(o, "tpot_samples", (double)m->tpot_samples);
-    add_num(o, "latency_ms_mean", m->latency_mean_s * 1e3);
-    add_num(o, "latency_ms_p50", m->latency_p50_s * 1e3);
-    add_num(o, "latency_ms_p90", m->latency_p90_s * 1e3);
-    add_num(o, "latency_ms_p99", m->latency_p99_s * 1e3);
-    cJSON_AddNumberToObject(o, "latency_samples", (double)m->latency_samples);
-    cJSON_AddNumberToObject(o, "gpu_cache_capacity_bytes", m->gpu_cache_capacity_bytes);
-    cJSON_AddNumberToObject(o, "gpu_cache_peak_bytes", m->gpu_cache_peak_bytes);
-    cJSON_AddNumberToObject(o, "host_bytes", m->host_bytes);
-    cJSON_AddNumberToObject(o, "policy_sync_s", m->policy_sync_s);
-    cJSON_AddNumberToObject(o, "policy_async_s", m->policy_async_s);
-    cJSON *pf = cJSON_AddObjectToObject(o, "prefetch");
-    cJSON_AddNumberToObject(pf, "issued", (double)m->prefetch_issued);
-    cJSON_AddNumberToObject(pf, "copied", copied);
-    cJSON_AddNumberToObject(pf, "useful", (double)m->prefetch_useful);
-    cJSON_AddNumberToObject(pf, "late", (double)m->prefetch_late);
-    cJSON_AddNumberToObject(pf, "wasted", (double)m->prefetch_wasted);
-    cJSON_AddNumberToObject(pf, "cancelled", (double)m->prefetch_cancelled);
-    cJSON_AddNumberToObject(pf, "dropped", (double)m->prefetch_dropped);
-    cJSON_AddNumberToObject(pf, "evicted_unused", (double)m->prefetch_evicted_unused);
-    cJSON_AddNumberToObject(pf, "target_passed", (double)m->prefetch_target_passed);
-    add_num(pf, "precision", ratio((double)m->prefetch_useful, copied));
-    add_num(pf, "recall", ratio((double)m->prefetch_useful, (double)act));
-    cJSON *ph = cJSON_AddObjectToObject(o, "phases");
-    cJSON_AddItemToObject(ph, "prefill", counts_json(&m->phase[MS_PHASE_PREFILL]));
-    cJSON_AddItemToObject(ph, "decode", counts_json(&m->phase[MS_PHASE_DECODE]));
-    cJSON *layers = cJSON_AddArrayToObject(o, "layers");
-    for (uint32_t l = 0; l < m->L; l++)
-        cJSON_AddItemToArray(layers, counts_json(&m->layer[l]));
-    if (m->recorded_rows) {
-        cJSON *r = cJSON_AddObjectToObject(o, "recorded_residency");
-        cJSON_AddNumberToObject(r, "decode_cells", (double)m->recorded_rows);
-        cJSON_AddNumberToObject(r, "agree", (double)m->recorded_agree);
-        add_num(r, "agreement", ratio((double)m->recorded_agree, (double)m->recorded_rows));
-        cJSON_AddNumberToObject(r, "prefill_cells", (double)m->recorded_prefill_rows);
-        cJSON_AddNumberToObject(r, "prefill_agree", (double)m->recorded_prefill_agree);
-        add_num(r, "prefill_agreement", ratio((double)m->recorded_prefill_agree, (double)m->recorded_prefill_rows));
-    }
-    cJSON_AddBoolToObject(o, "next_use_exact", m->future_exact);
-    return o;
+    return ms_metric_json(m);
 }
 
 void ms_report_split(cJSON *config, const ms_metrics *m)
@@ -256,6 +196,9 @@ cJSON *ms_report_json(const ms_run_config *cfg, const ms_metrics *m)
     ms_report_split(c, m);
     cJSON_AddItemToObject(root, "config", c);
     cJSON_AddItemToObject(root, "metrics", ms_report_metrics(m));
+    cJSON *w = cJSON_AddArrayToObject(root, "warnings");
+    for (uint32_t i = 0; i < m->n_warnings; i++)
+        cJSON_AddItemToArray(w, cJSON_CreateString(m->warnings[i]));
     return root;
 }
 

@@ -37,6 +37,14 @@ void ms_report_table(FILE *out, const ms_run_config *cfg, const ms_metrics *m);
 double ms_metrics_hit_rate(const ms_counts *c);
 double ms_metrics_ratio(double a, double b);
 uint64_t ms_metrics_activations(const ms_counts *c);
+/* The papers' hit definitions (docs/metrics.md), as run --json names them. */
+typedef enum {
+    MS_HIT_RESIDENT, MS_HIT_IN_TIME, MS_HIT_CACHED, MS_HIT_ISSUED, MS_HIT_RECALL_MOEINF, MS_HIT_DEFS
+} ms_hit_def;
+extern const char *const ms_hit_def_names[MS_HIT_DEFS];
+/* Definition d over the run (phase -1) or one phase (MS_PHASE_*); NaN
+ * without activations. */
+double ms_metrics_hit_def(const ms_metrics *m, ms_hit_def d, int phase);
 /* printf's fmt of v into buf, or "n/a" when v is NaN; returns buf. */
 const char *ms_report_fmt(char *buf, size_t n, const char *fmt, double v);
 

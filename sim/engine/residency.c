@@ -49,6 +49,7 @@ void eng_evict(ms_view *v, uint32_t x)
     v->cached[x] = 0;
     v->used_units -= eng_unit_of(v, x);
     v->used_bytes -= bytes;
+    eng_gpu_account(v, x, -1);
     if (v->from_prefetch[x]) {
         v->m->prefetch_evicted_unused += v->from_prefetch[x] == PF_AHEAD;
         v->from_prefetch[x] = 0;
@@ -74,7 +75,7 @@ int eng_make_room(ms_view *v, uint32_t x)
     double need = eng_unit_of(v, x);
     v->incoming = x;
     int rc = 0;
-    while (v->used_units + need > v->cap_units + 1e-9 || policy_full(v, x)) {
+    while (eng_over_capacity(v, x, need) || policy_full(v, x)) {
         uint32_t l, e;
         if (!v->cache->cache->victim(v->cache_st, v, &l, &e)) {
             rc = -1;
@@ -98,6 +99,7 @@ void eng_occupy(ms_view *v, uint32_t x)
     v->cached[x] = 1;
     v->used_units += eng_unit_of(v, x);
     v->used_bytes += v->layer_bytes[x / v->J];
+    eng_gpu_account(v, x, 1);
     if (v->used_bytes > v->m->gpu_cache_peak_bytes)
         v->m->gpu_cache_peak_bytes = v->used_bytes;
     if (v->cache->cache->on_insert)

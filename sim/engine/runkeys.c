@@ -26,6 +26,13 @@ const ms_runkey ms_runkeys[MS_RK_N] = {
     [MS_RK_SEED] = {"seed", MS_RKV_INT, 0, 9007199254740992.0, NULL, "1", "seed handed to policies"},
     [MS_RK_CACHE_GB] = {"cache_gb", MS_RKV_GB, 0, 1e12, NULL, NULL, "GPU expert cache in 1e9 bytes"},
     [MS_RK_EVENTS] = {"events", MS_RKV_PATH, 0, 0, NULL, NULL, "CSV of every interval (run, validate)"},
+    [MS_RK_GPUS] = {"gpus", MS_RKV_INT, 1, 64, NULL, NULL, "GPUs with expert parallelism (default: the platform's)"},
+    [MS_RK_PLACEMENT] = {"placement", MS_RKV_PLACEMENT, 0, 0, NULL, "round-robin",
+                         "experts on GPUs: round-robin, layer, balanced or a layer,expert,gpu file"},
+    [MS_RK_CACHE_PER_GPU] = {"cache_per_gpu", MS_RKV_ENUM, 0, 0, "0|1", "0",
+                             "1: the cache size is every GPU's; 0: the total, split evenly"},
+    [MS_RK_FRAMEWORK] = {"framework", MS_RKV_FRAMEWORK, 0, 0, NULL, NULL,
+                         "serving framework's host costs: name, .ini path or none (default: the platform's)"},
 };
 
 int ms_runkey_find(const char *key)

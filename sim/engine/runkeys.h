@@ -10,12 +10,15 @@
 
 #include <stddef.h>
 
-/* In this order the sweep's parameters (sweep_spec.h MS_SW_*) come first;
- * cache_gb (a cache_bytes in 1e9 bytes) and events (CLI only) follow. */
+/* In this order the sweep's parameters (sweep_spec.h MS_SW_*) come first
+ * (the last four: several GPUs and the framework, ms_run_config's gpus,
+ * placement, cache_per_gpu, framework); cache_gb (a cache_bytes in 1e9
+ * bytes) and events (CLI only) follow. */
 typedef enum {
     MS_RK_TRACE, MS_RK_MODEL, MS_RK_PLATFORM, MS_RK_PREFETCH, MS_RK_CACHE, MS_RK_SCHED,
     MS_RK_CACHE_EXPERTS, MS_RK_CACHE_BYTES, MS_RK_DISTANCE, MS_RK_BATCH, MS_RK_HOST_BYTES,
     MS_RK_H2D_GBPS, MS_RK_TRAIN, MS_RK_TOPK_FILL, MS_RK_OFFLINE, MS_RK_SEED,
+    MS_RK_GPUS, MS_RK_PLACEMENT, MS_RK_CACHE_PER_GPU, MS_RK_FRAMEWORK,
     MS_RK_CACHE_GB, MS_RK_EVENTS,
     MS_RK_N
 } ms_runkey_id;
@@ -31,6 +34,8 @@ typedef enum {
     MS_RKV_POS,       /* a positive number */
     MS_RKV_TRAIN,     /* auto, or a fraction in [0, 1) */
     MS_RKV_ENUM,      /* one of choices ("a|b") */
+    MS_RKV_PLACEMENT, /* round-robin, layer, balanced or a placement file (sim/engine/placement.h) */
+    MS_RKV_FRAMEWORK, /* a framework profile name or .ini path, or none */
 } ms_runkey_kind;
 
 typedef struct {

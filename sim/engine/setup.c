@@ -2,6 +2,8 @@
  * split, policy loading, the host tier, the preloaded cache, the executor,
  * and the state arrays. */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,7 +122,7 @@ int eng_check_capacity(ms_view *v)
                        c->cap_value, c->cap_kind == MS_CAP_BYTES ? "bytes" : "experts", v->K, need);
     v->cap_units = c->cap_value;
     v->m->gpu_cache_capacity_bytes = c->cap_kind == MS_CAP_BYTES ? c->cap_value : c->cap_value * max_bytes;
-    if (c->platform->gpu_mem_bytes > 0 && v->m->gpu_cache_capacity_bytes > c->platform->gpu_mem_bytes)
+    if (v->G == 1 && c->platform->gpu_mem_bytes > 0 && v->m->gpu_cache_capacity_bytes > c->platform->gpu_mem_bytes)
         return ms_fail(v->err, "GPU expert cache of %.0f bytes exceeds %s's GPU memory of %.0f bytes",
                        v->m->gpu_cache_capacity_bytes, c->platform->name, c->platform->gpu_mem_bytes);
     v->host_cap = c->host_bytes;
@@ -147,7 +149,7 @@ void eng_preload_cache(ms_view *v)
     uint32_t n = v->cache->cache->preload(v->cache_st, v, v->NX, ls, es);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t x = ls[i] * v->J + es[i];
-        if (ls[i] >= v->L || es[i] >= v->J || v->cached[x] || v->used_units + eng_unit_of(v, x) > v->cap_units + 1e-9)
+        if (ls[i] >= v->L || es[i] >= v->J || v->cached[x] || eng_over_capacity(v, x, eng_unit_of(v, x)))
             continue;
         eng_occupy(v, x);
         v->ready_t[x] = 0;
@@ -161,7 +163,7 @@ void eng_preload_cache(ms_view *v)
 int eng_start_executor(ms_view *v)
 {
     for (uint32_t x = 0; x < v->NX; x++) {
-        if (!v->cached[x])
+        if (!v->cached[x] || v->G > 1) /* several GPUs: links.c times copies, not the executor */
             continue;
         ms_op op = eng_expert_op(v, MS_OP_COPY, x);
         op.iteration = UINT64_MAX;
@@ -234,7 +236,7 @@ void eng_free_state(ms_view *v)
         v->sched->sched->destroy(v->sched_st);
     void *arrays[] = {v->cached, v->transient, v->from_prefetch, v->queued, v->outcome, v->qgen, v->qissue, v->ready_t,
                       v->protect, v->mark, v->act_pos, v->score, v->acts, v->n_acts, v->layer_bytes, v->layer_params, v->dense_bytes,
-                      v->dense_params, v->in_host, v->host_used_at, v->heap, v->use_n, v->use_cap, v->use_cur,
+                      v->dense_params, v->in_host, v->host_used_at, v->q.a, v->use_n, v->use_cap, v->use_cur,
                       v->ttft.v, v->tpot.v, v->latency.v};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         free(arrays[i]);
@@ -242,6 +244,43 @@ void eng_free_state(ms_view *v)
         for (uint32_t x = 0; x < v->NX; x++)
             free(v->use_it[x]);
     free(v->use_it);
+    eng_gpus_free(v);
 }
 
 /* Mean and quantiles of d; NaN each when d has no sample. */
+
+static void warn(ms_view *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(ms_view *v, const char *fmt, ...)
+{
+    if (v->m->n_warnings >= MS_RUN_MAX_WARNINGS)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->m->warnings[v->m->n_warnings++], sizeof v->m->warnings[0], fmt, ap);
+    va_end(ap);
+}
+
+/* What the run was given but cannot use, as warnings (ms_metrics.warnings):
+ * a prefetch distance other than the default 1 when the prefetcher has none,
+ * and a training split set to 0 for a policy that learns from it. */
+void eng_note_unused(ms_view *v)
+{
+    const ms_run_config *c = v->cfg;
+    char word[32];
+    if (c->distance != 1 && !v->pf->uses_distance)
+        warn(v, "%s %u is not used: prefetch %s has no prefetch distance",
+             ms_runkey_word(MS_RK_DISTANCE, c->keys_as_ini, word, sizeof word), c->distance, v->pf->name);
+    if (!c->train_set || v->env.split.frac != 0)
+        return;
+    const struct {
+        ms_policy_kind kind;
+        const char *spec;
+        const ms_policy_desc *d;
+    } ps[] = {{MS_KIND_PREFETCH, c->prefetch_spec, v->pf}, {MS_KIND_CACHE, c->cache_spec, v->cache},
+              {MS_KIND_SCHED, c->sched_spec, v->sched}};
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
+        if (spec_learns(ps[i].kind, ps[i].spec))
+            warn(v, "%s 0 leaves %s %s nothing to learn from: it learns from the training split",
+                 ms_runkey_word(MS_RK_TRAIN, c->keys_as_ini, word, sizeof word), ms_policy_kind_name(ps[i].kind),
+                 ps[i].d->name);
+}

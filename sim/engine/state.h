@@ -14,6 +14,8 @@
  *   view.c: the policy-facing view (policies/view.h)
  *   loop.c: one iteration, layer by layer
  *   copyq.c: the H2D copy queue (a priority heap) and the copy engine
+ *   links.c: several GPUs: a link per GPU, the shared host ceiling
+ *   gpus.c: several GPUs: placement, per-GPU caches, a layer on its GPUs
  *   residency.c: executor ops, cache slots (evict, make room, occupy) and the host tier
  *   step_order.c: a layer step's order and protection, as the cache policy declares them
  *   nextuse.c: the next-use pre-pass (policies with needs_future)
@@ -47,6 +49,27 @@ typedef struct {
     uint64_t seq;
 } qentry;
 
+/* A copy queue: binary max-heap with lazy deletion (copyq.c). */
+typedef struct {
+    qentry *a;
+    size_t n, cap;
+} eng_heap;
+
+/* One GPU's H2D link when the run has several GPUs (links.c): its queue and
+ * the copy in flight, whose end is tentative while a shared host ceiling
+ * can still slow it down. */
+typedef struct {
+    eng_heap q;
+    double free_t;      /* end of the copy in flight (tentative until final), or of the last one */
+    int busy;           /* its copy is in the fluid (links.c), since the last start on any link */
+    int final;          /* that copy's end is final (its events row written) */
+    qentry cur;
+    double cur_start, cur_xfer0, cur_left, cur_cap; /* start, transfer start, bytes left at fluid_t, bytes/s */
+    int cur_ssd;
+    uint64_t cur_iter;  /* iteration and phase it started in (its events row) */
+    ms_phase cur_phase;
+} eng_link;
+
 
 struct ms_view {
     const ms_view_ops *ops; /* first: policies/view.h reads it through the pointer */
@@ -78,11 +101,21 @@ struct ms_view {
     double host_cap, host_used;
     uint64_t host_clock;
     /* copy engine */
-    qentry *heap;
-    size_t hn, hcap;
+    eng_heap q;
     size_t n_queued;        /* experts with queued[x] set */
     uint64_t seq;
     double link_free;
+    /* several GPUs (gpus.c, links.c; G == 1 leaves all but gpu_of unused) */
+    uint32_t G;
+    uint8_t *gpu_of;        /* [NX] the GPU each expert is placed on */
+    double *gcap, *gused, *gused_bytes; /* [G] cache capacity and use, in units and bytes */
+    eng_link *links;        /* [G] */
+    double fluid_t;         /* time the links' bytes left refer to */
+    double ceiling;         /* host ceiling, bytes/s (INFINITY: none) */
+    double token_bytes;     /* one token's hidden state, dispatched to a remote GPU */
+    uint8_t *asked;         /* [NX] a prefetch request named x since its layer last ran */
+    /* framework host costs */
+    double fw_layer_s, fw_iteration_s;
     /* clocks and position */
     double now, clock;
     uint64_t iter, stamp;
@@ -122,6 +155,7 @@ void eng_begin_hook(ms_view *v, double t);
 int eng_resolve_split(ms_view *v);
 int eng_load_policy(ms_view *v, ms_policy_kind kind, const char *spec, const ms_policy_desc **desc, void **st);
 int eng_setup_layer_sizes(ms_view *v);
+void eng_note_unused(ms_view *v);
 int eng_check_capacity(ms_view *v);
 int eng_check_model(ms_view *v);
 void eng_preload_cache(ms_view *v);
@@ -155,6 +189,32 @@ int eng_cache_admits(ms_view *v, uint32_t x);
 void eng_host_touch(ms_view *v, uint32_t x);
 int eng_host_fetch(ms_view *v, uint32_t x);
 
+/* copyq.c heap primitives, shared with links.c */
+void eng_q_push(eng_heap *h, qentry q);
+qentry eng_q_take(eng_heap *h, size_t i);
+int eng_q_valid(const ms_view *v, const qentry *q);
+void eng_q_drop_invalid_top(const ms_view *v, eng_heap *h);
+int eng_q_next(const ms_view *v, const eng_heap *h, double link_free, size_t *idx, double *start);
+int eng_admit_prefetch(ms_view *v, uint32_t x);
+
+/* gpus.c: several GPUs: placement, per-GPU caches, a layer's experts on
+ * their GPUs with dispatch and combine, per-GPU results */
+int eng_gpus_setup(ms_view *v);
+int eng_over_capacity(const ms_view *v, uint32_t x, double need);
+void eng_gpu_account(ms_view *v, uint32_t x, int sign);
+int eng_gpu_streams(ms_view *v, uint32_t x);
+void eng_count_gate(ms_view *v, const ms_act *acts, uint32_t n);
+void eng_count_late_in_time(ms_view *v, uint32_t x);
+double eng_gpus_compute_layer(ms_view *v, const ms_act *acts, uint32_t n, const uint8_t *on_cpu, double t_start);
+void eng_gpus_free(ms_view *v);
+
+/* links.c: one H2D link per GPU, a shared host ceiling (G > 1) */
+void eng_links_push(ms_view *v, qentry q);
+void eng_links_advance(ms_view *v, double T);
+void eng_links_settle(ms_view *v, const ms_act *acts, uint32_t n, const uint8_t *on_cpu);
+void eng_links_finish(ms_view *v);
+double eng_links_free(const ms_view *v);
+
 /* step_order.c: the rules of a layer step the cache policy declares (issue 16) */
 #define ENG_VISIT_REPEAT 0x80000000u /* eng_step_visits: a further visit of the same expert */
 void eng_load_step_rules(ms_view *v);
@@ -171,6 +231,7 @@ double eng_unit_of(const ms_view *v, uint32_t x);
 void eng_event_tagged(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes, const char *unused_prefetch);
 void eng_event(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes);
 void eng_event_layer(ms_view *v, const char *kind, double t0, double t1);
+void eng_event_gpu(ms_view *v, const char *kind, double t0, double t1, uint32_t gpu, double bytes);
 void eng_request_done(const ms_rslot *s, void *ctx);
 void eng_summarise(ms_dvec *d, uint64_t *n, double *mean, double *p50, double *p90, double *p99);
 int eng_open_outputs(ms_view *v);

@@ -37,14 +37,16 @@ static int view_resident(const ms_view *v, uint32_t l, uint32_t e)
     return view_cached(v, l, e) && v->ready_t[l * v->J + e] <= v->clock;
 }
 
+/* With several GPUs, making room for an expert evicts on its GPU only. */
 static int view_evictable(const ms_view *v, uint32_t l, uint32_t e)
 {
-    return l < v->L && e < v->J && eng_step_evictable(v, l * v->J + e, view_resident(v, l, e));
+    return l < v->L && e < v->J && eng_step_evictable(v, l * v->J + e, view_resident(v, l, e)) &&
+           (v->G == 1 || v->incoming == UINT32_MAX || v->gpu_of[l * v->J + e] == v->gpu_of[v->incoming]);
 }
 
 static int view_fits(const ms_view *v, uint32_t l, uint32_t e)
 {
-    return l < v->L && e < v->J && v->used_units + eng_unit_of(v, l * v->J + e) <= v->cap_units + 1e-9;
+    return l < v->L && e < v->J && !eng_over_capacity(v, l * v->J + e, eng_unit_of(v, l * v->J + e));
 }
 
 static double view_capacity_experts(const ms_view *v, uint32_t l)
@@ -151,7 +153,7 @@ static int view_spec_gate(const ms_view *v, uint32_t l, uint32_t i, float *out)
 static const ms_platform *view_platform(const ms_view *v) { return v->cfg->platform; }
 static double view_expert_bytes(const ms_view *v, uint32_t l) { return l < v->L ? v->layer_bytes[l] : 0; }
 static double view_expert_params(const ms_view *v, uint32_t l) { return l < v->L ? v->layer_params[l] : 0; }
-static double view_link_free(const ms_view *v) { return fmax(v->link_free, v->clock); }
+static double view_link_free(const ms_view *v) { return v->G > 1 ? eng_links_free(v) : fmax(v->link_free, v->clock); }
 
 static void view_set_score(ms_view *v, uint32_t l, uint32_t e, double score)
 {
@@ -169,6 +171,7 @@ static void view_prefetch(ms_view *v, uint32_t l, uint32_t e, double priority)
     if (l >= v->L || e >= v->J || !isfinite(priority))
         return;
     uint32_t x = l * v->J + e;
+    v->asked[x] = 1; /* covered, for prefetch_recall_moeinf (docs/metrics.md) */
     if (v->cached[x])
         return;
     /* the decision exists once this hook's charged work is done; a request

@@ -86,6 +86,29 @@ static inline int ms_fixture_find_event(const char *events, const char *kind, in
     return -1;
 }
 
+/* The gpu column (the 10th, written by runs with several GPUs) of the n-th
+ * `kind` row of expert (l, e) in a --events CSV; -1 when absent or empty. */
+static inline int ms_fixture_event_gpu(const char *events, const char *kind, int l, int e, int nth)
+{
+    FILE *f = fopen(events, "r");
+    char line[512], k[64];
+    int it, el, ee, gpu = -1;
+    double a, b;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "%63[^,],%lf,%lf,%d,%d,%d", k, &a, &b, &it, &el, &ee) == 6 && !strcmp(k, kind) &&
+            el == l && ee == e && nth-- == 0) {
+            const char *p = line;
+            for (int col = 0; col < 9 && p; col++)
+                p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
+            if (p && *p >= '0' && *p <= '9')
+                gpu = atoi(p);
+            break;
+        }
+    if (f)
+        fclose(f);
+    return gpu;
+}
+
 /* Checks an event's start and end, given in milliseconds, to 1e-12 s. */
 #define CHECK_EVENT(ev, kind, l, e, nth, start, end)                                                            \
     do {                                                                                                        \

@@ -99,8 +99,9 @@ static inline ms_metrics run_ok(const char *trace, const char *cache, uint32_t c
     return m;
 }
 
-/* The unused_prefetch column (the last) of the n-th evict event of expert
- * (l, e) in an --events CSV, into out; -1 when absent. */
+/* The unused_prefetch column (the 9th; runs with several GPUs add a 10th,
+ * gpu) of the n-th evict event of expert (l, e) in an --events CSV, into
+ * out; -1 when absent. */
 static inline int evict_tag(const char *events, int l, int e, int nth, char *out, size_t cap)
 {
     FILE *f = fopen(events, "r");
@@ -113,7 +114,10 @@ static inline int evict_tag(const char *events, int l, int e, int nth, char *out
         if (sscanf(line, "evict,%*f,%*f,%*d,%d,%d,", &el, &ee) != 2 || el != l || ee != e || nth-- != 0)
             continue;
         line[strcspn(line, "\r\n")] = 0;
-        snprintf(out, cap, "%s", strrchr(line, ',') + 1);
+        const char *p = line;
+        for (int col = 0; col < 8; col++)
+            p = strchr(p, ',') + 1; /* an evict row has every column */
+        snprintf(out, cap, "%.*s", (int)strcspn(p, ","), p);
         rc = 0;
     }
     fclose(f);

@@ -14,10 +14,11 @@
 
 static const char *const shipped_models[] = {
     "deepseek-v2-lite", "gpt-oss-120b", "mixtral-8x7b", "nllb-moe-128", "olmoe-1b-7b",
-    "phi-3.5-moe", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "switch-base-128",
+    "phi-3.5-moe", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "switch-base-128", "switch-large-128",
 };
 static const char *const shipped_platforms[] = {
-    "a5000-pcie4", "gh200", "h100-pcie5", "h200", "host-ci", "rtx3090-pcie4", "v100-pcie3",
+    "a5000-pcie4", "fmoe-6x3090", "gh200", "h100-pcie5", "h200", "host-ci", "hybrimoe-ktransformers",
+    "moeinf-6x4v100", "moeinf-8xa5000", "rtx3090-pcie4", "v100-pcie3",
 };
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -237,6 +238,37 @@ static void test_shipped_platforms(void)
     CHECK(ms_platform_load("h100-pcie5", &p, &err) == 0);
     CHECK_NEAR(p.hbm_bw, 2.0e12, 0);
     CHECK_NEAR(p.gpu_flops, 756e12, 0);
+    CHECK_EQ_INT(p.gpus, 0); /* absent: one GPU */
+    /* the seeds' testbeds (issue 15): several GPUs, their links, the interconnect, the framework */
+    CHECK(ms_platform_load("fmoe-6x3090", &p, &err) == 0);
+    CHECK_EQ_INT(p.gpus, 6);
+    CHECK_NEAR(p.h2d_bw, 32e9, 0);
+    CHECK_NEAR(p.host_ceiling_bw, 204.8e9, 0);
+    CHECK_NEAR(p.peer_bw, 56.25e9, 0);
+    CHECK(!strcmp(p.framework, "hf-eager"));
+    CHECK_STR_CONTAINS(p.source, "\ngpus: 6 (datasheet) seed 001");
+    CHECK_STR_CONTAINS(p.source, "\nhost_ceiling_bw: 204.8GB/s (derived)");
+    CHECK(ms_platform_load("moeinf-8xa5000", &p, &err) == 0);
+    CHECK_EQ_INT(p.gpus, 8);
+    CHECK(ms_platform_load("moeinf-6x4v100", &p, &err) == 0);
+    CHECK_EQ_INT(p.gpus, 24);
+    CHECK_NEAR(p.host_ceiling_bw, 0, 0);
+    CHECK(ms_platform_load("hybrimoe-ktransformers", &p, &err) == 0);
+    CHECK_EQ_INT(p.gpus, 0);
+    CHECK(!p.framework[0] && p.framework_layer_s == 0 && p.framework_iteration_s == 0);
+    ms_framework fw;
+    int have = 0;
+    CHECK(ms_framework_resolve(NULL, &fw, &have, &err) == 0 && !have);
+    CHECK(ms_platform_load("fmoe-6x3090", &p, &err) == 0); /* its framework's costs come with it */
+    CHECK_NEAR(p.framework_layer_s, 4e-4, 0);
+    CHECK_NEAR(p.framework_iteration_s, 1e-3, 0);
+    CHECK(ms_framework_resolve("hf-eager", &fw, &have, &err) == 0 && have);
+    CHECK(!strcmp(fw.name, "hf-eager"));
+    CHECK_NEAR(fw.layer_s, 4e-4, 0);
+    CHECK(ms_framework_resolve("none", &fw, &have, &err) == 0 && have && fw.layer_s == 0 && !strcmp(fw.name, "none"));
+    CHECK(ms_framework_resolve("vllm", &fw, &have, &err) == 0 && have && fw.layer_s == 0);
+    CHECK(ms_framework_resolve("nope", &fw, &have, &err) == -1);
+    CHECK_STR_CONTAINS(err.msg, "unknown framework 'nope' (known: hf-eager, llama-cpp, vllm)");
 }
 
 static void test_explicit_path(void)
@@ -271,9 +303,9 @@ static void test_unknown_name(void)
     ms_err err = {{0}};
     CHECK(ms_model_load("foo", &m, &err) == -1);
     CHECK_STR_CONTAINS(err.msg, "unknown model 'foo' (known: deepseek-v2-lite, gpt-oss-120b, mixtral-8x7b,");
-    CHECK_STR_CONTAINS(err.msg, "switch-base-128)");
+    CHECK_STR_CONTAINS(err.msg, "switch-base-128, switch-large-128)");
     CHECK(ms_platform_load("rtx4090", &p, &err) == -1);
-    CHECK_STR_CONTAINS(err.msg, "unknown platform 'rtx4090' (known: a5000-pcie4, gh200, h100-pcie5, h200,");
+    CHECK_STR_CONTAINS(err.msg, "unknown platform 'rtx4090' (known: a5000-pcie4, fmoe-6x3090, gh200, h100-pcie5, h200,");
     /* a model name is not a platform */
     CHECK(ms_platform_load("mixtral-8x7b", &p, &err) == -1);
     CHECK_STR_CONTAINS(err.msg, "unknown platform 'mixtral-8x7b'");

@@ -1,0 +1,517 @@
+/* `moesim claims`: the runner over claims_table.c (see claims.h). */
+#include "sim/apps/claims.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "sim/apps/claims_table.h"
+#include "sim/core/profile.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/report.h"
+#include "traces/stats/stats.h"
+#include "traces/synth/gen.h"
+
+/* ShareGPT turn lengths (../shared/workloads/sharegpt-lengths, 30,731 rows,
+ * Llama-2 tokenizer): median prefill 1,730 and decode 415 tokens, log-space
+ * standard deviations 1.63 and 1.00.  The synthetic traces take these as the
+ * generator's lognormal lengths (docs/claims.md). */
+#define SHAREGPT_PROMPT_MEDIAN "1730"
+#define SHAREGPT_PROMPT_SIGMA "1.63"
+#define SHAREGPT_OUTPUT_MEDIAN "415"
+#define SHAREGPT_OUTPUT_SIGMA "1.0"
+#define CLAIMS_TRAIN 0.7 /* fMoE's 7:3 split of the prompts (§6.1), for every claim */
+
+/* ---- one run, memoised: claims share most of their runs ---- */
+
+typedef struct {
+    const char *trace;
+    const ms_model *model;   /* NULL: sizes from the trace */
+    const ms_platform *plat; /* the testbed */
+    double bw_gbps;          /* 0: the testbed's */
+    double cache_frac, cache_gb;
+    uint32_t distance;
+    uint32_t gpus;           /* 0: the testbed's */
+} cl_setting;
+
+typedef struct {
+    char key[1024];
+    double v[CL_M_N];
+} memo_entry;
+
+typedef struct {
+    const ms_claims_opts *o;
+    memo_entry *memo;
+    size_t nmemo, capmemo;
+    char traces[16][1200];
+    char trace_models[16][MS_NAME_MAX];
+    int ntraces;
+    ms_err *err;
+} cl_ctx;
+
+static double metric_of(const ms_metrics *m, cl_metric k)
+{
+    uint64_t act = ms_metrics_activations(&m->total);
+    switch (k) {
+    case CL_M_HIT_RATE: return ms_metrics_hit_rate(&m->total);
+    case CL_M_TPOT_MS: return m->tpot_mean_s * 1e3;
+    case CL_M_TTFT_MS: /* the prefill iteration's latency: the replay is offline, batch 1, so a request's
+                        * TTFT would also hold its wait for every earlier request */
+        return m->phase[MS_PHASE_PREFILL].iterations
+                   ? m->phase[MS_PHASE_PREFILL].busy_s * 1e3 / (double)m->phase[MS_PHASE_PREFILL].iterations
+                   : NAN;
+    case CL_M_RECALL_IN_TIME: return act ? (double)(m->prefetch_useful - m->prefetch_late) / (double)act : NAN;
+    case CL_M_RECALL_MOEINF: return ms_metrics_hit_def(m, MS_HIT_RECALL_MOEINF, -1);
+    case CL_M_N: break;
+    }
+    return NAN;
+}
+
+static uint32_t cache_experts(const ms_trace_meta *meta, double frac)
+{
+    long n = lround(frac * meta->L * meta->J);
+    return n < 1 ? 1 : (uint32_t)n;
+}
+
+/* Runs sys under s (memoised); the value of metric k in *v. */
+static int run_system(cl_ctx *c, const cl_setting *s, const cl_system *sys, uint32_t claim_distance, cl_metric k,
+                      const ms_trace_meta *meta, double *v)
+{
+    uint32_t d = sys->distance ? sys->distance : s->distance ? s->distance : claim_distance;
+    char key[1024];
+    snprintf(key, sizeof key, "%s|%s|%s|%g|%g|%g|%s|%s|%s|%u|%u", s->trace, s->model ? s->model->name : "-",
+             s->plat->name, s->bw_gbps, s->cache_frac, s->cache_gb, sys->prefetch, sys->cache, sys->sched, d, s->gpus);
+    for (size_t i = 0; i < c->nmemo; i++)
+        if (!strcmp(c->memo[i].key, key)) {
+            *v = c->memo[i].v[k];
+            return 0;
+        }
+    ms_platform plat = *s->plat;
+    if (s->bw_gbps > 0)
+        plat.h2d_bw = s->bw_gbps * 1e9;
+    ms_run_config cfg = {.trace_path = s->trace, .model = s->model, .platform = &plat,
+                         .prefetch_spec = sys->prefetch, .cache_spec = sys->cache, .sched_spec = sys->sched,
+                         .distance = d, .max_batch = 1, .offline = 1, .seed = 1, .train_set = 1,
+                         .train_frac = CLAIMS_TRAIN, .gpus = s->gpus};
+    if (s->cache_gb > 0) {
+        cfg.cap_kind = MS_CAP_BYTES;
+        cfg.cap_value = s->cache_gb * 1e9;
+    } else {
+        cfg.cap_kind = MS_CAP_EXPERTS;
+        cfg.cap_value = cache_experts(meta, s->cache_frac);
+    }
+    ms_metrics m;
+    if (ms_run(&cfg, &m, c->err))
+        return ms_fail_prefix(c->err, "%s (%s+%s+%s)", sys->label, sys->prefetch, sys->cache, sys->sched);
+    if (c->nmemo == c->capmemo) {
+        c->capmemo = c->capmemo ? 2 * c->capmemo : 64;
+        c->memo = ms_xrealloc(c->memo, c->capmemo, sizeof *c->memo);
+    }
+    memo_entry *e = &c->memo[c->nmemo++];
+    snprintf(e->key, sizeof e->key, "%s", key);
+    for (int i = 0; i < CL_M_N; i++)
+        e->v[i] = metric_of(&m, (cl_metric)i);
+    ms_metrics_free(&m);
+    *v = e->v[k];
+    return 0;
+}
+
+/* ---- verdicts ---- */
+
+static ms_verdict worst(ms_verdict a, ms_verdict b)
+{
+    return a > b ? a : b;
+}
+
+/* sys[0] against sys[1..]: reduction (or gain) in percent, each compared
+ * with the paper's within tol; direction: every sign as the paper's. */
+static ms_verdict versus(const cl_claim *cl, const double *v, ms_claim_result *r)
+{
+    ms_verdict out = MS_VERDICT_HOLDS;
+    r->n = cl->npaper;
+    for (size_t i = 0; i < cl->npaper; i++) {
+        double base = v[i + 1], x = v[0];
+        double got = cl->kind == CL_REDUCTION ? 100.0 * (1.0 - x / base) : 100.0 * (x / base - 1.0);
+        r->paper[i] = cl->paper_vals[i];
+        r->moesim[i] = got;
+        snprintf(r->item[i], sizeof r->item[i], "vs %.44s", cl->sys[i + 1].label);
+        ms_verdict one = !isfinite(got) ? MS_VERDICT_NO
+                         : fabs(got - cl->paper_vals[i]) <= cl->tol ? MS_VERDICT_HOLDS
+                         : (got > 0) == (cl->paper_vals[i] > 0) ? MS_VERDICT_DIRECTION
+                                                             : MS_VERDICT_NO;
+        out = worst(out, one);
+    }
+    return out;
+}
+
+/* the metric rises in table order: holds when strictly, direction when the
+ * last is above the first */
+static ms_verdict order(const double *v, size_t n)
+{
+    int strict = 1;
+    for (size_t i = 1; i < n; i++)
+        strict &= v[i] > v[i - 1];
+    return strict ? MS_VERDICT_HOLDS : v[n - 1] > v[0] ? MS_VERDICT_DIRECTION : MS_VERDICT_NO;
+}
+
+static ms_verdict falls(const double *v, size_t n)
+{
+    int mono = 1;
+    for (size_t i = 1; i < n; i++)
+        mono &= v[i] <= v[i - 1];
+    return mono ? MS_VERDICT_HOLDS : v[n - 1] < v[0] ? MS_VERDICT_DIRECTION : MS_VERDICT_NO;
+}
+
+static void text_values(ms_claim_result *r, const char *sep, const double *v, size_t n, const char *fmt)
+{
+    size_t u = strlen(r->value_text);
+    for (size_t i = 0; i < n && u < sizeof r->value_text; i++)
+        u += (size_t)snprintf(r->value_text + u, sizeof r->value_text - u, i ? "%s" : "", sep),
+            u += (size_t)snprintf(r->value_text + u, sizeof r->value_text - u, fmt, v[i]);
+}
+
+/* ---- the trace statistics claim ---- */
+
+static int entropy_verdict(cl_ctx *c, const char *trace, ms_claim_result *r, ms_verdict *vd)
+{
+    ms_trace_reader *rd = ms_reader_open(trace, c->err);
+    if (!rd)
+        return -1;
+    ms_stats *s = ms_stats_new(ms_reader_meta(rd), c->err);
+    ms_request req = {0};
+    int rc = s ? 1 : -1;
+    while (rc == 1 && (rc = ms_reader_next(rd, &req, c->err)) == 1)
+        if (ms_stats_add(s, &req, c->err))
+            rc = -1;
+    ms_request_free(&req);
+    uint32_t L = ms_reader_meta(rd)->L;
+    ms_reader_close(rd);
+    if (rc) {
+        ms_stats_free(s);
+        return -1;
+    }
+    ms_stats_finish(s);
+    const ms_stats_report *sr = ms_stats_report_get(s);
+    double hi = 0, hr = 0;
+    uint32_t below = 0;
+    for (uint32_t l = 0; l < L; l++) {
+        hi += sr->h_iter[l] / L;
+        hr += sr->h_req[l] / L;
+        below += sr->h_iter[l] < sr->h_req[l];
+    }
+    ms_stats_free(s);
+    r->n = 2;
+    r->paper[0] = r->paper[1] = NAN;
+    r->moesim[0] = hi;
+    r->moesim[1] = hr;
+    snprintf(r->value_text, sizeof r->value_text, "mean %.2f < %.2f bits; below at %u of %u layers", hi, hr, below, L);
+    *vd = below == L ? MS_VERDICT_HOLDS : hi < hr ? MS_VERDICT_DIRECTION : MS_VERDICT_NO;
+    return 0;
+}
+
+/* Evaluates claim cl under setting s: its values into r, the verdict in *vd. */
+static int evaluate(cl_ctx *c, const cl_claim *cl, const cl_setting *s, const ms_trace_meta *meta,
+                    ms_claim_result *r, ms_verdict *vd)
+{
+    r->value_text[0] = 0;
+    if (cl->kind == CL_ENTROPY)
+        return entropy_verdict(c, s->trace, r, vd);
+    double v[MS_CLAIM_MAX_VALUES * 2];
+    size_t nx = cl->axis == CL_AX_NONE ? 1 : cl->naxis;
+    for (size_t i = 0; i < cl->nsys; i++)
+        for (size_t a = 0; a < nx; a++) {
+            cl_setting t = *s;
+            if (cl->axis == CL_AX_DISTANCE)
+                t.distance = (uint32_t)cl->axis_vals[a];
+            else if (cl->axis == CL_AX_BW_GBPS)
+                t.bw_gbps = cl->axis_vals[a];
+            if (run_system(c, &t, &cl->sys[i], cl->distance, cl->metric, meta, &v[i * nx + a]))
+                return -1;
+        }
+    int pct = cl->metric != CL_M_TPOT_MS && cl->metric != CL_M_TTFT_MS;
+    const char *fmt = pct ? "%.3f" : "%.2f ms";
+    switch (cl->kind) {
+    case CL_REDUCTION:
+    case CL_GAIN:
+        *vd = versus(cl, v, r);
+        text_values(r, "/", r->moesim, r->n, "%.0f");
+        strcat(r->value_text, cl->kind == CL_REDUCTION ? " % lower" : " % higher");
+        break;
+    case CL_ABOVE: {
+        int above = 1, any = 0;
+        for (size_t i = 1; i < cl->nsys; i++)
+            above &= v[0] > v[i], any |= v[0] > v[i];
+        *vd = above ? MS_VERDICT_HOLDS : any ? MS_VERDICT_DIRECTION : MS_VERDICT_NO;
+        r->n = cl->nsys;
+        memcpy(r->moesim, v, cl->nsys * sizeof *v);
+        for (size_t i = 0; i < r->n; i++)
+            r->paper[i] = NAN;
+        text_values(r, " vs ", v, cl->nsys, fmt);
+        break;
+    }
+    case CL_ORDER:
+        *vd = order(v, cl->nsys);
+        r->n = cl->nsys;
+        memcpy(r->moesim, v, cl->nsys * sizeof *v);
+        for (size_t i = 0; i < r->n; i++)
+            r->paper[i] = NAN;
+        text_values(r, " | ", v, cl->nsys, fmt); /* in the order the paper states */
+        break;
+    case CL_FALLS: {
+        ms_verdict w = MS_VERDICT_HOLDS;
+        for (size_t i = 0; i < cl->nsys; i++)
+            w = worst(w, falls(v + i * nx, nx));
+        for (size_t a = 0; a < nx && cl->nsys == 2; a++)
+            if (!(v[a] > v[nx + a]))
+                w = worst(w, MS_VERDICT_DIRECTION);
+        *vd = w;
+        r->n = nx < MS_CLAIM_MAX_VALUES ? nx : MS_CLAIM_MAX_VALUES;
+        memcpy(r->moesim, v, r->n * sizeof *v);
+        for (size_t i = 0; i < r->n; i++)
+            r->paper[i] = NAN;
+        text_values(r, ", ", v, nx, "%.3f");
+        strcat(r->value_text, " (fine); ");
+        text_values(r, ", ", v + nx, cl->nsys == 2 ? nx : 0, "%.3f");
+        if (cl->nsys == 2)
+            strcat(r->value_text, " (coarse)");
+        break;
+    }
+    case CL_BEST_AT: {
+        size_t best = 0;
+        for (size_t a = 1; a < nx; a++)
+            if (v[a] < v[best])
+                best = a;
+        double at = cl->axis_vals[best];
+        *vd = at == cl->paper_vals[0] ? MS_VERDICT_HOLDS : fabs(at - cl->paper_vals[0]) <= 1 ? MS_VERDICT_DIRECTION : MS_VERDICT_NO;
+        r->n = 1;
+        r->paper[0] = cl->paper_vals[0];
+        r->moesim[0] = at;
+        snprintf(r->item[0], sizeof r->item[0], "best distance");
+        snprintf(r->value_text, sizeof r->value_text, "lowest at %g: ", at);
+        text_values(r, ", ", v, nx, "%.1f");
+        break;
+    }
+    case CL_SPAN: {
+        r->n = 2;
+        for (size_t i = 0; i < 2; i++) {
+            r->paper[i] = cl->paper_vals[i];
+            r->moesim[i] = 100.0 * v[i == 0 ? 0 : nx - 1];
+            snprintf(r->item[i], sizeof r->item[i], "at %g GB/s", cl->axis_vals[i == 0 ? 0 : nx - 1]);
+        }
+        int within = fabs(r->moesim[0] - r->paper[0]) <= cl->tol && fabs(r->moesim[1] - r->paper[1]) <= cl->tol;
+        *vd = within ? MS_VERDICT_HOLDS : r->moesim[1] > r->moesim[0] ? MS_VERDICT_DIRECTION : MS_VERDICT_NO;
+        snprintf(r->value_text, sizeof r->value_text, "%.0f %% -> %.0f %%", r->moesim[0], r->moesim[1]);
+        break;
+    }
+    case CL_GAP: {
+        double gap = 100.0 * (v[1] - v[0]);
+        r->n = 1;
+        r->paper[0] = cl->paper_vals[0];
+        r->moesim[0] = gap;
+        snprintf(r->item[0], sizeof r->item[0], "gap to %.36s", cl->sys[1].label);
+        *vd = fabs(gap - cl->paper_vals[0]) <= cl->tol ? MS_VERDICT_HOLDS : gap > 0 ? MS_VERDICT_DIRECTION : MS_VERDICT_NO;
+        snprintf(r->value_text, sizeof r->value_text, "%.1f points (%.3f vs %.3f)", gap, v[0], v[1]);
+        break;
+    }
+    case CL_ENTROPY: break;
+    }
+    return 0;
+}
+
+/* ---- traces and settings ---- */
+
+static int synthetic_trace(cl_ctx *c, const ms_model *model, const char **path)
+{
+    for (int i = 0; i < c->ntraces; i++)
+        if (!strcmp(c->trace_models[i], model->name)) {
+            *path = c->traces[i];
+            return 0;
+        }
+    if (c->ntraces == 16)
+        return ms_fail(c->err, "claims: more than 16 models");
+    int i = c->ntraces++;
+    snprintf(c->trace_models[i], sizeof c->trace_models[i], "%s", model->name);
+    snprintf(c->traces[i], sizeof c->traces[i], "%s/claims-%s.h5", c->o->out_dir, model->name);
+    ms_gen_params p;
+    ms_gen_defaults(&p);
+    char num[32];
+    snprintf(num, sizeof num, "%u", c->o->requests);
+    const char *set[][2] = {{"prompt_median", SHAREGPT_PROMPT_MEDIAN}, {"prompt_sigma", SHAREGPT_PROMPT_SIGMA},
+                            {"prompt_max", "8192"},   {"output_median", SHAREGPT_OUTPUT_MEDIAN},
+                            {"output_sigma", SHAREGPT_OUTPUT_SIGMA}, {"output_max", "1024"},
+                            {"requests", num},        {"arrival_rate", "0"}};
+    for (size_t k = 0; k < sizeof set / sizeof set[0]; k++)
+        if (ms_gen_set(&p, set[k][0], set[k][1], c->err))
+            return -1;
+    p.seed = c->o->seed;
+    ms_gen_summary sum;
+    if (ms_gen_write(&p, model, c->traces[i], &sum, c->err))
+        return ms_fail_prefix(c->err, "claims: trace of %s", model->name);
+    *path = c->traces[i];
+    return 0;
+}
+
+static int selected(const ms_claims_opts *o, const cl_claim *cl)
+{
+    if (!o->only)
+        return 1;
+    size_t n = strlen(cl->id), p = strlen(cl->paper);
+    for (const char *s = o->only; *s;) {
+        const char *e = strchr(s, ',');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if ((len == n && !strncmp(s, cl->id, n)) || (len == p && !strncasecmp(s, cl->paper, p)))
+            return 1;
+        s += len + (e != NULL);
+    }
+    return 0;
+}
+
+/* Re-runs a claim that does not hold with one parameter changed at a time. */
+static int sensitivity(cl_ctx *c, const cl_claim *cl, const cl_setting *s, const ms_trace_meta *meta,
+                       ms_claim_result *r)
+{
+    static const double bws[] = {8, 16, 64, 128, 512};
+    static const double fracs[] = {0.0625, 0.125, 0.5, 0.75};
+    static const double dists[] = {1, 2, 4};
+    struct {
+        const char *what;
+        const double *vals;
+        size_t n;
+        int kind;
+    } axes[] = {{"H2D GB/s", bws, 5, 0}, {"cache fraction", fracs, 4, 1}, {"distance", dists, 3, 2}};
+    size_t u = 0;
+    r->sensitivity[0] = 0;
+    for (size_t a = 0; a < 3; a++) {
+        if ((axes[a].kind == 0 && cl->axis == CL_AX_BW_GBPS) || (axes[a].kind == 2 && cl->axis == CL_AX_DISTANCE) ||
+            (axes[a].kind == 1 && cl->cache_gb > 0))
+            continue;
+        double flip = NAN;
+        int unrunnable = 0;
+        for (size_t i = 0; i < axes[a].n && isnan(flip); i++) {
+            cl_setting t = *s;
+            if (axes[a].kind == 0)
+                t.bw_gbps = axes[a].vals[i];
+            else if (axes[a].kind == 1)
+                t.cache_frac = axes[a].vals[i];
+            else
+                t.distance = (uint32_t)axes[a].vals[i];
+            ms_claim_result tmp = *r;
+            ms_verdict vd;
+            if (evaluate(c, cl, &t, meta, &tmp, &vd)) {
+                unrunnable++; /* e.g. a cache larger than the testbed's GPU memory */
+                continue;
+            }
+            if (vd == MS_VERDICT_HOLDS)
+                flip = axes[a].vals[i];
+        }
+        if (u < sizeof r->sensitivity)
+            u += isnan(flip) ? (size_t)snprintf(r->sensitivity + u, sizeof r->sensitivity - u, "%sno %s flips it%s",
+                                                u ? "; " : "", axes[a].what,
+                                                unrunnable ? " (some values cannot run here)" : "")
+                             : (size_t)snprintf(r->sensitivity + u, sizeof r->sensitivity - u, "%sholds at %s %g",
+                                                u ? "; " : "", axes[a].what, flip);
+    }
+    return 0;
+}
+
+static int run_claim(cl_ctx *c, const cl_claim *cl, ms_claim_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->id = cl->id;
+    ms_model model;
+    ms_platform plat;
+    const char *plat_name = c->o->platform ? c->o->platform : cl->platform;
+    if (ms_platform_load(plat_name, &plat, c->err))
+        return ms_fail_prefix(c->err, "claim %s", cl->id);
+    cl_setting s = {.plat = &plat, .cache_frac = cl->cache_frac, .cache_gb = cl->cache_gb, .gpus = cl->gpus};
+    if (c->o->trace) {
+        s.trace = c->o->trace;
+        snprintf(r->note, sizeof r->note, "on %s (the claim's model: %s)", c->o->trace, cl->model);
+    } else {
+        if (ms_model_load(cl->model, &model, c->err))
+            return ms_fail_prefix(c->err, "claim %s", cl->id);
+        s.model = &model;
+        if (synthetic_trace(c, &model, &s.trace))
+            return -1;
+        if (cl->model_note)
+            snprintf(r->note, sizeof r->note, "%s", cl->model_note);
+    }
+    ms_trace_reader *rd = ms_reader_open(s.trace, c->err);
+    if (!rd)
+        return -1;
+    ms_trace_meta meta = *ms_reader_meta(rd);
+    ms_verdict vd;
+    ms_err run_err;
+    ms_err *saved = c->err;
+    c->err = &run_err;
+    int rc = evaluate(c, cl, &s, &meta, r, &vd);
+    if (!rc && vd != MS_VERDICT_HOLDS && c->o->sensitivity && cl->kind != CL_ENTROPY)
+        rc = sensitivity(c, cl, &s, &meta, r);
+    c->err = saved;
+    ms_reader_close(rd);
+    if (rc) { /* a run this trace cannot make (a cache too small, a missing dataset): the claim is skipped */
+        r->verdict = MS_VERDICT_SKIPPED;
+        size_t len = strnlen(run_err.msg, sizeof r->note - 1); /* the error, cut to the note's room */
+        memcpy(r->note, run_err.msg, len);
+        r->note[len] = 0;
+        return 0;
+    }
+    r->verdict = vd;
+    return 0;
+}
+
+int ms_claims_run(const ms_claims_opts *o, ms_claim_result **res, size_t *n, ms_err *err)
+{
+    if (o->only)
+        for (const char *s = o->only; *s;) {
+            const char *e = strchr(s, ',');
+            size_t len = e ? (size_t)(e - s) : strlen(s);
+            int found = 0;
+            for (size_t i = 0; i < cl_n_claims && !found; i++)
+                found = (strlen(cl_claims[i].id) == len && !strncmp(s, cl_claims[i].id, len)) ||
+                        (strlen(cl_claims[i].paper) == len && !strncasecmp(s, cl_claims[i].paper, len));
+            if (!found)
+                return ms_fail(err, "claims: --only %.*s: no such claim or paper (moesim claims --list)", (int)len, s);
+            s += len + (e != NULL);
+        }
+    cl_ctx c = {.o = o, .err = err};
+    *res = ms_xcalloc(cl_n_claims, sizeof **res);
+    *n = 0;
+    for (size_t i = 0; i < cl_n_claims; i++) {
+        if (!selected(o, &cl_claims[i]))
+            continue;
+        if (o->progress)
+            fprintf(o->progress, "claims: %s ...\n", cl_claims[i].id);
+        if (run_claim(&c, &cl_claims[i], &(*res)[(*n)++])) {
+            free(c.memo);
+            free(*res);
+            *res = NULL;
+            return -1;
+        }
+    }
+    free(c.memo);
+    return 0;
+}
+
+const char *ms_verdict_name(ms_verdict v)
+{
+    static const char *const names[] = {"holds", "direction only", "does not hold", "skipped"};
+    return names[v];
+}
+
+void ms_claims_list(FILE *out)
+{
+    for (size_t i = 0; i < cl_n_claims; i++)
+        fprintf(out, "%-22s %-13s %-22s %s\n", cl_claims[i].id, cl_claims[i].paper, cl_claims[i].where,
+                cl_claims[i].statement);
+}
+
+const cl_claim *cl_find(const char *id)
+{
+    for (size_t i = 0; i < cl_n_claims; i++)
+        if (!strcmp(cl_claims[i].id, id))
+            return &cl_claims[i];
+    return NULL;
+}
