@@ -159,6 +159,8 @@ typedef struct {
     const char *summary;           /* one line for `moesim list` */
     const ms_param_spec *params;   /* terminated by {NULL}; may be a lone {NULL} */
     int needs_future;              /* asks the engine for the next-use pre-pass */
+    int needs_weights;             /* reads router weights (ms_view_gate_mean, ms_gate_row): refused on a trace
+                                    * that has none (probs_kind topk_ids) */
     int uses_distance;             /* reads the prefetch distance (--distance); a run that sets
                                     * another distance than 1 for a prefetcher without one is warned */
     int uses_training;             /* learns from the training split: --train auto becomes 0.7 */

@@ -1,4 +1,4 @@
-# Trace format v1 (traces/format/trace_h5.c): interop with h5py and the
+# Trace format v1 (traces/format/trace_h5*.c): interop with h5py and the
 # `moesim trace info` / `moesim trace validate` CLI on good and broken files.
 #
 # unit.test_trace_io leaves its fixture traces in the tests build folder

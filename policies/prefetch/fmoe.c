@@ -456,5 +456,6 @@ static const ms_prefetch_ops fmoe_ops = {
 const ms_policy_desc ms_policy_prefetch_fmoe = {
     .name = "fmoe", .kind = MS_KIND_PREFETCH, .uses_distance = 1, .params = fmoe_params, .prefetch = &fmoe_ops,
     .uses_training = 1, .learns = fmoe_learns,
+    .needs_weights = 1,
     .summary = "fMoE: expert maps searched by semantics and trajectory, similarity-aware threshold",
 };

@@ -208,6 +208,6 @@ static const ms_prefetch_ops hyb_ops = {
     .create = hyb_create, .destroy = hyb_destroy, .on_gate = hyb_gate,
 };
 const ms_policy_desc ms_policy_prefetch_hybrimoe = {
-    .name = "hybrimoe", .kind = MS_KIND_PREFETCH, .params = hyb_params, .prefetch = &hyb_ops,
+    .name = "hybrimoe", .kind = MS_KIND_PREFETCH, .params = hyb_params, .prefetch = &hyb_ops, .needs_weights = 1,
     .summary = "HybriMoE impact-driven prefetch of the next 3 layers (code: top-S of l+1)",
 };

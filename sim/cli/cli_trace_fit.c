@@ -19,12 +19,19 @@ static const char fit_help[] =
     "per-layer expert popularity, to PARAMS.ini; then\n"
     "  moesim trace gen --params PARAMS.ini -o TWIN.h5 [--requests N]\n"
     "writes any amount of traffic shaped like TRACE.  Copied: shape, probs\n"
-    "kind, embeddings, speculative depth, token ids, request count.  Measured:\n"
-    "popularity, length distributions, arrival rate.  Searched (GSL Brent on\n"
-    "small seeded trial generations): gate_alpha for the weighted iteration\n"
-    "entropy, decode_reuse / decode_mix for previous-step reuse, layer_corr for\n"
-    "layer l -> l+1 top-1 mutual information, pref_alpha for request entropy\n"
-    "(two or more requests).  Deterministic: same TRACE and flags, same file.\n"
+    "kind, embeddings, speculative depth, token ids, request count and lengths\n"
+    "(a list, up to 4096 requests).  Measured: per-layer popularity of prompt\n"
+    "rows and, on one request, of each half of the decode steps (smoothed to\n"
+    "the source's distinct-expert coverage); lognormal lengths; arrival rate.\n"
+    "Estimated (two or more requests): pref_alpha from h_trace - h_req.\n"
+    "Searched (GSL Brent on small seeded trial generations), knob -> statistic\n"
+    "of moesim trace stats: gate_alpha -> h_req (request entropy), weight_power\n"
+    "-> hw_iter (weighted iteration entropy), decode_reuse / decode_mix ->\n"
+    "reuse_prev (previous decode step), decode_recall -> reuse_w8 (last 8 decode\n"
+    "steps), layer_corr -> mi_top1 (layer l -> l+1 top-1 MI).  The output lists\n"
+    "each knob with its statistic (source / twin), knobs at a bound of their\n"
+    "range, and what was not fitted and why.  Deterministic: same TRACE and\n"
+    "flags, same file.\n"
     "\n"
     "  -o, --output P.ini  params file to write (required)\n"
     "  --seed N            seed written to the params (trials use N+1..), default 1\n"
@@ -95,17 +102,9 @@ int ms_cli_trace_fit(int argc, char **argv)
         return ms_cli_error(err.msg);
     int rc = ms_fit_write(&r, in, out, &err);
     if (rc == 0) {
-        const ms_fit_stats *s = &r.source, *t = &r.fitted;
         printf("wrote %s: L %u, J %u, K %u, %llu requests; %u trial generations\n", out, r.model.moe_layers,
                r.model.experts, r.model.top_k, (unsigned long long)r.p.requests, r.trials);
-        printf("  gate_alpha %.4g  decode_reuse %.4g  decode_mix %.4g  layer_corr %.4g  pref_alpha %.4g\n",
-               r.p.gate_alpha, r.p.decode_reuse, r.p.decode_mix, r.p.layer_corr, r.p.pref_alpha);
-        printf("  %-12s %9s %9s\n", "statistic", "source", "fitted");
-        printf("  %-12s %9.4f %9.4f\n", "hw_iter", s->hw_iter, t->hw_iter);
-        printf("  %-12s %9.4f %9.4f\n", "h_req", s->h_req, t->h_req);
-        printf("  %-12s %9.4f %9.4f\n", "h_trace", s->h_trace, t->h_trace);
-        printf("  %-12s %9.4f %9.4f\n", "reuse_prev", s->reuse_prev, t->reuse_prev);
-        printf("  %-12s %9.4f %9.4f\n", "mi_top1", s->mi_top1, t->mi_top1);
+        ms_fit_print(&r, stdout);
         ms_trace_cli_note_v1_file(in);
     }
     ms_fit_free(&r);

@@ -172,6 +172,13 @@ static uint64_t estimate_bytes(const ms_gen_params *p, const ms_trace_meta *m)
 {
     double prompt = clipped_lognormal_mean(p->prompt_median, p->prompt_sigma, p->prompt_min, p->prompt_max);
     double output = clipped_lognormal_mean(p->output_median, p->output_sigma, p->output_min, p->output_max);
+    if (p->n_lens) { /* a params file's length list: its means */
+        prompt = output = 0;
+        for (uint32_t i = 0; i < p->n_lens; i++) {
+            prompt += p->prompt_lens[i] / (double)p->n_lens;
+            output += p->output_lens[i] / (double)p->n_lens;
+        }
+    }
     double n = (double)p->requests;
     if (p->layer_steps) { /* generation stops once iterations x L reaches layer_steps */
         double by_steps = ceil((double)p->layer_steps / ((double)m->L * (1 + output)));

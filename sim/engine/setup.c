@@ -59,6 +59,11 @@ int eng_load_policy(ms_view *v, ms_policy_kind kind, const char *spec, const ms_
             }
         return ms_fail(v->err, "unknown %s policy '%s' (known: %s)", ms_policy_kind_name(kind), name, known);
     }
+    if ((*desc)->needs_weights && v->meta->probs_kind == MS_PROBS_TOPK_IDS)
+        return ms_fail(v->err, "%s policy '%s' reads router weights, but %s holds expert ids only (probs_kind "
+                               "topk_ids: its source, %s, recorded no gate weights); policies that use only which "
+                               "experts were chosen (lru, lfu, eam, ...) run on it",
+                       ms_policy_kind_name(kind), name, v->cfg->trace_path, v->meta->source);
     ms_params params;
     char who[96];
     snprintf(who, sizeof who, "%s policy '%s'", ms_policy_kind_name(kind), name);

@@ -1,4 +1,4 @@
-/* Model and platform profiles (sim/core/profile.c): the input is loaded as a
+/* Model and platform profiles (sim/core/profile*.c): the input is loaded as a
  * model profile and as a platform profile, both given as a path ending in
  * .ini (what `--model FILE.ini` / `--platform FILE.ini` do). */
 #include "fuzz_util.h"

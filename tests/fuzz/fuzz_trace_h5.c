@@ -1,4 +1,4 @@
-/* Trace reader, formats v1 and v2 (traces/format/trace_h5.c): ms_reader_open and
+/* Trace reader, formats v1 and v2 (traces/format/trace_h5_open.c, trace_h5_read.c): ms_reader_open and
  * every ms_reader_next (each request also through ms_request_check), with
  * the content digest checked at the end, on a trace built from the input.
  *

@@ -123,4 +123,31 @@ static inline char *fz_cstr(const uint8_t *data, size_t n)
     return s;
 }
 
+#define FZ_LAYER_MARK "@@@"
+
+/* dense-csv inputs: bytes before the first marker line go to layer0.csv; a
+ * line "@@@N" (N one digit) starts (or appends to) layerN.csv.  Writes the
+ * segments of data into DIR/layerN.csv. */
+static inline void fz_split_layers(const fz_dir *d, const uint8_t *data, size_t size)
+{
+    char name[32] = "layer0.csv";
+    size_t start = 0, i = 0;
+    char path[PATH_MAX];
+    fz_write(d, name, data, 0, path, sizeof path);
+    while (i < size) {
+        int at_line = i == 0 || data[i - 1] == '\n';
+        if (at_line && size - i >= 5 && !memcmp(data + i, FZ_LAYER_MARK, 3) && data[i + 3] >= '0' && data[i + 3] <= '9' &&
+            data[i + 4] == '\n') {
+            fz_append(d, name, data + start, i - start);
+            snprintf(name, sizeof name, "layer%c.csv", data[i + 3]);
+            fz_append(d, name, data, 0);
+            i += 5;
+            start = i;
+            continue;
+        }
+        i++;
+    }
+    fz_append(d, name, data + start, size - start);
+}
+
 #endif

@@ -16,7 +16,7 @@
 /* FULL traces store topk_w as a copy of probs; allow float rounding only. */
 #define MS_TOPK_PROB_TOL 1e-6
 
-static const char *const kind_names[] = {"full", "topk_renorm", "topk_raw"};
+static const char *const kind_names[] = {"full", "topk_renorm", "topk_raw", "topk_ids"};
 
 const char *ms_probs_kind_name(ms_probs_kind k)
 {
@@ -155,10 +155,16 @@ static void scratch_next(cell_scratch *s)
 
 /* Ids in [-1, J), no duplicate, weights finite, in [0, 1 + tol], 0 where the
  * id is -1, and summing to 1 (renormalised, all K present) or to at most 1
- * (raw softmax weights, or a renormalised cell with missing slots). */
+ * (raw softmax weights, or a renormalised cell with missing slots); ids only
+ * (renorm == 2): every present weight is exactly (float)(1/K). */
 static int check_topk_cell(cell_scratch *s, const int32_t *ids, const float *w, int renorm, const cell_loc *at,
                            const char *ids_name, const char *w_name, ms_err *err)
 {
+    if (renorm == 2)
+        for (uint32_t k = 0; k < s->m->K; k++)
+            if (ids[k] >= 0 && w[k] != (float)(1.0 / s->m->K))
+                return fail_at(err, at, "%s[%u] = %g but probs_kind topk_ids stores 1/K = %g", w_name, k, (double)w[k],
+                               (double)(float)(1.0 / s->m->K));
     const ms_trace_meta *m = s->m;
     double sum = 0;
     uint32_t present = 0;
@@ -243,7 +249,7 @@ static int check_spec_cells(cell_scratch *s, const ms_request *r, uint32_t row, 
                             ms_err *err)
 {
     const ms_trace_meta *m = s->m;
-    int renorm = m->probs_kind == MS_PROBS_TOPK_RENORM;
+    int renorm = m->probs_kind == MS_PROBS_TOPK_IDS ? 2 : m->probs_kind == MS_PROBS_TOPK_RENORM;
     for (uint32_t d = 0; d < m->spec_depth; d++) {
         size_t o = ms_spec_index(m, row, l, d);
         at->spec = (int)d + 1;
@@ -265,7 +271,7 @@ static int check_rows(const ms_trace_meta *m, const ms_request *r, const char *w
 {
     cell_scratch s = {m, ms_xcalloc(m->J, sizeof(uint32_t)), 0};
     cell_loc at = {where, r->id, 0, 0, 0};
-    int renorm = m->probs_kind == MS_PROBS_TOPK_RENORM;
+    int renorm = m->probs_kind == MS_PROBS_TOPK_IDS ? 2 : m->probs_kind == MS_PROBS_TOPK_RENORM;
     int rc = 0;
     for (uint32_t row = 0; row < r->n_rows && rc == 0; row++) {
         for (uint32_t l = 0; l < m->L && rc == 0; l++) {

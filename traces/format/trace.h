@@ -32,7 +32,9 @@
 typedef enum {
     MS_PROBS_FULL = 0,        /* full softmax over J experts per row and layer */
     MS_PROBS_TOPK_RENORM = 1, /* only top-k ids + weights, renormalised over k */
-    MS_PROBS_TOPK_RAW = 2     /* only top-k ids + their raw softmax weights */
+    MS_PROBS_TOPK_RAW = 2,    /* only top-k ids + their raw softmax weights */
+    MS_PROBS_TOPK_IDS = 3     /* only top-k ids: the source recorded no weights; topk_w holds 1/K per id (a
+                               * placeholder, not the router's); policies that read weights refuse it */
 } ms_probs_kind;
 
 typedef enum { MS_PHASE_PREFILL = 0, MS_PHASE_DECODE = 1 } ms_phase;

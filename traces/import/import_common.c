@@ -14,6 +14,18 @@ void ms_import_opts_init(ms_import_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->probs_kind = -1;
+    o->layer_base = -1;
+}
+
+int ms_token_pos_parse(const char *s, ms_token_pos *out)
+{
+    static const char *const names[] = {"absolute", "per-request", "per-step"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, names[i])) {
+            *out = (ms_token_pos)i;
+            return 0;
+        }
+    return -1;
 }
 
 const char *ms_import_base_name(const char *path)
@@ -119,9 +131,9 @@ int ms_lines_next(ms_lines *r, ms_err *err)
     while ((c = getc_unlocked(r->f)) != EOF && c != '\n') {
         if (c == '\0')
             return ms_fail(err, "%s:%llu: NUL byte at column %zu (binary data, not text)", r->path, ln, n + 1);
-        if (n >= MS_IMPORT_LINE_MAX)
-            return ms_fail(err, "%s:%llu: line longer than %u bytes (not a text dump?)", r->path, ln,
-                           MS_IMPORT_LINE_MAX);
+        if (n >= (r->max ? r->max : MS_IMPORT_LINE_MAX))
+            return ms_fail(err, "%s:%llu: line longer than %zu bytes (not a text dump?)", r->path, ln,
+                           r->max ? r->max : (size_t)MS_IMPORT_LINE_MAX);
         if (n + 1 >= r->cap) {
             r->cap *= 2;
             r->buf = ms_xrealloc(r->buf, r->cap, 1);

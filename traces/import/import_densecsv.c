@@ -3,7 +3,8 @@
  *
  * All L files are read in lock-step, one token row at a time; the rows of
  * the current request are buffered ([rows][L][J] floats) and written when
- * the request id changes, so memory is one request. */
+ * the request id changes, so memory is one request.  Files and columns:
+ * import_densecsv_cols.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -11,161 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "traces/import/import.h"
+#include "traces/import/import_densecsv.h"
 #include "sim/core/params.h"
 
 #define DC_SUM_TOL 1e-3
-#define DC_MAX_LAYERS 4096u
-#define DC_MAX_ROWS (1u << 20) /* token rows per request */
-
-typedef struct {
-    const char *dir;
-    char prefix[128], suffix[128];
-    uint32_t L;
-    char **paths; /* [L] */
-    ms_lines *in; /* [L] */
-    char *header; /* column line of layer 0 */
-    int has_request, has_phase;
-    uint32_t n_cols, J;
-    ms_import_dims d;
-    ms_trace_meta meta;
-    /* current request */
-    int in_req;
-    uint64_t req_id;
-    uint32_t n_rows, n_prefill, cap_rows;
-    float *probs; /* [cap_rows][L][J] */
-    char **cols;  /* scratch: column starts of one line */
-    double *vals; /* scratch: one row of J values */
-    ms_import_report rep;
-} dc_state;
-
-static int split_pattern(dc_state *s, const char *pattern, ms_err *err)
-{
-    const char *star = strchr(pattern, '*');
-    if (!star || strchr(star + 1, '*') || strchr(pattern, '/') || (size_t)(star - pattern) >= sizeof s->prefix ||
-        strlen(star + 1) >= sizeof s->suffix)
-        return ms_fail(err, "trace import --format dense-csv: --pattern '%s' must be a file name with exactly one '*' "
-                            "(the layer number)",
-                       pattern);
-    snprintf(s->prefix, sizeof s->prefix, "%.*s", (int)(star - pattern), pattern);
-    snprintf(s->suffix, sizeof s->suffix, "%s", star + 1);
-    return 0;
-}
-
-/* Layer number of a matching file name, or -1. */
-static long layer_of(const dc_state *s, const char *name)
-{
-    size_t np = strlen(s->prefix), ns = strlen(s->suffix), n = strlen(name);
-    if (n <= np + ns || strncmp(name, s->prefix, np) || strcmp(name + n - ns, s->suffix))
-        return -1;
-    long v = 0;
-    for (size_t i = np; i < n - ns; i++) {
-        if (name[i] < '0' || name[i] > '9' || v > (long)DC_MAX_LAYERS)
-            return -1;
-        v = v * 10 + (name[i] - '0');
-    }
-    return v;
-}
-
-/* Finds layer files 0..L-1 (no gaps, no duplicates). */
-static int find_layer_files(dc_state *s, ms_err *err)
-{
-    DIR *dir = opendir(s->dir);
-    if (!dir)
-        return ms_fail(err, "%s: cannot open directory: %s", s->dir, strerror(errno));
-    char **by_layer = ms_xcalloc(DC_MAX_LAYERS + 1, sizeof *by_layer);
-    long max = -1;
-    int rc = 0;
-    struct dirent *e;
-    while (rc == 0 && (e = readdir(dir)) != NULL) {
-        long l = layer_of(s, e->d_name);
-        if (l < 0)
-            continue;
-        if (l >= (long)DC_MAX_LAYERS)
-            rc = ms_fail(err, "%s/%s: layer %ld out of range [0, %u)", s->dir, e->d_name, l, DC_MAX_LAYERS);
-        else if (by_layer[l])
-            rc = ms_fail(err, "%s/%s: layer %ld given twice (also %s)", s->dir, e->d_name, l, by_layer[l]);
-        else
-            by_layer[l] = ms_xstrdup(e->d_name);
-        if (l > max)
-            max = l;
-    }
-    closedir(dir);
-    if (rc == 0 && max < 0)
-        rc = ms_fail(err, "%s: no files named %s*%s", s->dir, s->prefix, s->suffix);
-    for (long l = 0; rc == 0 && l <= max; l++)
-        if (!by_layer[l])
-            rc = ms_fail(err, "%s: layer gap: no file %s%ld%s (layers found up to %ld)", s->dir, s->prefix, l,
-                         s->suffix, max);
-    if (rc == 0) {
-        s->L = (uint32_t)max + 1;
-        s->paths = ms_xcalloc(s->L, sizeof *s->paths);
-        for (uint32_t l = 0; l < s->L; l++) {
-            size_t n = strlen(s->dir) + strlen(by_layer[l]) + 2;
-            s->paths[l] = ms_xcalloc(n, 1);
-            snprintf(s->paths[l], n, "%s/%s", s->dir, by_layer[l]);
-        }
-    }
-    for (long l = 0; l <= DC_MAX_LAYERS; l++)
-        free(by_layer[l]);
-    free(by_layer);
-    return rc;
-}
-
-/* Splits line in place at ','; returns the number of columns (at most cap + 1). */
-static uint32_t split_csv(char *line, char **cols, uint32_t cap)
-{
-    uint32_t n = 0;
-    char *p = line;
-    for (;;) {
-        if (n < cap)
-            cols[n] = p;
-        n++;
-        char *c = strchr(p, ',');
-        if (!c || n > cap)
-            break;
-        *c = '\0';
-        p = c + 1;
-    }
-    return n;
-}
-
-static int read_headers(dc_state *s, ms_err *err)
-{
-    s->in = ms_xcalloc(s->L, sizeof *s->in);
-    for (uint32_t l = 0; l < s->L; l++) {
-        ms_lines *r = &s->in[l];
-        if (ms_lines_open(r, s->paths[l], err))
-            return -1;
-        int got = ms_lines_next(r, err);
-        if (got < 0)
-            return -1;
-        if (got == 0)
-            return ms_fail(err, "%s: empty file (expected a header line)", r->path);
-        if (l == 0) {
-            s->header = ms_xstrdup(r->buf);
-        } else if (strcmp(r->buf, s->header)) {
-            return ms_fail(err, "%s:1: header '%.60s' differs from %s's '%.60s'", r->path, r->buf,
-                           ms_import_base_name(s->paths[0]), s->header);
-        }
-    }
-    uint32_t n = 1;
-    for (const char *p = s->header; *p; p++)
-        n += *p == ',';
-    char *h = ms_xstrdup(s->header);
-    char **cols = ms_xcalloc(n, sizeof *cols);
-    split_csv(h, cols, n);
-    s->has_request = !strcmp(cols[0], "request");
-    s->has_phase = n > (uint32_t)s->has_request && !strcmp(cols[s->has_request], "phase");
-    free(cols);
-    free(h);
-    s->n_cols = n;
-    uint32_t lead = (uint32_t)(s->has_request + s->has_phase);
-    if (n <= lead)
-        return ms_fail(err, "%s:1: header '%.60s' has no expert columns", s->paths[0], s->header);
-    s->J = n - lead;
-    return 0;
-}
 
 static int parse_phase(const char *path, uint64_t ln, const char *v, int *prefill, ms_err *err)
 {
@@ -178,41 +28,82 @@ static int parse_phase(const char *path, uint64_t ln, const char *v, int *prefil
     return 0;
 }
 
+/* One expert value: a finite number >= 0; with a top-k-only kind an empty
+ * cell is 0 (the dump kept only the top-k). */
+static int parse_value(dc_state *s, const char *path, unsigned long long ln, uint32_t c, uint32_t j, const char *v,
+                       double *out, ms_err *err)
+{
+    if (!*v && s->pk != MS_PROBS_FULL) {
+        *out = 0;
+        return 0;
+    }
+    if (ms_parse_double(v, out) || !isfinite(*out) || *out < 0)
+        return ms_fail(err, "%s:%llu: column %u (expert %u): '%.40s' is not a finite number >= 0", path, ln, c + 1, j,
+                       v);
+    return 0;
+}
+
+/* Checks the sum (and, top-k only, the count) of one row's values. */
+static int check_row_sum(dc_state *s, const char *path, unsigned long long ln, double sum, uint32_t nonzero,
+                         ms_err *err)
+{
+    if (s->pk == MS_PROBS_FULL) {
+        if (fabs(sum - 1) > DC_SUM_TOL)
+            return ms_fail(err, "%s:%llu: probabilities sum to %.6g, expected 1 (raw softmax, not renormalised)", path,
+                           ln, sum);
+        return 0;
+    }
+    if (nonzero > s->d.K)
+        return ms_fail(err, "%s:%llu: %u values > 0, more than K=%u (--probs-kind %s keeps only the top-k)", path, ln,
+                       nonzero, s->d.K, ms_probs_kind_name(s->pk));
+    if (sum > 1 + DC_SUM_TOL)
+        return ms_fail(err, "%s:%llu: top-k values sum to %.6g, more than 1", path, ln, sum);
+    if (s->pk == MS_PROBS_TOPK_RENORM && nonzero == s->d.K && fabs(sum - 1) > DC_SUM_TOL)
+        return ms_fail(err, "%s:%llu: top-k weights sum to %.6g, expected 1 (topk_renorm; --probs-kind topk_raw for "
+                            "raw softmax kept at the top-k)",
+                       path, ln, sum);
+    return 0;
+}
+
 /* Parses row values of layer l into s->vals; returns request id / phase. */
 static int parse_row(dc_state *s, uint32_t l, uint64_t *req, int *prefill, ms_err *err)
 {
     ms_lines *r = &s->in[l];
     unsigned long long ln = (unsigned long long)r->lineno;
-    uint32_t n = split_csv(r->buf, s->cols, s->n_cols);
+    uint32_t n = dc_split_csv(r->buf, s->cols, s->n_cols);
     if (n != s->n_cols)
         return ms_fail(err, "%s:%llu: %s%u columns, expected %u", r->path, ln, n > s->n_cols ? "more than " : "",
                        n > s->n_cols ? s->n_cols : n, s->n_cols);
-    uint32_t c = 0;
-    *req = 0;
+    *req = s->o->tokens_per_seq ? s->rows_total / s->o->tokens_per_seq : 0;
     *prefill = 1;
-    if (s->has_request) {
-        unsigned long long v;
-        if (ms_parse_u64(s->cols[c], &v))
-            return ms_fail(err, "%s:%llu: column request: '%.40s' is not a non-negative integer", r->path, ln,
-                           s->cols[c]);
-        *req = v;
-        c++;
-    }
-    if (s->has_phase && parse_phase(r->path, ln, s->cols[c++], prefill, err))
-        return -1;
     double sum = 0;
-    for (uint32_t j = 0; j < s->J; j++, c++) {
-        double v;
-        if (ms_parse_double(s->cols[c], &v) || !isfinite(v) || v < 0)
-            return ms_fail(err, "%s:%llu: column %u (expert %u): '%.40s' is not a finite number >= 0", r->path, ln,
-                           c + 1, j, s->cols[c]);
-        s->vals[j] = v;
-        sum += v;
+    uint32_t j = 0, nonzero = 0;
+    for (uint32_t c = 0; c < n; c++) {
+        const char *v = s->cols[c];
+        switch (s->col_kind[c]) {
+        case COL_SEQ: {
+            unsigned long long x;
+            if (ms_parse_u64(v, &x))
+                return ms_fail(err, "%s:%llu: column %s: '%.40s' is not a non-negative integer", r->path, ln,
+                               s->o->seq_column ? s->o->seq_column : "request", v);
+            *req = x;
+            break;
+        }
+        case COL_PHASE:
+            if (parse_phase(r->path, ln, v, prefill, err))
+                return -1;
+            break;
+        case COL_IGNORED:
+            break;
+        default:
+            if (parse_value(s, r->path, ln, c, j, v, &s->vals[j], err))
+                return -1;
+            sum += s->vals[j];
+            nonzero += s->vals[j] > 0;
+            j++;
+        }
     }
-    if (fabs(sum - 1) > DC_SUM_TOL)
-        return ms_fail(err, "%s:%llu: probabilities sum to %.6g, expected 1 (raw softmax, not renormalised)", r->path,
-                       ln, sum);
-    return 0;
+    return check_row_sum(s, r->path, ln, sum, nonzero, err);
 }
 
 /* K largest of p[0..J) (ties to the lower id), descending. */
@@ -232,9 +123,24 @@ static void topk_of(const float *p, uint32_t J, uint32_t K, int32_t *ids, float 
     }
 }
 
+static void note_missing(dc_state *s, uint32_t row, uint32_t layer, uint32_t slot)
+{
+    ms_import_report *rep = &s->rep;
+    if (row < s->n_prefill)
+        rep->missing_prefill++;
+    else
+        rep->missing_decode++;
+    if (rep->n_listed < MS_IMPORT_MISSING_LIST)
+        rep->first_missing[rep->n_listed++] = (ms_missing_cell){s->req_id, row, layer, slot, row >= s->n_prefill};
+}
+
 static int flush_request(dc_state *s, ms_trace_writer *w, ms_err *err)
 {
     const ms_trace_meta *m = &s->meta;
+    if (s->o->prompt_len) { /* the first P rows are the prompt, each later row one decode step */
+        s->n_prefill = s->n_rows < s->o->prompt_len ? s->n_rows : s->o->prompt_len;
+        s->short_seqs += s->n_rows <= s->o->prompt_len;
+    }
     ms_request req;
     memset(&req, 0, sizeof req);
     req.id = s->req_id;
@@ -246,11 +152,18 @@ static int flush_request(dc_state *s, ms_trace_writer *w, ms_err *err)
     req.iters[0] = (ms_iteration){MS_PHASE_PREFILL, 0, s->n_prefill};
     for (uint32_t t = s->n_prefill; t < s->n_rows; t++)
         req.iters[1 + t - s->n_prefill] = (ms_iteration){MS_PHASE_DECODE, t, 1};
-    memcpy(req.probs, s->probs, (size_t)s->n_rows * m->L * m->J * sizeof *req.probs);
+    if (req.probs)
+        memcpy(req.probs, s->probs, (size_t)s->n_rows * m->L * m->J * sizeof *req.probs);
     for (uint32_t t = 0; t < s->n_rows; t++)
-        for (uint32_t l = 0; l < m->L; l++)
-            topk_of(&req.probs[ms_probs_index(m, t, l)], m->J, m->K, &req.topk_ids[ms_topk_index(m, t, l)],
-                    &req.topk_w[ms_topk_index(m, t, l)]);
+        for (uint32_t l = 0; l < m->L; l++) {
+            size_t c = ms_topk_index(m, t, l);
+            topk_of(&s->probs[((size_t)t * m->L + l) * m->J], m->J, m->K, &req.topk_ids[c], &req.topk_w[c]);
+            for (uint32_t k = 0; k < m->K; k++)
+                if (req.topk_w[c + k] == 0 && m->probs_kind != MS_PROBS_FULL) { /* fewer than K kept: missing */
+                    req.topk_ids[c + k] = -1;
+                    note_missing(s, t, l, k);
+                }
+        }
     int rc = ms_request_check(m, &req, s->dir, err);
     if (rc == 0)
         rc = ms_writer_add(w, &req, err);
@@ -272,8 +185,9 @@ static int start_or_check_request(dc_state *s, uint64_t req, int prefill, ms_tra
     unsigned long long ln = (unsigned long long)s->in[0].lineno;
     if (s->in_req && req != s->req_id) {
         if (req < s->req_id)
-            return ms_fail(err, "%s:%llu: column request: %llu after request %llu (requests must increase)", p0, ln,
-                           (unsigned long long)req, (unsigned long long)s->req_id);
+            return ms_fail(err, "%s:%llu: column %s: %llu after request %llu (requests must increase)", p0, ln,
+                           s->o->seq_column ? s->o->seq_column : "request", (unsigned long long)req,
+                           (unsigned long long)s->req_id);
         if (flush_request(s, w, err))
             return -1;
     }
@@ -330,6 +244,7 @@ static int read_token_row(dc_state *s, ms_trace_writer *w, ms_err *err)
     }
     s->n_rows++;
     s->n_prefill += prefill0;
+    s->rows_total++;
     return 1;
 }
 
@@ -361,13 +276,15 @@ static void dc_free(dc_state *s)
     free(s->probs);
     free(s->cols);
     free(s->vals);
+    free(s->col_kind);
     ms_trace_meta_free(&s->meta);
 }
 
 static int setup(dc_state *s, const ms_import_opts *o, ms_err *err)
 {
-    if (split_pattern(s, o->pattern ? o->pattern : "layer*.csv", err) || find_layer_files(s, err) ||
-        read_headers(s, err))
+    s->o = o;
+    s->pk = o->probs_kind < 0 ? MS_PROBS_FULL : (ms_probs_kind)o->probs_kind;
+    if (dc_open_files(s, err))
         return -1;
     ms_import_opts oo = *o;
     if (!oo.model && !oo.experts)
@@ -382,11 +299,33 @@ static int setup(dc_state *s, const ms_import_opts *o, ms_err *err)
     if (!s->d.K)
         return ms_fail(err, "trace import --format dense-csv: K unknown: give --model PROFILE or --topk K");
     char source[MS_SOURCE_MAX];
-    snprintf(source, sizeof source, "%.400s (%s)", o->source_name ? o->source_name : ms_import_base_name(s->dir),
-             o->source_kind ? o->source_kind : "dense-csv router probabilities");
-    ms_import_meta_fill(&s->d, source, MS_PROBS_FULL, &s->meta);
+    snprintf(source, sizeof source, "%.400s (%s%s)", o->source_name ? o->source_name : ms_import_base_name(s->dir),
+             o->source_kind ? o->source_kind : "dense-csv router probabilities",
+             s->pk == MS_PROBS_FULL ? "" : ", top-k only");
+    ms_import_meta_fill(&s->d, source, s->pk, &s->meta);
     s->cols = ms_xcalloc(s->n_cols, sizeof *s->cols);
     s->vals = ms_xcalloc(s->J, sizeof *s->vals);
+    return 0;
+}
+
+/* After the last row: --tokens-per-seq must tile the rows; notes. */
+static int finish_notes(dc_state *s, ms_err *err)
+{
+    const ms_import_opts *o = s->o;
+    if (o->tokens_per_seq && s->rows_total % o->tokens_per_seq)
+        return ms_fail(err, "%s: %llu data rows are not a multiple of --tokens-per-seq %u (the last sequence has "
+                            "%llu)",
+                       s->paths[0], (unsigned long long)s->rows_total, o->tokens_per_seq,
+                       (unsigned long long)(s->rows_total % o->tokens_per_seq));
+    if (o->tokens_per_seq)
+        ms_import_note(&s->rep, "%llu rows -> %llu sequences of %u rows (--tokens-per-seq)",
+                       (unsigned long long)s->rows_total, (unsigned long long)s->rep.requests, o->tokens_per_seq);
+    if (o->prompt_len)
+        ms_import_note(&s->rep, "the first %u rows of a sequence are its prompt, each later row one decode step",
+                       o->prompt_len);
+    if (s->short_seqs)
+        ms_import_note(&s->rep, "%llu sequences have no more rows than --prompt-len: prefill only",
+                       (unsigned long long)s->short_seqs);
     return 0;
 }
 
@@ -417,6 +356,8 @@ int ms_import_densecsv(const char *in_dir, const char *out_path, const ms_import
         rc = ms_fail(err, "%s: no data rows after the header", s.paths[0]);
     if (rc == 0)
         rc = flush_request(&s, sink.w, err);
+    if (rc == 0)
+        rc = finish_notes(&s, err);
     if (sink.w)
         rc = ms_import_sink_finish(&sink, rc, err);
     if (rep)

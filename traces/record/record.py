@@ -80,7 +80,18 @@ ARCHS = {
 }
 
 
-def tiny_model(arch, seed):
+def parse_tiny_set(items):
+    """--tiny-set KEY=INT ... -> dict; one-line errors."""
+    out = {}
+    for item in items or []:
+        key, eq, val = item.partition("=")
+        if not eq or not key or not val.lstrip("-").isdigit():
+            raise RecordError(f"--tiny-set '{item}': expected KEY=INTEGER (e.g. num_local_experts=16)")
+        out[key] = int(val)
+    return out
+
+
+def tiny_model(arch, seed, overrides=None):
     import torch
     import transformers
     if arch not in ARCHS:
@@ -91,6 +102,10 @@ def tiny_model(arch, seed):
     if cfg_cls is None or model_cls is None:
         raise RecordError(f"--config {arch}: transformers {transformers.__version__} has no {model_name}")
     kw = dict(extra) if arch == "switch_transformers" else {**TINY_COMMON, **extra}
+    for key in overrides or {}:
+        if key not in kw:
+            raise RecordError(f"--tiny-set {key}: not a key of the tiny {arch} config (known: {', '.join(sorted(kw))})")
+    kw.update(overrides or {})
     torch.manual_seed(seed)
     model = model_cls(cfg_cls(**kw))
     # Random routers: some architectures initialise router weights to zero,
@@ -499,7 +514,7 @@ def build_trace(model, rec, requests, model_name, source, S):
 def load_model(args):
     """(model, tokenize(text) -> ids, eos id or None, model name)."""
     if args.config:
-        model = tiny_model(args.config, args.seed)
+        model = tiny_model(args.config, args.seed, parse_tiny_set(args.tiny_set))
         vocab = model.config.vocab_size
         return model, (lambda t: [b % vocab for b in t.encode("utf-8")]), None, f"tiny-{args.config}"
     import torch
@@ -551,6 +566,8 @@ def parse_args(argv):
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--model-id", help="hub id or local folder, loaded with from_pretrained")
     src.add_argument("--config", metavar="ARCH", help=f"tiny random model of ARCH: {', '.join(ARCHS)}")
+    p.add_argument("--tiny-set", action="append", metavar="KEY=INT",
+                   help="with --config: override an integer key of the tiny config (e.g. num_local_experts=16)")
     p.add_argument("--prompts", required=True, help="JSONL ({\"text\": ...}) or CSV with a text/prompt column")
     p.add_argument("--max-new-tokens", type=int, default=8, help="decode iterations per prompt (default 8)")
     p.add_argument("--spec-depth", type=int, default=0, help="speculative gates gate_{l+d}(h_l), d = 1..S (0..3)")

@@ -45,6 +45,7 @@ struct ms_stats {
     double clog2c[CLOG_TABLE]; /* c log2 c, c < CLOG_TABLE */
     char model_name[MS_NAME_MAX];
     int finished;
+    int ids_only; /* probs_kind topk_ids: the weighted entropies are NaN */
     uint64_t n_requests, n_iterations, n_decode_steps, n_rows;
     uint64_t *activations, *missing; /* [L] */
 
@@ -58,7 +59,9 @@ struct ms_stats {
     /* reuse: per (l, e) the iteration (1-based) / decode step (1-based) of
      * its last activation in the current request, 0 = none yet */
     uint32_t *last_iter, *last_decode; /* [L][J] */
-    uint64_t *prev_num, *prev_den, *any_num, *any_den; /* [L] */
+    uint64_t *prev_num, *prev_den, *win_num, *any_num, *any_den; /* [L] */
+    uint32_t *half_seen; /* [L][J] request stamp (n_requests + 1) of a first-half decode activation */
+    uint64_t *half_num, *half_den; /* [L] */
 
     /* inter-layer, pair p = (p, p+1); 32-bit counts halve the memory of the
      * randomly accessed matrices (ms_stats_add bounds the rows) */
@@ -300,6 +303,7 @@ ms_stats *ms_stats_new(const ms_trace_meta *meta, ms_err *err)
     s->J = J;
     s->K = K;
     snprintf(s->model_name, sizeof s->model_name, "%s", meta->model_name);
+    s->ids_only = meta->probs_kind == MS_PROBS_TOPK_IDS;
     size_t LJ = (size_t)L * J;
     s->activations = ms_xcalloc(L, sizeof *s->activations);
     s->missing = ms_xcalloc(L, sizeof *s->missing);
@@ -315,6 +319,10 @@ ms_stats *ms_stats_new(const ms_trace_meta *meta, ms_err *err)
     s->last_decode = ms_xcalloc(LJ, sizeof *s->last_decode);
     s->prev_num = ms_xcalloc(L, sizeof *s->prev_num);
     s->prev_den = ms_xcalloc(L, sizeof *s->prev_den);
+    s->win_num = ms_xcalloc(L, sizeof *s->win_num);
+    s->half_seen = ms_xcalloc(LJ, sizeof *s->half_seen);
+    s->half_num = ms_xcalloc(L, sizeof *s->half_num);
+    s->half_den = ms_xcalloc(L, sizeof *s->half_den);
     s->any_num = ms_xcalloc(L, sizeof *s->any_num);
     s->any_den = ms_xcalloc(L, sizeof *s->any_den);
     s->top1_joint = ms_xcalloc((size_t)pair_cells, sizeof *s->top1_joint);
@@ -414,6 +422,8 @@ static void note_reuse(ms_stats *s, uint32_t l, uint32_t e, uint32_t iter1, uint
             s->prev_den[l]++;
             if (s->last_decode[i] == dstep1 - 1)
                 s->prev_num[l]++;
+            if (s->last_decode[i] != 0 && s->last_decode[i] + MS_STATS_REUSE_WINDOW >= dstep1)
+                s->win_num[l]++;
         }
         s->last_decode[i] = dstep1;
     }
@@ -484,6 +494,38 @@ static void end_request(ms_stats *s)
     scope_reset(&s->req, s->L, s->J);
 }
 
+/* reuse_half: activations of the second half of the request's decode steps
+ * whose expert was active at that layer in the first half. */
+static void add_halves(ms_stats *s, const ms_request *req)
+{
+    uint32_t n_dec = 0, stamp = (uint32_t)(s->n_requests + 1), L = s->L, J = s->J, K = s->K;
+    for (uint32_t i = 0; i < req->n_iters; i++)
+        n_dec += req->iters[i].phase == MS_PHASE_DECODE;
+    uint32_t half = n_dec / 2, d = 0;
+    if (half == 0)
+        return;
+    for (uint32_t i = 0; i < req->n_iters; i++) {
+        const ms_iteration *it = &req->iters[i];
+        if (it->phase != MS_PHASE_DECODE)
+            continue;
+        d++;
+        for (uint32_t r = it->row0; r < it->row0 + it->n_rows; r++)
+            for (uint32_t l = 0; l < L; l++)
+                for (uint32_t k = 0; k < K; k++) {
+                    int32_t e = req->topk_ids[((size_t)r * L + l) * K + k];
+                    if (e < 0)
+                        continue;
+                    size_t x = (size_t)l * J + (uint32_t)e;
+                    if (d <= half) {
+                        s->half_seen[x] = stamp;
+                    } else {
+                        s->half_den[l]++;
+                        s->half_num[l] += s->half_seen[x] == stamp;
+                    }
+                }
+    }
+}
+
 int ms_stats_add(ms_stats *s, const ms_request *req, ms_err *err)
 {
     if (s->finished)
@@ -508,6 +550,7 @@ int ms_stats_add(ms_stats *s, const ms_request *req, ms_err *err)
             curve_acc_point(&s->curve_dec, s->L, dstep - 1);
     }
     end_request(s);
+    add_halves(s, req);
     s->n_requests++;
     s->n_iterations += req->n_iters;
     s->n_decode_steps += dstep;
@@ -532,10 +575,12 @@ static void finish_entropy(ms_stats *s)
         rp->hw_iter[l] = ratio_or_nan(s->iter_h.hw_sum[l], (double)s->iter_h.hw_n[l]);
         rp->h_req[l] = ratio_or_nan(s->req_h.h_sum[l], (double)s->req_h.h_n[l]);
         rp->hw_req[l] = ratio_or_nan(s->req_h.hw_sum[l], (double)s->req_h.hw_n[l]);
+        if (s->ids_only) /* the 1/K placeholders are not the router's weights */
+            rp->hw_iter[l] = rp->hw_req[l] = NAN;
         for (uint32_t e = 0; e < s->J; e++)
             s->scratch[e] = (double)s->trace_c[(size_t)l * s->J + e];
         rp->h_trace[l] = ms_entropy_bits(s->scratch, s->J);
-        rp->hw_trace[l] = ms_entropy_bits(s->trace_w + (size_t)l * s->J, s->J);
+        rp->hw_trace[l] = s->ids_only ? NAN : ms_entropy_bits(s->trace_w + (size_t)l * s->J, s->J);
     }
 }
 
@@ -543,6 +588,8 @@ static void finish_reuse(ms_stats *s)
 {
     for (uint32_t l = 0; l < s->L; l++) {
         s->rep.reuse_prev[l] = ratio_or_nan((double)s->prev_num[l], (double)s->prev_den[l]);
+        s->rep.reuse_w8[l] = ratio_or_nan((double)s->win_num[l], (double)s->prev_den[l]);
+        s->rep.reuse_half[l] = ratio_or_nan((double)s->half_num[l], (double)s->half_den[l]);
         s->rep.reuse_any[l] = ratio_or_nan((double)s->any_num[l], (double)s->any_den[l]);
     }
 }
@@ -690,6 +737,8 @@ static void finish_means(ms_stats_report *rp)
     m->hw_req = mean_skip_nan(rp->hw_req, L);
     m->hw_trace = mean_skip_nan(rp->hw_trace, L);
     m->reuse_prev = mean_skip_nan(rp->reuse_prev, L);
+    m->reuse_w8 = mean_skip_nan(rp->reuse_w8, L);
+    m->reuse_half = mean_skip_nan(rp->reuse_half, L);
     m->reuse_any = mean_skip_nan(rp->reuse_any, L);
     m->mi_top1 = mean_skip_nan(rp->mi_top1, P);
     m->nmi_top1 = mean_skip_nan(rp->nmi_top1, P);
@@ -729,6 +778,8 @@ void ms_stats_finish(ms_stats *s)
     rp->hw_req = alloc_nan(L);
     rp->hw_trace = alloc_nan(L);
     rp->reuse_prev = alloc_nan(L);
+    rp->reuse_w8 = alloc_nan(L);
+    rp->reuse_half = alloc_nan(L);
     rp->reuse_any = alloc_nan(L);
     rp->reuse_prev_den = s->prev_den;
     rp->reuse_any_den = s->any_den;
@@ -833,6 +884,8 @@ cJSON *ms_stats_to_json(const ms_stats *s)
     json_metric(per, mean, "entropy_weighted_request", rp->hw_req, rp->L, m->hw_req);
     json_metric(per, mean, "entropy_weighted_trace", rp->hw_trace, rp->L, m->hw_trace);
     json_metric(per, mean, "reuse_prev_step", rp->reuse_prev, rp->L, m->reuse_prev);
+    json_metric(per, mean, "reuse_last_8_steps", rp->reuse_w8, rp->L, m->reuse_w8);
+    json_metric(per, mean, "reuse_second_half", rp->reuse_half, rp->L, m->reuse_half);
     json_metric(per, mean, "reuse_any_earlier", rp->reuse_any, rp->L, m->reuse_any);
     json_metric(per, mean, "top10_share", rp->top10_share, rp->L, m->top10_share);
     json_metric(per, mean, "topk_share", rp->topk_share, rp->L, m->topk_share);
@@ -921,7 +974,9 @@ void ms_stats_print(const ms_stats *s, FILE *out)
 
     fprintf(out, "\nmean over layers: entropy iteration %.3f, request %.3f, trace %.3f bits (max %.3f)\n",
             m->h_iter, m->h_req, m->h_trace, rp->h_max);
-    fprintf(out, "reuse: previous decode step %.3f, any earlier iteration %.3f\n", m->reuse_prev, m->reuse_any);
+    fprintf(out, "reuse: previous decode step %.3f, any earlier iteration %.3f, last %d decode steps %.3f, "
+                 "second half of the decode steps from the first %.3f\n",
+            m->reuse_prev, m->reuse_any, MS_STATS_REUSE_WINDOW, m->reuse_w8, m->reuse_half);
     fprintf(out, "layer l -> l+1: top-1 MI %.3f bits, NMI %.3f; most frequent successor hit %.3f (baseline %.3f)\n",
             m->mi_top1, m->nmi_top1, m->succ_hit, m->succ_base);
     fprintf(out, "skew: top 10%% (%u experts) share %.3f, top K (%u) share %.3f, gini %.3f, max/mean %.3f\n", rp->top10_n,
@@ -954,6 +1009,10 @@ void ms_stats_free(ms_stats *s)
     free(s->last_decode);
     free(s->prev_num);
     free(s->prev_den);
+    free(s->win_num);
+    free(s->half_seen);
+    free(s->half_num);
+    free(s->half_den);
     free(s->any_num);
     free(s->any_den);
     free(s->top1_joint);
@@ -965,7 +1024,7 @@ void ms_stats_free(ms_stats *s)
     free(s->scratch);
     ms_stats_report *rp = &s->rep;
     double *owned[] = {rp->h_iter, rp->h_req, rp->h_trace, rp->hw_iter, rp->hw_req, rp->hw_trace,
-                       rp->reuse_prev, rp->reuse_any, rp->mi_top1, rp->nmi_top1, rp->succ_hit,
+                       rp->reuse_prev, rp->reuse_w8, rp->reuse_half, rp->reuse_any, rp->mi_top1, rp->nmi_top1, rp->succ_hit,
                        rp->succ_base, rp->top10_share, rp->topk_share, rp->gini, rp->max_mean,
                        rp->curve.mean, rp->curve.layer, rp->curve_decode.mean, rp->curve_decode.layer};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)

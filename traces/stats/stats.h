@@ -34,6 +34,14 @@
  * is the union over its rows):
  *   reuse_prev: fraction of (decode step t >= 2, l, e) activations whose e was
  *               also active at l in decode step t-1 of the same request.
+ *   reuse_w8:   the same activations as reuse_prev, whose e was active at l in
+ *               any of the MS_STATS_REUSE_WINDOW (8) decode steps before t of
+ *               the same request (medium-range temporal locality: what an LRU
+ *               cache of a few steps' experts keeps).
+ *   reuse_half: fraction of the activations of the second half of a request's
+ *               decode steps (steps > floor(n/2)) whose e was active at l in
+ *               its first half: how well the start of a generation predicts
+ *               its end (low = the routing drifts).
  *   reuse_any:  fraction of (decode step t >= 1, l, e) activations whose e was
  *               active at l in any earlier iteration of the request (prefill
  *               included).
@@ -72,6 +80,7 @@
 #include "traces/format/trace.h"
 
 #define MS_STATS_CURVE_MAX 256
+#define MS_STATS_REUSE_WINDOW 8
 
 typedef struct ms_stats ms_stats;
 
@@ -79,7 +88,7 @@ typedef struct ms_stats ms_stats;
 typedef struct {
     double h_iter, h_req, h_trace;
     double hw_iter, hw_req, hw_trace;
-    double reuse_prev, reuse_any;
+    double reuse_prev, reuse_w8, reuse_half, reuse_any;
     double mi_top1, nmi_top1, succ_hit, succ_base;
     double top10_share, topk_share, gini, max_mean;
 } ms_stats_means;
@@ -102,7 +111,7 @@ typedef struct {
     double h_max;          /* log2(J) */
     double *h_iter, *h_req, *h_trace;    /* [L] count entropy (bits) */
     double *hw_iter, *hw_req, *hw_trace; /* [L] weight entropy (bits) */
-    double *reuse_prev, *reuse_any;      /* [L] */
+    double *reuse_prev, *reuse_w8, *reuse_half, *reuse_any; /* [L] */
     uint64_t *reuse_prev_den, *reuse_any_den; /* [L] denominators */
     uint32_t n_pairs;                    /* L - 1 */
     double *mi_top1, *nmi_top1, *succ_hit, *succ_base; /* [L-1], pair (l, l+1) */

@@ -7,18 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <gsl/gsl_errno.h>
-#include <gsl/gsl_roots.h>
-
 #include "sim/core/out.h"
 #include "traces/synth/fit.h"
+#include "traces/synth/fit_search.h"
 #include "traces/synth/gen_params.h"
 
-#define FIT_POP_PSEUDO 0.01      /* pseudo-count mass, as a share of a layer's activations */
 #define FIT_ONE_REQUEST_CONC 1e6 /* request_conc with one request: requests = the popularity */
-#define FIT_MAX_ITERS 12         /* Brent iterations per knob and pass */
-#define FIT_DECODE_MIX 0.4       /* decode_mix for locality t >= 0 (the generator's default) */
-#define FIT_MAX_LAYER_CORR 0.9   /* above, the pure transition tilt starves experts the maps rarely reach */
+#define FIT_MAX_CLUSTERS 8       /* clusters with several requests (the generator's default) */
 
 void ms_fit_default_options(ms_fit_options *o)
 {
@@ -29,11 +24,6 @@ void ms_fit_default_options(ms_fit_options *o)
 
 /* ------------------------------------------------------------ statistics */
 
-static double nan_to(double v, double fallback)
-{
-    return isnan(v) ? fallback : v;
-}
-
 void ms_fit_stats_from_report(const ms_stats_report *rep, ms_fit_stats *out)
 {
     const ms_stats_means *m = &rep->mean;
@@ -41,6 +31,9 @@ void ms_fit_stats_from_report(const ms_stats_report *rep, ms_fit_stats *out)
     out->h_req = m->h_req;
     out->h_trace = m->h_trace;
     out->reuse_prev = m->reuse_prev;
+    out->reuse_w8 = m->reuse_w8;
+    out->reuse_half = m->reuse_half;
+    out->succ_hit = m->succ_hit;
     out->mi_top1 = m->mi_top1;
     out->h_iter = m->h_iter;
     out->gini = m->gini;
@@ -167,35 +160,109 @@ static void copy_knobs(const ms_trace_meta *m, ms_fit_result *r)
     if (m->n_requests == 1) {
         p->clusters = 1;
         p->request_conc = FIT_ONE_REQUEST_CONC;
-    } else if (p->clusters > m->n_requests) {
-        p->clusters = (uint32_t)m->n_requests;
+    } else {
+        p->clusters = m->n_requests < FIT_MAX_CLUSTERS ? (uint32_t)m->n_requests : FIT_MAX_CLUSTERS;
     }
     fit_lengths(m->req_prompt_len, m->n_requests, &p->prompt_median, &p->prompt_sigma, &p->prompt_min,
                 &p->prompt_max, 1);
     fit_lengths(m->req_output_len, m->n_requests, &p->output_median, &p->output_sigma, &p->output_min,
                 &p->output_max, 1);
+    if (m->n_requests <= MS_FIT_MAX_LENGTHS) { /* the lengths themselves: exact iteration counts */
+        r->prompt_lens = ms_xcalloc(m->n_requests, sizeof *r->prompt_lens);
+        r->output_lens = ms_xcalloc(m->n_requests, sizeof *r->output_lens);
+        for (uint64_t i = 0; i < m->n_requests; i++) {
+            r->prompt_lens[i] = m->req_prompt_len[i];
+            r->output_lens[i] = m->req_output_len[i];
+        }
+        p->prompt_lens = r->prompt_lens;
+        p->output_lens = r->output_lens;
+        p->n_lens = (uint32_t)m->n_requests;
+    }
     double span = m->n_requests > 1 ? m->req_arrival_s[m->n_requests - 1] - m->req_arrival_s[0] : 0;
     p->arrival_rate = span > 0 ? (double)(m->n_requests - 1) / span : 0;
 }
 
-/* Popularity: per-layer activation counts plus a pseudo-count. */
-static int measure_popularity(const char *path, ms_fit_result *r, uint32_t *max_token, ms_err *err)
+/* Expected distinct experts among n draws from p. */
+static double expected_distinct(const double *p, uint32_t J, double n)
+{
+    double d = 0;
+    for (uint32_t j = 0; j < J; j++)
+        d += 1 - pow(1 - p[j], n);
+    return d;
+}
+
+static void smooth_with(const double *c, uint32_t J, double n, double a, double *out)
+{
+    for (uint32_t j = 0; j < J; j++)
+        out[j] = (c[j] + a) / (n + a * J);
+}
+
+double ms_fit_coverage_smooth(const double *c, uint32_t J, double *out)
+{
+    double n = 0;
+    uint32_t seen = 0;
+    for (uint32_t j = 0; j < J; j++) {
+        n += c[j];
+        seen += c[j] > 0;
+    }
+    if (!(n > 0)) {
+        for (uint32_t j = 0; j < J; j++)
+            out[j] = 1.0 / J;
+        return 0;
+    }
+    smooth_with(c, J, n, 0, out);
+    if (expected_distinct(out, J, n) >= seen)
+        return 0;
+    /* E[distinct] grows with a towards J (1 - (1 - 1/J)^n) at a -> inf */
+    double lo = 0, hi = n / J;
+    for (int i = 0; i < 60; i++) {
+        smooth_with(c, J, n, hi, out);
+        if (expected_distinct(out, J, n) >= seen)
+            break;
+        lo = hi;
+        hi *= 4;
+    }
+    for (int i = 0; i < 60; i++) {
+        double mid = 0.5 * (lo + hi);
+        smooth_with(c, J, n, mid, out);
+        if (expected_distinct(out, J, n) < seen)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    smooth_with(c, J, n, hi, out);
+    return hi;
+}
+
+/* Activation counts of prompt and decode rows per layer; token ids' range. */
+static int count_activations(const char *path, double *pre, double *dec, double *late, uint64_t *n_pre,
+                             uint64_t *n_dec, uint32_t *max_token, ms_err *err)
 {
     ms_trace_reader *rd = ms_reader_open(path, err);
     if (!rd)
         return -1;
     const ms_trace_meta *m = ms_reader_meta(rd);
     uint32_t L = m->L, J = m->J, K = m->K;
-    r->popularity = ms_xcalloc((size_t)L * J, sizeof *r->popularity);
     ms_request req;
     memset(&req, 0, sizeof req);
     int rc;
     *max_token = 0;
+    *n_dec = *n_pre = 0;
     while ((rc = ms_reader_next(rd, &req, err)) == 1) {
-        for (size_t c = 0; c < (size_t)req.n_rows * L * K; c++) {
-            int32_t e = req.topk_ids[c];
-            if (e >= 0)
-                r->popularity[(c / K) % L * J + (uint32_t)e] += 1;
+        uint32_t steps = 0, d = 0;
+        for (uint32_t it = 0; it < req.n_iters; it++)
+            steps += req.iters[it].phase == MS_PHASE_DECODE;
+        for (uint32_t it = 0; it < req.n_iters; it++) {
+            const ms_iteration *iter = &req.iters[it];
+            int decode = iter->phase == MS_PHASE_DECODE;
+            d += decode;
+            double *cnt = !decode ? pre : d > steps / 2 ? late : dec;
+            *(decode ? n_dec : n_pre) += iter->n_rows;
+            for (size_t c = (size_t)iter->row0 * L * K; c < (size_t)(iter->row0 + iter->n_rows) * L * K; c++) {
+                int32_t e = req.topk_ids[c];
+                if (e >= 0)
+                    cnt[(c / K) % L * J + (uint32_t)e] += 1;
+            }
         }
         for (uint32_t t = 0; req.token_ids && t < req.n_tokens; t++)
             if (req.token_ids[t] >= 0 && (uint32_t)req.token_ids[t] >= *max_token)
@@ -203,154 +270,82 @@ static int measure_popularity(const char *path, ms_fit_result *r, uint32_t *max_
     }
     ms_request_free(&req);
     ms_reader_close(rd);
-    if (rc < 0)
-        return -1;
+    return rc < 0 ? -1 : 0;
+}
+
+static void popularities(ms_fit_result *r, double *pre, const double *dec, const double *late, const double *all_dec,
+                         uint64_t n_pre_rows, int halves);
+
+/* Popularity of prompt rows and (when the trace has decode rows and prompt
+ * rows) of decode rows, each coverage-smoothed per layer.  A layer whose
+ * prompt cells are mostly missing (fewer than half of prompt rows x K valid,
+ * as the last layer of both real route-csv traces) takes its prompt
+ * popularity from all its rows: smoothing a handful of counts towards the
+ * coverage of a few cells would make it nearly uniform. */
+static int measure_popularity(const char *path, ms_fit_result *r, uint32_t *max_token, ms_err *err)
+{
+    uint32_t L = r->model.moe_layers, J = r->model.experts;
+    size_t LJ = (size_t)L * J;
+    double *pre = ms_xcalloc(LJ, sizeof *pre), *dec = ms_xcalloc(LJ, sizeof *dec), *late = ms_xcalloc(LJ, sizeof *late);
+    double *all_dec = ms_xcalloc(LJ, sizeof *all_dec);
+    uint64_t n_pre_rows, n_dec;
+    int rc = count_activations(path, pre, dec, late, &n_pre_rows, &n_dec, max_token, err);
+    double n_early = 0, n_late = 0;
+    for (size_t i = 0; i < LJ; i++) {
+        all_dec[i] = dec[i] + late[i];
+        n_early += dec[i];
+        n_late += late[i];
+    }
+    if (rc == 0)
+        popularities(r, pre, dec, late, all_dec, n_pre_rows, n_dec && n_early > 0 && n_late > 0);
+    free(pre);
+    free(dec);
+    free(late);
+    free(all_dec);
+    return rc;
+}
+
+/* The smoothed popularities from the counts (see measure_popularity). */
+static void popularities(ms_fit_result *r, double *pre, const double *dec, const double *late, const double *all_dec,
+                         uint64_t n_pre_rows, int halves)
+{
+    uint32_t L = r->model.moe_layers, J = r->model.experts;
+    size_t LJ = (size_t)L * J;
+    double n_pre = 0, n_dec = 0;
+    for (size_t i = 0; i < LJ; i++) {
+        n_pre += pre[i];
+        n_dec += all_dec[i];
+    }
+    /* several requests: their clusters carry the structure, and a trace-wide
+     * tilt (the ratio of two noisy trace-wide estimates) would multiply every
+     * request's preference by sampling noise */
+    int phases = n_pre > 0 && n_dec > 0 && r->p.requests == 1;
+    if (!(n_pre > 0)) /* no prompt activations: the decode rows are the popularity */
+        memcpy(pre, all_dec, LJ * sizeof *pre);
+    r->popularity = ms_xcalloc(LJ, sizeof *r->popularity);
+    if (phases)
+        r->decode_popularity = ms_xcalloc(LJ, sizeof *r->decode_popularity);
+    if (phases && halves)
+        r->late_decode_popularity = ms_xcalloc(LJ, sizeof *r->late_decode_popularity);
     for (uint32_t l = 0; l < L; l++) {
-        double *row = r->popularity + (size_t)l * J, total = 0;
+        size_t at = (size_t)l * J;
+        double *c = pre + at, have = 0;
         for (uint32_t j = 0; j < J; j++)
-            total += row[j];
-        double pseudo = total > 0 ? FIT_POP_PSEUDO * total / J : 1.0;
-        for (uint32_t j = 0; j < J; j++)
-            row[j] = (row[j] + pseudo) / (total + pseudo * J);
+            have += c[j];
+        if (phases && have < 0.5 * (double)n_pre_rows * r->model.top_k)
+            for (uint32_t j = 0; j < J; j++)
+                c[j] += all_dec[at + j];
+        ms_fit_coverage_smooth(c, J, r->popularity + at);
+        if (r->late_decode_popularity) {
+            ms_fit_coverage_smooth(dec + at, J, r->decode_popularity + at);
+            ms_fit_coverage_smooth(late + at, J, r->late_decode_popularity + at);
+        } else if (r->decode_popularity) {
+            ms_fit_coverage_smooth(all_dec + at, J, r->decode_popularity + at);
+        }
     }
     r->p.popularity = r->popularity;
-    return 0;
-}
-
-/* ------------------------------------------------------------- searching */
-
-typedef enum { KNOB_GATE, KNOB_LOCALITY, KNOB_LAYER, KNOB_WEIGHT, N_SEARCH } search_knob;
-
-typedef struct {
-    ms_fit_result *r;
-    const ms_fit_options *o;
-    search_knob knob;
-    double target;
-    ms_fit_stats last;      /* statistics of the last evaluation */
-    int failed;
-    ms_err *err;
-} search_ctx;
-
-static void set_search_knob(ms_gen_params *p, search_knob k, double x)
-{
-    switch (k) {
-    case KNOB_GATE: p->gate_alpha = exp(x); break;
-    case KNOB_LOCALITY:
-        p->decode_reuse = x >= 0 ? x : 0;
-        p->decode_mix = x >= 0 ? FIT_DECODE_MIX : FIT_DECODE_MIX * (1 + x);
-        break;
-    case KNOB_LAYER: p->layer_corr = x; break;
-    default: p->weight_power = exp(x); break;
-    }
-}
-
-static double stat_of(const ms_fit_stats *s, search_knob k)
-{
-    switch (k) {
-    case KNOB_GATE: return s->h_req;
-    case KNOB_LOCALITY: return s->reuse_prev;
-    case KNOB_LAYER: return s->mi_top1;
-    default: return s->hw_iter;
-    }
-}
-
-/* Mean statistics over the trial seeds at the current knobs. */
-static int evaluate(search_ctx *c, ms_fit_stats *out)
-{
-    ms_gen_params p = c->r->p;
-    ms_fit_stats sum = {0, 0, 0, 0, 0, 0, 0};
-    for (uint32_t t = 0; t < c->o->trial_seeds; t++) {
-        p.seed = c->o->seed + 1 + t;
-        ms_stats *s = ms_fit_stats_of_gen(&p, &c->r->model, c->err);
-        if (!s)
-            return -1;
-        ms_fit_stats one;
-        ms_fit_stats_from_report(ms_stats_report_get(s), &one);
-        ms_stats_free(s);
-        sum.hw_iter += nan_to(one.hw_iter, 0);
-        sum.h_req += nan_to(one.h_req, 0);
-        sum.h_trace += nan_to(one.h_trace, 0);
-        sum.reuse_prev += nan_to(one.reuse_prev, 0);
-        sum.mi_top1 += nan_to(one.mi_top1, 0);
-        sum.h_iter += nan_to(one.h_iter, 0);
-        sum.gini += nan_to(one.gini, 0);
-        c->r->trials++;
-    }
-    double n = c->o->trial_seeds;
-    *out = (ms_fit_stats){sum.hw_iter / n, sum.h_req / n, sum.h_trace / n, sum.reuse_prev / n,
-                          sum.mi_top1 / n, sum.h_iter / n, sum.gini / n};
-    return 0;
-}
-
-static double objective(double x, void *arg)
-{
-    search_ctx *c = arg;
-    if (c->failed)
-        return 0;
-    set_search_knob(&c->r->p, c->knob, x);
-    if (evaluate(c, &c->last)) {
-        c->failed = 1;
-        return 0;
-    }
-    return stat_of(&c->last, c->knob) - c->target;
-}
-
-/* Root of stat(x) = target on [lo, hi] by Brent's method; the nearer end
- * when the target is out of reach.  Leaves the knob set to the answer. */
-static int search_one(search_ctx *c, search_knob k, double lo, double hi)
-{
-    c->knob = k;
-    c->target = stat_of(&c->r->source, k);
-    if (isnan(c->target))
-        return 0; /* nothing to match (e.g. no decode steps) */
-    double f_lo = objective(lo, c), f_hi = objective(hi, c);
-    if (c->failed)
-        return -1;
-    if (f_lo * f_hi > 0) {
-        set_search_knob(&c->r->p, k, fabs(f_lo) < fabs(f_hi) ? lo : hi);
-        return 0;
-    }
-    gsl_function F = {objective, c};
-    gsl_root_fsolver *s = gsl_root_fsolver_alloc(gsl_root_fsolver_brent);
-    gsl_root_fsolver_set(s, &F, lo, hi);
-    double x = 0.5 * (lo + hi);
-    double tol_f = 0.005 * fabs(c->target) + 1e-4;
-    for (int it = 0; it < FIT_MAX_ITERS && !c->failed; it++) {
-        if (gsl_root_fsolver_iterate(s))
-            break;
-        x = gsl_root_fsolver_root(s);
-        if (fabs(stat_of(&c->last, k) - c->target) < tol_f)
-            break;
-        if (gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s), 1e-3, 1e-3) == GSL_SUCCESS)
-            break;
-    }
-    gsl_root_fsolver_free(s);
-    set_search_knob(&c->r->p, k, x);
-    return c->failed ? -1 : 0;
-}
-
-static int search_knobs(ms_fit_result *r, const ms_fit_options *o, ms_err *err)
-{
-    search_ctx c;
-    memset(&c, 0, sizeof c);
-    c.r = r;
-    c.o = o;
-    c.err = err;
-    gsl_error_handler_t *old = gsl_set_error_handler_off();
-    int rc = 0;
-    for (uint32_t pass = 0; pass < o->passes && rc == 0; pass++) {
-        rc |= search_one(&c, KNOB_GATE, log(0.01), log(1000));
-        if (!rc)
-            rc |= search_one(&c, KNOB_LOCALITY, -1, 1);
-        if (!rc && r->model.moe_layers > 1)
-            rc |= search_one(&c, KNOB_LAYER, 0, FIT_MAX_LAYER_CORR);
-        if (!rc)
-            rc |= search_one(&c, KNOB_WEIGHT, log(0.05), log(20));
-    }
-    if (!rc)
-        rc = evaluate(&c, &r->fitted);
-    gsl_set_error_handler(old);
-    return rc;
+    r->p.decode_popularity = r->decode_popularity;
+    r->p.late_decode_popularity = r->late_decode_popularity;
 }
 
 int ms_fit_trace(const char *path, const ms_fit_options *o, ms_fit_result *r, ms_err *err)
@@ -384,7 +379,7 @@ int ms_fit_trace(const char *path, const ms_fit_options *o, ms_fit_result *r, ms
     }
     if (r->p.spec_depth >= r->model.moe_layers)
         r->p.spec_depth = 0;
-    if (ms_gen_validate(&r->p, &r->model, err) || search_knobs(r, o, err))
+    if (ms_gen_validate(&r->p, &r->model, err) || ms_fit_search(r, o, err))
         goto fail;
     r->p.seed = o->seed;
     return 0;
@@ -399,27 +394,60 @@ int ms_fit_write(const ms_fit_result *r, const char *source_path, const char *ou
     ms_out *o = ms_out_open("trace fit -o", out_path, err);
     if (!o)
         return -1;
-    char comment[1024];
+    char comment[2048];
     const ms_fit_stats *s = &r->source, *t = &r->fitted;
     snprintf(comment, sizeof comment,
              "moesim trace fit of %s (%llu requests)\n"
              "statistic (mean over layers): source / fitted trial generations\n"
              "  hw_iter %.4f / %.4f bits, h_req %.4f / %.4f bits, h_trace %.4f / %.4f bits\n"
-             "  reuse_prev %.4f / %.4f, mi_top1 %.4f / %.4f bits\n"
+             "  reuse_prev %.4f / %.4f, reuse_w8 %.4f / %.4f\n"
+             "  mi_top1 %.4f / %.4f bits, succ_hit %.4f / %.4f\n"
              "generate: moesim trace gen --params %s -o TWIN.h5 [--requests N] [--seed N]",
              source_path, (unsigned long long)r->p.requests, s->hw_iter, t->hw_iter, s->h_req, t->h_req,
-             s->h_trace, t->h_trace, s->reuse_prev, t->reuse_prev, s->mi_top1, t->mi_top1, out_path);
+             s->h_trace, t->h_trace, s->reuse_prev, t->reuse_prev, s->reuse_w8, t->reuse_w8, s->mi_top1,
+             t->mi_top1, s->succ_hit, t->succ_hit, out_path);
     ms_gen_file_write(ms_out_fp(o), comment, &r->model, r->expert_bytes, r->dense_bytes, &r->p);
     return ms_out_commit(o, err);
+}
+
+void ms_fit_print(const ms_fit_result *r, FILE *out)
+{
+    const ms_gen_params *p = &r->p;
+    fprintf(out, "  copied: shape, probs kind, embeddings, speculative depth, token ids, %llu requests, %s\n",
+            (unsigned long long)p->requests, p->n_lens ? "their lengths (list)" : "lognormal lengths");
+    fprintf(out, "  measured: popularity of prompt rows%s (coverage-smoothed), arrival rate %.4g/s\n",
+            r->late_decode_popularity ? ", of the first and of the second half of the decode steps"
+            : r->decode_popularity ? " and of decode rows" : "", p->arrival_rate);
+    fprintf(out, "  %-26s %10s  %-16s %9s %9s\n", "searched knob", "value", "statistic", "source", "twin");
+    for (uint32_t i = 0; i < r->n_searched; i++) {
+        const ms_fit_knob *k = &r->searched[i];
+        if (k->skipped) {
+            fprintf(out, "  %-26s %10s  %-16s not fitted: %s\n", k->knob, "-", k->statistic, k->why);
+            continue;
+        }
+        fprintf(out, "  %-26s %10.4g  %-16s %9.4f %9.4f%s\n", k->knob, k->value, k->statistic,
+                k->source_value, k->fitted_value,
+                k->at_bound < 0 ? "  (at the low end of its range)" : k->at_bound > 0 ? "  (at the high end of its range)" : "");
+    }
+    fprintf(out, "  not fitted (defaults): cluster_skew, request_conc%s, balance, spec_noise, embed_req_noise, "
+                 "embed_tok_noise, token_affinity; clusters = %u\n",
+            p->requests < 2 ? " (10^6: one request)" : "", p->clusters);
 }
 
 void ms_fit_free(ms_fit_result *r)
 {
     free(r->popularity);
+    free(r->decode_popularity);
+    free(r->late_decode_popularity);
+    free(r->prompt_lens);
+    free(r->output_lens);
     free(r->expert_bytes);
     free(r->dense_bytes);
-    r->popularity = NULL;
+    r->popularity = r->decode_popularity = r->late_decode_popularity = NULL;
+    r->prompt_lens = r->output_lens = NULL;
     r->expert_bytes = r->dense_bytes = NULL;
-    r->p.popularity = NULL;
+    r->p.popularity = r->p.decode_popularity = r->p.late_decode_popularity = NULL;
+    r->p.prompt_lens = r->p.output_lens = NULL;
+    r->p.n_lens = 0;
     r->p.layer_expert_bytes = r->p.layer_dense_bytes = NULL;
 }

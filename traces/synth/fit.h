@@ -2,32 +2,54 @@
  *
  * ms_fit_trace reads a trace (recorded or generated), measures it with the
  * stats module (traces/stats/stats.h) and chooses generator knobs (traces/synth/gen.h)
- * so that `moesim trace gen --params` writes traffic with the same shape:
+ * so that `moesim trace gen --params` writes traffic with the same shape.
+ * Every knob is in one of four groups, and the CLI prints which:
  *
  *   copied:    model shape (L, J, K, shared experts, hidden size, per-layer
  *              expert and dense bytes), probs kind, embedding size,
- *              speculative depth, token ids, request count;
- *   measured:  per-layer popularity = the trace's activation counts per
- *              expert plus a pseudo-count (1 % of the layer's activations
- *              spread evenly, so an expert never seen keeps a small share);
- *              lengths: prompt / output medians = geometric means, sigmas =
- *              standard deviations of the log lengths (0 for one request), clip
- *              ranges widened to the observed ones; arrival rate = (n-1) / span
- *              (0 for one request or simultaneous arrivals);
+ *              speculative depth, token ids, request count; the request
+ *              lengths as a list ([lengths]: request i of the twin has the
+ *              lengths of source request i mod n, so a twin of the source's
+ *              size has its exact iteration count) when the source has at
+ *              most MS_FIT_MAX_LENGTHS requests;
+ *   measured:  per-layer popularity of prompt rows ([popularity]) and, for a
+ *              one-request trace with both, of decode rows: of the first half of each
+ *              request's decode steps ([decode_popularity]) and of the second
+ *              half ([late_decode_popularity]), so a generation's routing
+ *              drifts as the source's does (when both halves have
+ *              activations; else one decode popularity).  Each the
+ *              activation counts c plus a pseudo-count a per layer chosen so
+ *              that N draws from (c + a) / (N + a J) are expected to touch as
+ *              many distinct experts as the source did (N = the layer's
+ *              activations in that phase): the empirical distribution alone
+ *              would give a twin with fewer distinct experts (a resample
+ *              repeats the frequent ones) and so optimistic hit rates;
+ *              lognormal lengths: medians = geometric means, sigmas = standard
+ *              deviations of the log lengths, clip ranges widened to the
+ *              observed ones; arrival rate = (n-1) / span;
  *   searched:  1-D root finding (GSL Brent) on small trial generations with
- *              fixed seeds, so the result is deterministic:
- *                gate_alpha (log scale)  -> mean weighted iteration entropy hw_iter
- *                locality t in [-1, 1]   -> mean previous-step reuse reuse_prev
+ *              fixed seeds, so the result is deterministic, one knob per
+ *              statistic (means over layers, stats.h definitions):
+ *                gate_alpha (log)   -> request entropy h_req
+ *                locality t [-1, 1] -> previous-step reuse reuse_prev
  *                   (t >= 0: decode_reuse = t, decode_mix = 0.4;
  *                    t < 0: decode_reuse = 0, decode_mix = 0.4 (1 + t))
- *                layer_corr              -> mean top-1 mutual information mi_top1
- *                pref_alpha (log scale)  -> mean request entropy h_req (only with
- *                                           two or more requests)
+ *                decode_recall      -> reuse within 8 decode steps reuse_w8
+ *                layer_corr         -> layer l -> l+1 top-1 MI mi_top1
+ *                weight_power (log) -> weighted iteration entropy hw_iter
  *              in `passes` rounds of coordinate search.  A target outside what
- *              a knob can reach gets the nearer end of its range.
- *   one request: clusters = 1 and request_conc = 10^6, so every generated
- *              request follows the source's popularity (more requests are more
- *              samples of the same request, not new topics).
+ *              a knob can reach gets the nearer end of its range, and the
+ *              knob is reported as at a bound;
+ *   estimated by moments (two or more requests): pref_alpha so that
+ *              log2 J - E[H(Dirichlet(pref_alpha))] = h_trace - h_req (a 1-D
+ *              search on that gap couples with gate_alpha's and diverged);
+ *   not fitted (defaults, reported): trans_alpha (succ_hit, its statistic, is
+ *              dominated by sample size on small traces), cluster_skew,
+ *              request_conc, clusters
+ *              (min(8, requests)), balance, embeddings' noise, spec_noise,
+ *              token_affinity; with one request also pref_alpha, and
+ *              clusters = 1, request_conc = 10^6 (every generated request
+ *              follows the source's popularity).
  *
  * Trial generations use seeds seed+1 .. seed+trial_seeds (their statistics
  * averaged); the written params carry `seed` itself, so the twin is a fresh
@@ -42,6 +64,8 @@
 #include "traces/synth/gen.h"
 #include "traces/stats/stats.h"
 
+#define MS_FIT_MAX_LENGTHS 4096 /* sources with more requests get lognormal lengths only */
+
 typedef struct {
     uint64_t seed;          /* seed written to the params; trials use seed+1.. (default 1) */
     uint32_t trial_seeds;   /* trial generations averaged per evaluation (default 2) */
@@ -50,16 +74,35 @@ typedef struct {
 
 /* The fitted statistics: means over layers (stats.h definitions). */
 typedef struct {
-    double hw_iter, h_req, h_trace, reuse_prev, mi_top1, h_iter, gini;
+    double hw_iter, h_req, h_trace, reuse_prev, reuse_w8, reuse_half, mi_top1, succ_hit, h_iter, gini;
 } ms_fit_stats;
+
+/* One searched knob: its name, the statistic it matches and whether the
+ * search ended at a bound of its range (target out of reach), or was skipped
+ * (nothing to match). */
+typedef struct {
+    const char *knob, *statistic;
+    double value;
+    double source_value, fitted_value; /* the statistic: source / twin trials */
+    int at_bound;           /* 0 inside, -1 at the low end, +1 at the high end */
+    int skipped;            /* 1: no such statistic in the source (e.g. no decode steps) */
+    const char *why;        /* reason when skipped */
+} ms_fit_knob;
+
+#define MS_FIT_MAX_SEARCHED 8
 
 typedef struct {
     ms_gen_params p;            /* fitted knobs; p.popularity / layer bytes point below */
     ms_model model;             /* the trace's shape */
-    double *popularity;         /* [L][J] */
+    double *popularity;         /* [L][J] prompt rows (all rows without decode) */
+    double *decode_popularity;  /* [L][J] decode rows (the first half of each request's), or NULL */
+    double *late_decode_popularity; /* [L][J] the second half of each request's decode rows, or NULL */
+    uint32_t *prompt_lens, *output_lens; /* [requests] or NULL */
     uint64_t *expert_bytes, *dense_bytes; /* [L] */
     ms_fit_stats source;        /* measured on the trace */
     ms_fit_stats fitted;        /* mean over the trial seeds at the fitted knobs */
+    ms_fit_knob searched[MS_FIT_MAX_SEARCHED];
+    uint32_t n_searched;
     uint32_t trials;            /* trial generations run */
 } ms_fit_result;
 
@@ -68,6 +111,9 @@ int ms_fit_trace(const char *path, const ms_fit_options *o, ms_fit_result *r, ms
 /* Writes the params file (traces/synth/gen_params.h) through sim/core/out.h (checked
  * output, a temporary renamed into place; "-" is standard output). */
 int ms_fit_write(const ms_fit_result *r, const char *source_path, const char *out_path, ms_err *err);
+/* Prints what was copied, measured, searched (value, statistic source /
+ * fitted, bounds) and not fitted. */
+void ms_fit_print(const ms_fit_result *r, FILE *out);
 void ms_fit_free(ms_fit_result *r);
 
 /* Statistics of a trace file / of a generation run (finished; free with
@@ -75,5 +121,11 @@ void ms_fit_free(ms_fit_result *r);
 ms_stats *ms_fit_stats_of_trace(const char *path, ms_err *err);
 ms_stats *ms_fit_stats_of_gen(const ms_gen_params *p, const ms_model *model, ms_err *err);
 void ms_fit_stats_from_report(const ms_stats_report *rep, ms_fit_stats *out);
+
+/* Pseudo-count a >= 0 for counts c[0..J) such that N = sum c draws from
+ * (c + a) / (N + a J) are expected to touch as many distinct experts as c
+ * has non-zero entries (a = 0 when they already would); out gets the
+ * smoothed distribution.  Exposed for tests. */
+double ms_fit_coverage_smooth(const double *c, uint32_t J, double *out);
 
 #endif

@@ -1,6 +1,5 @@
 /* Seeded synthetic trace generator: the model behind `moesim trace gen`.
  * traces/GENERATOR.md describes every knob and the statistic it controls. */
-#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -10,293 +9,11 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
-#include "sim/core/params.h"
 #include "traces/synth/gen.h"
 
-#define GEN_VERSION 1
-#define GEN_MAX_LEN 65536u      /* prompt / output tokens of one request */
-#define GEN_MAX_EXPERTS 512u     /* transition maps are dense: L x J x J doubles */
-#define GEN_MAX_LAYERS 4096u
 #define PREF_FLOOR 1e-9         /* keeps every Dirichlet parameter > 0 */
 #define SINKHORN_MAX_ITERS 2000
 #define SINKHORN_TOL 1e-12
-
-/* ---------------------------------------------------------------- knobs */
-
-typedef enum { KNOB_U64, KNOB_U32, KNOB_DOUBLE, KNOB_PROBS } knob_type;
-
-typedef struct {
-    const char *key;
-    knob_type type;
-    size_t offset;
-    const char *def;
-    double min, max;
-    const char *help;
-} knob;
-
-#define AT(field) offsetof(ms_gen_params, field)
-
-static const knob knobs[] = {
-    {"seed", KNOB_U64, AT(seed), "1", 0, 4294967294.0,
-     "mt19937 seed (the RNG gets seed+1: GSL maps seed 0 to 4357)"},
-    {"requests", KNOB_U64, AT(requests), "64", 0, 1e9,
-     "requests to generate; 0 = until layer_steps is reached"},
-    {"layer_steps", KNOB_U64, AT(layer_steps), "0", 0, 1e12,
-     "stop after the request that brings iterations x L to this; 0 = no cap"},
-    {"clusters", KNOB_U32, AT(clusters), "8", 1, 4096,
-     "semantic clusters (prompt topics), each with its own expert preferences"},
-    {"cluster_skew", KNOB_DOUBLE, AT(cluster_skew), "0", 0, 4,
-     "Zipf exponent of cluster popularity; 0 = every cluster equally likely"},
-    {"pref_alpha", KNOB_DOUBLE, AT(pref_alpha), "0.3", 0.01, 100,
-     "Dirichlet concentration per expert of a cluster's per-layer preference (low = skewed requests)"},
-    {"request_conc", KNOB_DOUBLE, AT(request_conc), "20", 0.01, 1e6,
-     "concentration (per expert) of a request's preference around its cluster's (high = same as cluster)"},
-    {"balance", KNOB_U32, AT(balance), "1", 0, 1,
-     "1 = Sinkhorn-balance cluster preferences so trace-wide expert popularity is uniform"},
-    {"layer_corr", KNOB_DOUBLE, AT(layer_corr), "0.5", 0, 1,
-     "weight of the transition from layer l's chosen experts in layer l+1's preference"},
-    {"trans_alpha", KNOB_DOUBLE, AT(trans_alpha), "0.2", 0.01, 100,
-     "Dirichlet concentration per expert of transition-map rows (low = deterministic paths)"},
-    {"decode_reuse", KNOB_DOUBLE, AT(decode_reuse), "0.2", 0, 1,
-     "probability that a decode step copies the previous step's gate at a layer"},
-    {"decode_mix", KNOB_DOUBLE, AT(decode_mix), "0.4", 0, 1,
-     "weight of the previous step's gate in a decode step's preference"},
-    {"gate_alpha", KNOB_DOUBLE, AT(gate_alpha), "1", 0.01, 1000,
-     "per-expert Dirichlet concentration of one gate draw (low = sharp gates, high = follows preference)"},
-    {"prompt_median", KNOB_DOUBLE, AT(prompt_median), "256", 1, 65536,
-     "median prompt tokens (lognormal exp(mu))"},
-    {"prompt_sigma", KNOB_DOUBLE, AT(prompt_sigma), "1", 0, 4,
-     "log-space standard deviation of prompt tokens"},
-    {"prompt_min", KNOB_U32, AT(prompt_min), "8", 1, GEN_MAX_LEN, "prompt tokens are clipped to >= this"},
-    {"prompt_max", KNOB_U32, AT(prompt_max), "2048", 1, GEN_MAX_LEN, "prompt tokens are clipped to <= this"},
-    {"output_median", KNOB_DOUBLE, AT(output_median), "129", 1, 65536,
-     "median output tokens (= decode iterations; Azure LLM 2023 conversation)"},
-    {"output_sigma", KNOB_DOUBLE, AT(output_sigma), "0.86", 0, 4,
-     "log-space standard deviation of output tokens (Azure LLM 2023 conversation)"},
-    {"output_min", KNOB_U32, AT(output_min), "1", 0, GEN_MAX_LEN, "output tokens are clipped to >= this"},
-    {"output_max", KNOB_U32, AT(output_max), "1024", 0, GEN_MAX_LEN, "output tokens are clipped to <= this"},
-    {"arrival_rate", KNOB_DOUBLE, AT(arrival_rate), "1", 0, 1e9,
-     "Poisson arrival rate in requests per second; 0 = every request arrives at t = 0"},
-    {"embed_dim", KNOB_U32, AT(embed_dim), "64", 0, 8192,
-     "per-iteration semantic embedding size; 0 = no embeddings"},
-    {"embed_req_noise", KNOB_DOUBLE, AT(embed_req_noise), "0.5", 0, 100,
-     "norm of a request's offset from its (unit) cluster centroid"},
-    {"embed_tok_noise", KNOB_DOUBLE, AT(embed_tok_noise), "0.5", 0, 100,
-     "norm of a token's offset from its request's embedding"},
-    {"spec_depth", KNOB_U32, AT(spec_depth), "3", 0, 64,
-     "speculative gate outputs gate_{l+i}(h_l), i = 1..spec_depth; 0 = none (must be < L)"},
-    {"spec_noise", KNOB_DOUBLE, AT(spec_noise), "0.2", 0, 1,
-     "weight of random experts in the speculative view of layer l+1; 1-(1-spec_noise)^i at distance i"},
-    {"probs", KNOB_PROBS, AT(probs), "auto", 0, 0,
-     "stored gate: full | topk_renorm | topk_raw | auto (full when J <= 128, else topk_renorm)"},
-    {"token_ids", KNOB_U32, AT(token_ids), "1", 0, 1,
-     "1 = store prompt token ids (needs the model's vocab >= clusters)"},
-    {"token_affinity", KNOB_DOUBLE, AT(token_affinity), "0.8", 0, 1,
-     "probability that a prompt token id comes from its cluster's slice of the vocabulary"},
-    {"weight_power", KNOB_DOUBLE, AT(weight_power), "1", 0.05, 20,
-     "stored gate = gate^weight_power renormalised: > 1 sharper, < 1 flatter weights; ids unchanged"},
-};
-
-#define N_KNOBS (sizeof knobs / sizeof knobs[0])
-
-static const knob *find_knob(const char *key)
-{
-    for (size_t i = 0; i < N_KNOBS; i++)
-        if (!strcmp(knobs[i].key, key))
-            return &knobs[i];
-    return NULL;
-}
-
-static int set_knob_value(ms_gen_params *p, const knob *k, const char *value, ms_err *err)
-{
-    char *field = (char *)p + k->offset;
-    if (k->type == KNOB_PROBS) {
-        ms_probs_kind kind;
-        if (!strcmp(value, "auto"))
-            *(int *)field = MS_GEN_PROBS_AUTO;
-        else if (ms_probs_kind_parse(value, &kind) == 0)
-            *(int *)field = (int)kind;
-        else
-            return ms_fail(err, "trace gen: knob probs='%s' is not one of auto, full, topk_renorm, topk_raw", value);
-        return 0;
-    }
-    if (k->type == KNOB_DOUBLE) {
-        double v;
-        if (ms_parse_double(value, &v))
-            return ms_fail(err, "trace gen: knob %s='%s' is not a number", k->key, value);
-        if (v < k->min || v > k->max)
-            return ms_fail(err, "trace gen: knob %s=%s is out of range [%g, %g]", k->key, value, k->min, k->max);
-        *(double *)field = v;
-        return 0;
-    }
-    unsigned long long v;
-    if (ms_parse_u64(value, &v))
-        return ms_fail(err, "trace gen: knob %s='%s' is not a non-negative integer", k->key, value);
-    if ((double)v < k->min || (double)v > k->max)
-        return ms_fail(err, "trace gen: knob %s=%s is out of range [%.0f, %.0f]", k->key, value, k->min, k->max);
-    if (k->type == KNOB_U64)
-        *(uint64_t *)field = v;
-    else
-        *(uint32_t *)field = (uint32_t)v;
-    return 0;
-}
-
-int ms_gen_set(ms_gen_params *p, const char *key, const char *value, ms_err *err)
-{
-    if (!key || !*key)
-        return ms_fail(err, "trace gen: empty knob name");
-    const knob *k = find_knob(key);
-    if (!k)
-        return ms_fail(err, "trace gen: unknown knob '%s' (moesim trace gen --help lists them)", key);
-    if (!value)
-        return ms_fail(err, "trace gen: knob %s has no value", key);
-    return set_knob_value(p, k, value, err);
-}
-
-void ms_gen_defaults(ms_gen_params *p)
-{
-    memset(p, 0, sizeof *p);
-    for (size_t i = 0; i < N_KNOBS; i++) {
-        ms_err err;
-        if (set_knob_value(p, &knobs[i], knobs[i].def, &err)) {
-            fprintf(stderr, "moesim: bad generator default (a bug): %s\n", err.msg);
-            abort();
-        }
-    }
-}
-
-void ms_gen_print_knobs(FILE *out)
-{
-    for (size_t i = 0; i < N_KNOBS; i++) {
-        const knob *k = &knobs[i];
-        char range[64];
-        if (k->type == KNOB_PROBS)
-            snprintf(range, sizeof range, "(see meaning)");
-        else if (k->type == KNOB_DOUBLE)
-            snprintf(range, sizeof range, "[%g, %g]", k->min, k->max);
-        else
-            snprintf(range, sizeof range, "[%.0f, %.0f]", k->min, k->max);
-        fprintf(out, "  %-16s default %-6s %-22s %s\n", k->key, k->def, range, k->help);
-    }
-}
-
-/* ------------------------------------------------------------ validation */
-
-static int validate_model(const ms_model *m, ms_err *err)
-{
-    const char *n = m->name[0] ? m->name : "(unnamed)";
-    if (m->moe_layers < 1 || m->moe_layers > GEN_MAX_LAYERS)
-        return ms_fail(err, "trace gen: model %s: moe_layers = %u is out of range [1, %u]", n, m->moe_layers, GEN_MAX_LAYERS);
-    if (m->experts < 1 || m->experts > GEN_MAX_EXPERTS)
-        return ms_fail(err, "trace gen: model %s: experts = %u is out of range [1, %u]", n, m->experts, GEN_MAX_EXPERTS);
-    if (m->top_k < 1 || m->top_k > m->experts)
-        return ms_fail(err, "trace gen: model %s: top_k = %u is out of range [1, experts = %u]", n, m->top_k, m->experts);
-    return 0;
-}
-
-int ms_gen_validate(const ms_gen_params *p, const ms_model *m, ms_err *err)
-{
-    if (validate_model(m, err))
-        return -1;
-    if (p->requests == 0 && p->layer_steps == 0)
-        return ms_fail(err, "trace gen: requests = 0 and layer_steps = 0: set at least one of them");
-    if (p->prompt_min > p->prompt_max)
-        return ms_fail(err, "trace gen: prompt_min = %u exceeds prompt_max = %u", p->prompt_min, p->prompt_max);
-    if (p->output_min > p->output_max)
-        return ms_fail(err, "trace gen: output_min = %u exceeds output_max = %u", p->output_min, p->output_max);
-    if (p->spec_depth >= m->moe_layers)
-        return ms_fail(err, "trace gen: spec_depth = %u must be below the model's %u MoE layers (model %s)",
-                       p->spec_depth, m->moe_layers, m->name);
-    if (p->token_ids && m->vocab < p->clusters)
-        return ms_fail(err, "trace gen: token_ids = 1 needs the model's vocab (%u, model %s) >= clusters (%u)",
-                       m->vocab, m->name, p->clusters);
-    return 0;
-}
-
-ms_probs_kind ms_gen_probs_kind(const ms_gen_params *p, const ms_model *m)
-{
-    if (p->probs != MS_GEN_PROBS_AUTO)
-        return (ms_probs_kind)p->probs;
-    return m->experts <= 128 ? MS_PROBS_FULL : MS_PROBS_TOPK_RENORM;
-}
-
-/* ------------------------------------------------------------------ meta */
-
-static void format_knob(const ms_gen_params *p, const knob *k, char *buf, size_t cap)
-{
-    const char *field = (const char *)p + k->offset;
-    switch (k->type) {
-    case KNOB_U64: snprintf(buf, cap, "%s=%llu", k->key, (unsigned long long)*(const uint64_t *)field); break;
-    case KNOB_U32: snprintf(buf, cap, "%s=%u", k->key, *(const uint32_t *)field); break;
-    case KNOB_DOUBLE: snprintf(buf, cap, "%s=%.9g", k->key, *(const double *)field); break;
-    case KNOB_PROBS: {
-        int v = *(const int *)field;
-        snprintf(buf, cap, "%s=%s", k->key, v == MS_GEN_PROBS_AUTO ? "auto" : ms_probs_kind_name((ms_probs_kind)v));
-        break;
-    }
-    }
-}
-
-void ms_gen_write_knobs(FILE *out, const ms_gen_params *p)
-{
-    for (size_t i = 0; i < N_KNOBS; i++) {
-        char item[96];
-        format_knob(p, &knobs[i], item, sizeof item);
-        char *eq = strchr(item, '=');
-        *eq = '\0';
-        fprintf(out, "%s = %s\n", item, eq + 1);
-    }
-}
-
-/* "moesim trace gen v1: seed=.. requests=.. layer_steps=.. <non-default knobs>" */
-static void describe_source(const ms_gen_params *p, char *out, size_t cap)
-{
-    ms_gen_params def;
-    ms_gen_defaults(&def);
-    size_t len = (size_t)snprintf(out, cap, "moesim trace gen v%d:", GEN_VERSION);
-    for (size_t i = 0; i < N_KNOBS && len < cap; i++) {
-        const knob *k = &knobs[i];
-        int always = i < 3; /* seed, requests, layer_steps */
-        if (!always && !memcmp((const char *)p + k->offset, (const char *)&def + k->offset,
-                               k->type == KNOB_U64 ? sizeof(uint64_t)
-                               : k->type == KNOB_DOUBLE ? sizeof(double)
-                               : k->type == KNOB_U32 ? sizeof(uint32_t) : sizeof(int)))
-            continue;
-        char item[96];
-        format_knob(p, k, item, sizeof item);
-        if (len + strlen(item) + 5 >= cap) {
-            snprintf(out + len, cap - len, " ...");
-            return;
-        }
-        len += (size_t)snprintf(out + len, cap - len, " %s", item);
-    }
-    if (p->popularity && len + 24 < cap)
-        snprintf(out + len, cap - len, " popularity=per-layer");
-}
-
-int ms_gen_meta(const ms_gen_params *p, const ms_model *m, ms_trace_meta *meta, ms_err *err)
-{
-    memset(meta, 0, sizeof *meta);
-    if (ms_gen_validate(p, m, err))
-        return -1;
-    snprintf(meta->model_name, sizeof meta->model_name, "%s", m->name);
-    describe_source(p, meta->source, sizeof meta->source);
-    meta->L = m->moe_layers;
-    meta->J = m->experts;
-    meta->K = m->top_k;
-    meta->shared_experts = m->shared_experts;
-    meta->hidden_size = m->hidden;
-    meta->probs_kind = ms_gen_probs_kind(p, m);
-    meta->embed_dim = p->embed_dim;
-    meta->spec_depth = p->spec_depth;
-    meta->has_token_ids = p->token_ids != 0;
-    ms_trace_meta_alloc_layers(meta);
-    for (uint32_t l = 0; l < meta->L; l++) {
-        meta->expert_bytes[l] = p->layer_expert_bytes ? p->layer_expert_bytes[l] : m->expert_bytes;
-        meta->dense_bytes[l] = p->layer_dense_bytes ? p->layer_dense_bytes[l] : m->dense_bytes;
-    }
-    return 0;
-}
 
 /* ------------------------------------------------------ generator state */
 
@@ -312,6 +29,11 @@ typedef struct {
     double *centroid;    /* [C][D] unit vectors */
     /* per-request / per-row scratch */
     double *req_pref;    /* [L][J] */
+    double *req_pref_dec; /* [L][J] decode rows' preference (decode_popularity), else NULL */
+    double *dec_tilt;    /* [L][J] decode_popularity / popularity, else NULL */
+    double *req_pref_late, *late_tilt; /* the same for late_decode_popularity */
+    const double *row_pref; /* req_pref or req_pref_dec: the current row's */
+    uint32_t row_lag;    /* decode_recall: the current row's lag, 0 = not drawn yet */
     double *cur, *prev;  /* [L][J] gate of the current / previous token row */
     double *alpha, *base;  /* [J] Dirichlet parameters, row preference */
     double *trans_mix;     /* [J] transition rows of the experts chosen at l-1 */
@@ -452,6 +174,28 @@ static void build_centroids(gen_state *g)
     }
 }
 
+/* dec_tilt[l][j] = decode popularity / layer popularity (both normalised):
+ * a decode row's preference is its request's times this tilt, so decode rows
+ * of the whole trace follow the decode popularity while each request keeps
+ * its own skew.  No draws. */
+static void build_decode_tilt(gen_state *g, const double *decode_pop, double *tilt)
+{
+    uint32_t J = g->J;
+    double *pop = ms_xcalloc(J, sizeof *pop);
+    for (uint32_t l = 0; l < g->L; l++) {
+        layer_popularity(g, l, pop);
+        const double *dec = decode_pop + (size_t)l * J;
+        double s = 0;
+        for (uint32_t j = 0; j < J; j++)
+            s += dec[j];
+        for (uint32_t j = 0; j < J; j++) {
+            double d = s > 0 ? dec[j] / s : 1.0 / J;
+            tilt[(size_t)l * J + j] = d / (pop[j] > PREF_FLOOR ? pop[j] : PREF_FLOOR);
+        }
+    }
+    free(pop);
+}
+
 static void gen_state_free(gen_state *g)
 {
     if (g->rng)
@@ -459,7 +203,7 @@ static void gen_state_free(gen_state *g)
     if (g->cluster_table)
         gsl_ran_discrete_free(g->cluster_table);
     free(g->cluster_w); free(g->pref); free(g->trans); free(g->centroid);
-    free(g->req_pref); free(g->cur); free(g->prev); free(g->alpha); free(g->base);
+    free(g->req_pref); free(g->req_pref_dec); free(g->dec_tilt); free(g->req_pref_late); free(g->late_tilt); free(g->cur); free(g->prev); free(g->alpha); free(g->base);
     free(g->trans_mix); free(g->pf); free(g->req_emb); free(g->emb_tmp);
     free(g->spec_eta); free(g->cand); free(g->cand_val);
 }
@@ -477,6 +221,14 @@ static void gen_state_init(gen_state *g, const ms_gen_params *p, const ms_trace_
     g->trans = ms_xcalloc(LJ * g->J, sizeof(double));
     g->centroid = ms_xcalloc((size_t)g->C * g->D, sizeof(double));
     g->req_pref = ms_xcalloc(LJ, sizeof(double));
+    if (p->decode_popularity) {
+        g->req_pref_dec = ms_xcalloc(LJ, sizeof(double));
+        g->dec_tilt = ms_xcalloc(LJ, sizeof(double));
+    }
+    if (p->late_decode_popularity) {
+        g->req_pref_late = ms_xcalloc(LJ, sizeof(double));
+        g->late_tilt = ms_xcalloc(LJ, sizeof(double));
+    }
     g->cur = ms_xcalloc(LJ, sizeof(double));
     g->prev = ms_xcalloc(LJ, sizeof(double));
     g->alpha = ms_xcalloc(g->J, sizeof(double));
@@ -508,6 +260,10 @@ static void gen_state_init(gen_state *g, const ms_gen_params *p, const ms_trace_
     build_transitions(g);
     build_cluster_prefs(g);
     build_centroids(g);
+    if (g->dec_tilt)
+        build_decode_tilt(g, g->p->decode_popularity, g->dec_tilt);
+    if (g->late_tilt)
+        build_decode_tilt(g, g->p->late_decode_popularity, g->late_tilt);
 }
 
 /* --------------------------------------------------------- one token row */
@@ -547,7 +303,7 @@ static void topk_weights(const float *v, const int32_t *ids, uint32_t k, int ren
 static void row_preference(gen_state *g, uint32_t l, const int32_t *prev_layer_ids, const float *prev_layer_w)
 {
     uint32_t J = g->J, K = g->K;
-    const double *rp = g->req_pref + (size_t)l * J;
+    const double *rp = g->row_pref + (size_t)l * J;
     double lc = g->p->layer_corr;
     if (l == 0 || lc == 0) {
         memcpy(g->base, rp, J * sizeof *g->base);
@@ -592,6 +348,50 @@ static void store_gate(double power, const double *gate, uint32_t J, float *pf)
         pf[j] = (float)(s > 0 ? pow(gate[j], power) / s : 1.0 / J);
 }
 
+/* probs_kind topk_ids: every present id gets the 1/K placeholder. */
+static void ids_only_weights(const ms_trace_meta *m, const int32_t *ids, float *w)
+{
+    if (m->probs_kind != MS_PROBS_TOPK_IDS)
+        return;
+    for (uint32_t k = 0; k < m->K; k++)
+        w[k] = ids[k] >= 0 ? (float)(1.0 / m->K) : 0.0f;
+}
+
+/* The gate of layer l in an earlier row of the request, d rows back with
+ * P(d) ~ 1/d on [1, row] (d = floor((row+1)^u), u uniform): as many recalls
+ * from 2-3 rows back as from 4-7 or 8-15, the scale-free recency of real
+ * decode routing.  One lag per row (drawn at its first recall), so the
+ * recalled layers of a row come from one earlier row and keep its path
+ * through the layers.  Rebuilt from the stored view (full probs, else the top-k
+ * weights with 0 elsewhere) undoing weight_power, so storing it again gives
+ * the same top-k ids. */
+static void recall_gate(gen_state *g, const ms_request *r, uint32_t row, uint32_t l, double *gate)
+{
+    const ms_trace_meta *m = g->meta;
+    uint32_t J = g->J, K = g->K;
+    if (!g->row_lag) {
+        uint32_t d = (uint32_t)floor(exp(gsl_rng_uniform(g->rng) * log(row + 1.0)));
+        g->row_lag = d < 1 ? 1 : d > row ? row : d;
+    }
+    uint32_t src = row - g->row_lag;
+    double inv = 1.0 / g->p->weight_power, s = 0;
+    if (m->probs_kind == MS_PROBS_FULL) {
+        const float *pf = r->probs + ms_probs_index(m, src, l);
+        for (uint32_t j = 0; j < J; j++)
+            s += gate[j] = pf[j] > 0 ? pow(pf[j], inv) : 0;
+    } else {
+        const int32_t *ids = r->topk_ids + ms_topk_index(m, src, l);
+        const float *w = r->topk_w + ms_topk_index(m, src, l);
+        for (uint32_t j = 0; j < J; j++)
+            gate[j] = 0;
+        for (uint32_t k = 0; k < K; k++)
+            if (ids[k] >= 0)
+                s += gate[ids[k]] = w[k] > 0 ? pow(w[k], inv) : 0;
+    }
+    for (uint32_t j = 0; j < J; j++)
+        gate[j] = s > 0 ? gate[j] / s : 1.0 / J;
+}
+
 /* Draws the gate of every layer for one token row into g->cur and fills the
  * row's top-k (and full probs when stored). */
 static void gen_row(gen_state *g, ms_request *r, uint32_t row, int decode)
@@ -606,6 +406,8 @@ static void gen_row(gen_state *g, ms_request *r, uint32_t row, int decode)
         const double *before = g->prev + (size_t)l * J;
         if (decode && g->p->decode_reuse > 0 && gsl_rng_uniform(g->rng) < g->p->decode_reuse) {
             memcpy(gate, before, J * sizeof *gate);
+        } else if (decode && g->p->decode_recall > 0 && gsl_rng_uniform(g->rng) < g->p->decode_recall) {
+            recall_gate(g, r, row, l, gate);
         } else {
             row_preference(g, l, prev_ids, prev_w);
             double dm = decode ? g->p->decode_mix : 0;
@@ -622,6 +424,7 @@ static void gen_row(gen_state *g, ms_request *r, uint32_t row, int decode)
         float *w = r->topk_w + ms_topk_index(m, row, l);
         topk_float(pf, J, K, ids);
         topk_weights(pf, ids, K, renorm, w);
+        ids_only_weights(m, ids, w);
         prev_ids = ids;
         prev_w = w;
     }
@@ -686,6 +489,7 @@ static void gen_spec(gen_state *g, ms_request *r, uint32_t row)
             }
             for (uint32_t k = 0; k < K; k++)
                 w[k] = (float)(renorm && s > 0 ? val[k] / s : val[k]);
+            ids_only_weights(m, ids, w);
         }
 }
 
@@ -724,6 +528,20 @@ static void draw_request_embedding(gen_state *g, uint32_t cluster)
         g->req_emb[d] = c[d] + gsl_ran_gaussian_ziggurat(g->rng, per_dim);
 }
 
+/* out[l] = the request's preference times tilt[l], renormalised. */
+static void tilt_request_prefs(gen_state *g, const double *tilt_all, double *out_all)
+{
+    uint32_t J = g->J;
+    for (size_t l = 0; l < g->L; l++) {
+        const double *rp = g->req_pref + l * J, *tilt = tilt_all + l * J;
+        double *out = out_all + l * J, s = 0;
+        for (uint32_t j = 0; j < J; j++)
+            s += out[j] = rp[j] * tilt[j];
+        for (uint32_t j = 0; j < J; j++)
+            out[j] = s > 0 ? out[j] / s : rp[j];
+    }
+}
+
 static void draw_request_prefs(gen_state *g, uint32_t cluster)
 {
     uint32_t L = g->L, J = g->J;
@@ -734,6 +552,10 @@ static void draw_request_prefs(gen_state *g, uint32_t cluster)
             g->alpha[j] = scale * cp[j];
         gsl_ran_dirichlet(g->rng, J, g->alpha, g->req_pref + (size_t)l * J);
     }
+    if (g->req_pref_dec)
+        tilt_request_prefs(g, g->dec_tilt, g->req_pref_dec);
+    if (g->req_pref_late)
+        tilt_request_prefs(g, g->late_tilt, g->req_pref_late);
 }
 
 /* Prompt token ids: from the cluster's slice of the vocabulary with
@@ -754,8 +576,14 @@ static void gen_request(gen_state *g, const ms_model *model, uint64_t id, double
 {
     const ms_gen_params *p = g->p;
     uint32_t cluster = (uint32_t)gsl_ran_discrete(g->rng, g->cluster_table);
-    uint32_t prompt = draw_length(g, p->prompt_median, p->prompt_sigma, p->prompt_min, p->prompt_max);
-    uint32_t output = draw_length(g, p->output_median, p->output_sigma, p->output_min, p->output_max);
+    uint32_t prompt, output;
+    if (p->n_lens) { /* the source's lengths in turn, no draws */
+        prompt = p->prompt_lens[id % p->n_lens];
+        output = p->output_lens[id % p->n_lens];
+    } else {
+        prompt = draw_length(g, p->prompt_median, p->prompt_sigma, p->prompt_min, p->prompt_max);
+        output = draw_length(g, p->output_median, p->output_sigma, p->output_min, p->output_max);
+    }
 
     memset(r, 0, sizeof *r);
     r->id = id;
@@ -778,6 +606,10 @@ static void gen_request(gen_state *g, const ms_model *model, uint64_t id, double
 
     for (uint32_t row = 0; row < r->n_rows; row++) {
         int decode = row >= prompt;
+        g->row_pref = decode && g->req_pref_dec ? g->req_pref_dec : g->req_pref;
+        if (decode && g->req_pref_late && row - prompt + 1 > output / 2)
+            g->row_pref = g->req_pref_late;
+        g->row_lag = 0;
         gen_row(g, r, row, decode);
         if (g->S)
             gen_spec(g, r, row);

@@ -43,6 +43,8 @@ typedef struct {
     double trans_alpha;      /* Dirichlet concentration per expert of transition-map rows */
     double decode_reuse;     /* probability a decode step copies the previous step's gate (per layer) */
     double decode_mix;       /* weight of the previous step's gate in a decode step's preference */
+    double decode_recall;    /* probability a decode step's layer repeats the routing of an earlier
+                                row of its request, lag d with P(d) ~ 1/d (0 = off, no draws) */
     double gate_alpha;       /* per-expert Dirichlet concentration of one gate draw (low = sharp) */
     /* lengths and arrivals */
     double prompt_median, prompt_sigma;
@@ -66,6 +68,15 @@ typedef struct {
                                         row is normalised on use), NULL = uniform */
     const uint64_t *layer_expert_bytes; /* [L] bytes of one expert per layer, NULL = model's */
     const uint64_t *layer_dense_bytes;  /* [L] dense bytes per layer, NULL = model's */
+    const double *decode_popularity;    /* [L][J] popularity of decode rows: a decode row's
+                                           preference is the request's tilted by
+                                           decode_popularity / popularity; NULL = none */
+    const double *late_decode_popularity; /* [L][J] popularity of the second half of a
+                                             request's decode steps (t > n/2 of n), with
+                                             decode_popularity the first half's; NULL = none */
+    const uint32_t *prompt_lens, *output_lens; /* [n_lens]: request i takes entry i mod n_lens
+                                                  instead of lognormal draws; NULL = draws */
+    uint32_t n_lens;
 } ms_gen_params;
 
 /* Totals of one generation run. */

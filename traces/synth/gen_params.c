@@ -37,9 +37,10 @@ typedef struct {
     /* [model] */
     int model_seen[9];
     num_list expert_bytes, dense_bytes;
-    /* [popularity] */
-    num_list *pop;        /* [PARAMS_MAX_LAYERS] */
-    int pop_section_line;
+    /* [popularity], [decode_popularity] */
+    num_list *pop, *dpop, *lpop; /* [PARAMS_MAX_LAYERS] each */
+    /* [lengths] */
+    num_list len_prompt, len_output;
     char last_key[64];
 } parse_ctx;
 
@@ -147,21 +148,42 @@ static int gen_value(parse_ctx *c, const char *key, const char *value)
     return 0;
 }
 
-static int popularity_value(parse_ctx *c, const char *key, const char *value)
+static int popularity_value(parse_ctx *c, num_list *lists, const char *key, const char *value)
 {
     char *end;
     if (strncmp(key, "layer", 5) || !isdigit((unsigned char)key[5]))
-        return ctx_fail(c, "unknown key '%s' in [popularity] (expected layer0, layer1, ...)", key);
+        return ctx_fail(c, "unknown key '%s' in [%s] (expected layer0, layer1, ...)", key, c->section);
     errno = 0;
     unsigned long l = strtoul(key + 5, &end, 10);
     if (*end || errno || l >= PARAMS_MAX_LAYERS)
-        return ctx_fail(c, "unknown key '%s' in [popularity] (expected layer0 .. layer%u)", key, PARAMS_MAX_LAYERS - 1);
-    num_list *nl = &c->pop[l];
+        return ctx_fail(c, "unknown key '%s' in [%s] (expected layer0 .. layer%u)", key, c->section,
+                        PARAMS_MAX_LAYERS - 1);
+    num_list *nl = &lists[l];
     if (!c->cont && nl->line)
-        return ctx_fail(c, "[popularity] %s given twice", key);
+        return ctx_fail(c, "[%s] %s given twice", c->section, key);
     if (!nl->line)
         nl->line = c->line;
     return list_append(c, nl, key, value);
+}
+
+/* [lengths] prompt = P0 P1 ..., output = O0 O1 ...: whole numbers. */
+static int lengths_value(parse_ctx *c, const char *key, const char *value)
+{
+    num_list *nl = !strcmp(key, "prompt") ? &c->len_prompt : !strcmp(key, "output") ? &c->len_output : NULL;
+    if (!nl)
+        return ctx_fail(c, "unknown key '%s' in [lengths] (expected prompt, output)", key);
+    if (!c->cont && nl->line)
+        return ctx_fail(c, "[lengths] %s given twice", key);
+    if (!nl->line)
+        nl->line = c->line;
+    uint32_t from = nl->n;
+    if (list_append(c, nl, key, value))
+        return -1;
+    for (uint32_t i = from; i < nl->n; i++)
+        if (nl->v[i] != floor(nl->v[i]) || nl->v[i] > 65536 || (nl == &c->len_prompt && nl->v[i] < 1))
+            return ctx_fail(c, "[lengths] %s: value %u (%g) is not a whole number in [%d, 65536]", key, i,
+                            nl->v[i], nl == &c->len_prompt ? 1 : 0);
+    return 0;
 }
 
 static int on_value(ms_ini *ini, void *user, const char *section, const char *name, const char *value)
@@ -178,7 +200,10 @@ static int on_value(ms_ini *ini, void *user, const char *section, const char *na
     }
     if (!strcmp(section, "gen"))
         return gen_value(c, name, value);
-    return popularity_value(c, name, value);
+    if (!strcmp(section, "lengths"))
+        return lengths_value(c, name, value);
+    return popularity_value(c, !strcmp(section, "popularity") ? c->pop : !strcmp(section, "decode_popularity") ? c->dpop : c->lpop,
+                            name, value);
 }
 
 /* expert_bytes / dense_bytes: one value for all layers, or L values. */
@@ -226,43 +251,70 @@ static int finish_model(parse_ctx *c)
     return 0;
 }
 
-static int finish_popularity(parse_ctx *c, const ms_model *shape)
+/* [popularity] or [decode_popularity] (`name`) into *out ([L][J]). */
+static int finish_popularity(parse_ctx *c, const ms_model *shape, const num_list *lists, const char *name,
+                             double **out)
 {
     ms_gen_file *f = c->f;
     int any = 0;
     for (uint32_t l = 0; l < PARAMS_MAX_LAYERS; l++)
-        any |= c->pop[l].line != 0;
+        any |= lists[l].line != 0;
     if (!any)
         return 0;
     if (!shape) {
         c->line = 0;
-        return ctx_fail(c, "[popularity] needs the model shape: add a [model] section or pass --model");
+        return ctx_fail(c, "[%s] needs the model shape: add a [model] section or pass --model", name);
     }
     uint32_t L = shape->moe_layers, J = shape->experts;
     for (uint32_t l = L; l < PARAMS_MAX_LAYERS; l++)
-        if (c->pop[l].line) {
-            c->line = c->pop[l].line;
-            return ctx_fail(c, "[popularity] layer%u: the model has only %u MoE layers", l, L);
+        if (lists[l].line) {
+            c->line = lists[l].line;
+            return ctx_fail(c, "[%s] layer%u: the model has only %u MoE layers", name, l, L);
         }
-    f->popularity = ms_xcalloc((size_t)L * J, sizeof *f->popularity);
+    *out = ms_xcalloc((size_t)L * J, sizeof **out);
     for (uint32_t l = 0; l < L; l++) {
-        num_list *nl = &c->pop[l];
+        const num_list *nl = &lists[l];
         c->line = nl->line;
         if (!nl->line) {
             c->line = 0;
-            return ctx_fail(c, "[popularity] layer%u is missing (every layer 0..%u needs J = %u weights)", l, L - 1, J);
+            return ctx_fail(c, "[%s] layer%u is missing (every layer 0..%u needs J = %u weights)", name, l, L - 1, J);
         }
         if (nl->n != J)
-            return ctx_fail(c, "[popularity] layer%u: %u values, expected experts = %u", l, nl->n, J);
+            return ctx_fail(c, "[%s] layer%u: %u values, expected experts = %u", name, l, nl->n, J);
         double s = 0;
         for (uint32_t j = 0; j < J; j++)
-            s += f->popularity[(size_t)l * J + j] = nl->v[j];
+            s += (*out)[(size_t)l * J + j] = nl->v[j];
         if (!(s > 0))
-            return ctx_fail(c, "[popularity] layer%u: every weight is 0", l);
+            return ctx_fail(c, "[%s] layer%u: every weight is 0", name, l);
     }
     f->L = L;
     f->J = J;
-    f->p.popularity = f->popularity;
+    return 0;
+}
+
+/* [lengths]: both lists, of the same length. */
+static int finish_lengths(parse_ctx *c)
+{
+    ms_gen_file *f = c->f;
+    num_list *pl = &c->len_prompt, *ol = &c->len_output;
+    if (!pl->line && !ol->line)
+        return 0;
+    c->line = pl->line ? pl->line : ol->line;
+    if (!pl->line || !ol->line)
+        return ctx_fail(c, "[lengths] needs both prompt and output (one entry per request)");
+    if (pl->n != ol->n || pl->n == 0)
+        return ctx_fail(c, "[lengths] prompt has %u values, output %u: expected the same number, at least 1",
+                        pl->n, ol->n);
+    f->n_lens = pl->n;
+    f->prompt_lens = ms_xcalloc(pl->n, sizeof *f->prompt_lens);
+    f->output_lens = ms_xcalloc(pl->n, sizeof *f->output_lens);
+    for (uint32_t i = 0; i < pl->n; i++) {
+        f->prompt_lens[i] = (uint32_t)pl->v[i];
+        f->output_lens[i] = (uint32_t)ol->v[i];
+    }
+    f->p.prompt_lens = f->prompt_lens;
+    f->p.output_lens = f->output_lens;
+    f->p.n_lens = f->n_lens;
     return 0;
 }
 
@@ -270,10 +322,16 @@ static void ctx_free(parse_ctx *c)
 {
     free(c->expert_bytes.v);
     free(c->dense_bytes.v);
-    if (c->pop)
-        for (uint32_t l = 0; l < PARAMS_MAX_LAYERS; l++)
-            free(c->pop[l].v);
+    for (uint32_t l = 0; l < PARAMS_MAX_LAYERS; l++) {
+        free(c->pop[l].v);
+        free(c->dpop[l].v);
+        free(c->lpop[l].v);
+    }
     free(c->pop);
+    free(c->dpop);
+    free(c->lpop);
+    free(c->len_prompt.v);
+    free(c->len_output.v);
 }
 
 int ms_gen_file_load(const char *path, const ms_model *shape, ms_gen_file *f, ms_err *err)
@@ -286,14 +344,28 @@ int ms_gen_file_load(const char *path, const ms_model *shape, ms_gen_file *f, ms
     c.err = err;
     c.f = f;
     c.pop = ms_xcalloc(PARAMS_MAX_LAYERS, sizeof *c.pop);
-    static const char *const sections[] = {"model", "gen", "popularity", NULL};
+    c.dpop = ms_xcalloc(PARAMS_MAX_LAYERS, sizeof *c.dpop);
+    c.lpop = ms_xcalloc(PARAMS_MAX_LAYERS, sizeof *c.lpop);
+    static const char *const sections[] = {"model", "gen", "popularity", "decode_popularity", "late_decode_popularity",
+                                           "lengths", NULL};
     ms_ini_spec spec = {.what = "params file", .sections = sections, .on_value = on_value, .user = &c};
     if (ms_ini_parse(path, &spec, err))
         c.failed = 1;
     if (!c.failed && f->has_model)
         finish_model(&c);
+    const ms_model *shp = shape ? shape : f->has_model ? &f->model : NULL;
+    if (!c.failed && finish_popularity(&c, shp, c.pop, "popularity", &f->popularity) == 0)
+        f->p.popularity = f->popularity;
+    if (!c.failed && finish_popularity(&c, shp, c.dpop, "decode_popularity", &f->decode_popularity) == 0)
+        f->p.decode_popularity = f->decode_popularity;
+    if (!c.failed && finish_popularity(&c, shp, c.lpop, "late_decode_popularity", &f->late_decode_popularity) == 0)
+        f->p.late_decode_popularity = f->late_decode_popularity;
+    if (!c.failed && f->late_decode_popularity && !f->decode_popularity) {
+        c.line = 0;
+        ctx_fail(&c, "[late_decode_popularity] needs [decode_popularity] (the first half's)");
+    }
     if (!c.failed)
-        finish_popularity(&c, shape ? shape : f->has_model ? &f->model : NULL);
+        finish_lengths(&c);
     ctx_free(&c);
     if (c.failed) {
         ms_gen_file_free(f);
@@ -305,11 +377,19 @@ int ms_gen_file_load(const char *path, const ms_model *shape, ms_gen_file *f, ms
 void ms_gen_file_free(ms_gen_file *f)
 {
     free(f->popularity);
+    free(f->decode_popularity);
+    free(f->late_decode_popularity);
+    free(f->prompt_lens);
+    free(f->output_lens);
     free(f->expert_bytes);
     free(f->dense_bytes);
-    f->popularity = NULL;
+    f->popularity = f->decode_popularity = f->late_decode_popularity = NULL;
+    f->prompt_lens = f->output_lens = NULL;
+    f->n_lens = 0;
     f->expert_bytes = f->dense_bytes = NULL;
-    f->p.popularity = NULL;
+    f->p.popularity = f->p.decode_popularity = f->p.late_decode_popularity = NULL;
+    f->p.prompt_lens = f->p.output_lens = NULL;
+    f->p.n_lens = 0;
     f->p.layer_expert_bytes = f->p.layer_dense_bytes = NULL;
 }
 
@@ -344,6 +424,18 @@ static void write_bytes(FILE *out, const char *key, const uint64_t *per_layer, u
     free(v);
 }
 
+static void write_popularity(FILE *out, const char *section, const double *pop, const ms_model *m)
+{
+    if (!pop)
+        return;
+    fprintf(out, "\n[%s]\n", section);
+    for (uint32_t l = 0; l < m->moe_layers; l++) {
+        char key[32];
+        snprintf(key, sizeof key, "layer%u", l);
+        write_list(out, key, pop + (size_t)l * m->experts, m->experts, "%.6g");
+    }
+}
+
 int ms_gen_file_write(FILE *out, const char *comment, const ms_model *m, const uint64_t *expert_bytes,
                       const uint64_t *dense_bytes, const ms_gen_params *p)
 {
@@ -360,13 +452,19 @@ int ms_gen_file_write(FILE *out, const char *comment, const ms_model *m, const u
     write_bytes(out, "dense_bytes", dense_bytes, m->dense_bytes, m->moe_layers);
     fputs("\n[gen]\n", out);
     ms_gen_write_knobs(out, p);
-    if (p->popularity) {
-        fputs("\n[popularity]\n", out);
-        for (uint32_t l = 0; l < m->moe_layers; l++) {
-            char key[32];
-            snprintf(key, sizeof key, "layer%u", l);
-            write_list(out, key, p->popularity + (size_t)l * m->experts, m->experts, "%.6g");
-        }
+    write_popularity(out, "popularity", p->popularity, m);
+    write_popularity(out, "decode_popularity", p->decode_popularity, m);
+    write_popularity(out, "late_decode_popularity", p->late_decode_popularity, m);
+    if (p->n_lens) {
+        double *v = ms_xcalloc(p->n_lens, sizeof *v);
+        fputs("\n[lengths]\n", out);
+        for (uint32_t i = 0; i < p->n_lens; i++)
+            v[i] = p->prompt_lens[i];
+        write_list(out, "prompt", v, p->n_lens, "%.0f");
+        for (uint32_t i = 0; i < p->n_lens; i++)
+            v[i] = p->output_lens[i];
+        write_list(out, "output", v, p->n_lens, "%.0f");
+        free(v);
     }
     return ferror(out) ? -1 : 0;
 }

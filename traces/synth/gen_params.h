@@ -14,6 +14,16 @@
  *   [gen]              any knob of traces/GENERATOR.md, each at most once
  *   [popularity]       optional; layer0 .. layer(L-1), J non-negative weights
  *                      each (normalised per layer, at least one > 0)
+ *   [decode_popularity] optional, the same form: the popularity of decode rows
+ *                      (a decode row's preference is its request's tilted by
+ *                      decode_popularity / popularity)
+ *   [late_decode_popularity] optional, the same form, needs [decode_popularity]:
+ *                      the popularity of the second half of each request's
+ *                      decode steps (steps > n/2 of n); [decode_popularity]
+ *                      is then the first half's
+ *   [lengths]          optional; prompt = P0 P1 .., output = O0 O1 .., one
+ *                      entry per request (the same count): request i takes
+ *                      entry i mod n instead of lognormal draws
  *
  * A value may continue on indented lines (inih multi-line values): lists are
  * whitespace-separated.  Every error is one line "FILE:LINE: ..." naming the
@@ -34,6 +44,10 @@ typedef struct {
     ms_model model;           /* valid when has_model */
     uint32_t L, J;            /* shape the [popularity] section was checked against (0 = none) */
     double *popularity;       /* [L][J] or NULL */
+    double *decode_popularity; /* [L][J] or NULL */
+    double *late_decode_popularity; /* [L][J] or NULL */
+    uint32_t *prompt_lens, *output_lens; /* [n_lens] or NULL */
+    uint32_t n_lens;
     uint64_t *expert_bytes;   /* [L] or NULL */
     uint64_t *dense_bytes;    /* [L] or NULL */
 } ms_gen_file;
@@ -46,7 +60,7 @@ void ms_gen_file_free(ms_gen_file *f);
 
 /* Writes a params file: comment lines (each line of `comment` prefixed "; "),
  * [model] from `model` with per-layer bytes when given, [gen] with every knob,
- * [popularity] when p->popularity is set.  Returns 0 or -1 on a write error. */
+ * [popularity], [decode_popularity] and [lengths] when p carries them.  Returns 0 or -1 on a write error. */
 int ms_gen_file_write(FILE *out, const char *comment, const ms_model *model, const uint64_t *expert_bytes,
                       const uint64_t *dense_bytes, const ms_gen_params *p);
 
