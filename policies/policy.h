@@ -56,6 +56,39 @@ typedef struct {
     double sem_sum, traj_sum;
 } ms_policy_stats;
 
+/* ---- rules of one layer step (issue 16) ----
+ * The order in which a layer step's activated experts are looked up and
+ * loaded, and which experts the engine keeps from eviction during the step,
+ * are the cache policy's to declare (ms_cache_ops.step_rules); without the
+ * hook a policy gets the defaults, the engine's behaviour before issue 16.
+ * docs/policies.md ("Within a layer step") says which public system does
+ * what. */
+typedef enum {
+    MS_ORDER_FIRST = 0,         /* first appearance over the batch's rows (row, then slot) */
+    MS_ORDER_TOKEN,             /* FIRST, and every further routed (row, slot) id, in token order,
+                                   touches its expert again (on_access) where it appears */
+    MS_ORDER_ASCENDING,         /* ascending expert id */
+    MS_ORDER_HITS_FIRST,        /* cached experts, then the others; each group by ascending id */
+    MS_ORDER_HITS_FIRST_GATHER, /* HITS_FIRST; in a one-row step each group in the order of
+                                   PyTorch's CUDA topk(sorted=False): the experts above the row's
+                                   lowest top-k weight by ascending id, then those at it */
+} ms_step_order;
+
+typedef enum {
+    MS_PROTECT_STEP = 0, /* every activated expert of the running layer, for the whole step */
+    MS_PROTECT_LIST,     /* only experts the cache's `protects` hook names (its candidate list);
+                            the step's own experts may be evicted, as with NONE */
+    MS_PROTECT_NONE,     /* nothing: the step's hits and its own loads (even in flight) may be
+                            evicted; an evicted step expert still computes (its slot is freed
+                            after the layer) */
+} ms_step_protect;
+
+typedef struct {
+    ms_step_order order;
+    ms_step_protect protect;
+    int cpu_hits_untouched; /* 1: on_access is not called for hits the scheduler runs on the CPU */
+} ms_step_rules;
+
 /* ---- hooks ---- */
 typedef struct {
     void *(*create)(const ms_params *p, const ms_policy_env *env, ms_err *err);
@@ -63,6 +96,10 @@ typedef struct {
     void (*on_iteration)(void *st, ms_view *v);            /* batch formed, before layer 0 */
     void (*on_layer_start)(void *st, ms_view *v, uint32_t l);
     void (*on_gate)(void *st, ms_view *v, uint32_t l);     /* layer l's activated set revealed */
+    /* Layer l's gate revealed, BEFORE its demand loads (after the cache's
+     * on_gate): for code that lists its candidates before a layer's experts
+     * load (FineMoE).  Optional. */
+    void (*before_loads)(void *st, ms_view *v, uint32_t l);
     void (*on_iteration_end)(void *st, ms_view *v);
     /* Bytes of the policy's learnt state (fMoE's map store, MoE-Infinity's
      * EAM collection), reported as metrics policy_state_bytes. Optional. */
@@ -78,6 +115,9 @@ typedef struct {
      * returns how many were written to ls/es (capacity cap). Optional. */
     uint32_t (*preload)(void *st, const ms_view *v, uint32_t cap, uint32_t *ls, uint32_t *es);
     /* 0: load the expert through a transient buffer without caching it.
+     * Asked once per copy the engine is about to make: every demand miss
+     * that runs on the GPU, and every prefetch when its copy starts (before
+     * room is made; a prefetch that then finds no room is dropped).
      * Optional (NULL = always admit). */
     int (*admit)(void *st, const ms_view *v, uint32_t l, uint32_t e);
     void (*on_insert)(void *st, const ms_view *v, uint32_t l, uint32_t e); /* slot taken */
@@ -93,6 +133,15 @@ typedef struct {
      * the byte/expert budget has room (per-layer slots): the engine then asks
      * victim() until it returns 0 here.  Optional. */
     int (*full)(void *st, const ms_view *v, uint32_t l, uint32_t e);
+    /* The rules of a layer step (ms_step_rules), asked once after create.
+     * Optional: NULL = all defaults (first appearance, whole step protected). */
+    void (*step_rules)(const void *st, ms_step_rules *out);
+    /* MS_PROTECT_LIST: 1 when (l, e) is on the policy's protected list. */
+    int (*protects)(void *st, const ms_view *v, uint32_t l, uint32_t e);
+    /* A demand load of (l, e) found no victim: 1 = load it over the budget
+     * anyway (later loads then evict until the cache fits again); 0 or NULL
+     * = the run fails with the engine's "found no victim" error. */
+    int (*overflow)(void *st, const ms_view *v, uint32_t l, uint32_t e);
 } ms_cache_ops;
 
 typedef struct {

@@ -9,13 +9,26 @@
  * board when the victim is chosen (eps when never set), freq = cache visits
  * (insertions and hits), kept across evictions (the paper counts visits and
  * says nothing of a reset).
- * code (FineMoE): key = integer truncation of p x visit count, smallest
- * first; p is the probability the prefetcher published when it last listed
- * the expert (on the board while it is listed, sampled here at every gate and
- * insertion), 0 when never listed; p and count are reset on eviction (a
- * listed expert evicted by the demand fallback below gets its p back at the
- * next gate; in FineMoE at its next listing).
- * Ties: the least recently used.
+ * code (FineMoE 5c584686, core/prefetch/task_scheduler.cpp:246-332 on the
+ * MoE-Infinity 2024 core; docs/policies.md has the table):
+ *  - key = size_t(p x incache_visit_count), the product in float32
+ *    (fmoe_evict_key_code_f32), smallest first; the resident experts in
+ *    (layer, id) order sorted by key with libstdc++'s std::sort (ties in
+ *    introsort order, ms_sorted_victim), one sort per make-room;
+ *  - p = the probability the prefetcher published when it last listed the
+ *    expert, resident or not (sampled from the board at every gate, every
+ *    victim search and every insertion), 0 when never listed;
+ *  - count: +1 per hit and +1 per copy the engine is about to make (the GPU
+ *    thread's pickup: demand, or prefetch even when then dropped);
+ *  - p and count reset on eviction;
+ *  - a step visits its experts by ascending id and protects only the
+ *    candidate list (MS_PROTECT_LIST, with protect=list: listed and not
+ *    overflowed); a demand with no victim is loaded over the budget and
+ *    flagged overflow for good; a prefetch with no victim is dropped.
+ *  Not modelled: the code demands every expert of a layer in every step,
+ *  routed or not (modeling_qwen2_moe.py:898-913); here only the activated
+ *  ones are demanded (docs/policies.md).
+ * paper ties: the least recently used.
  *
  * Protection (`protect`, issue 19).  Read literally, the key lets the cache
  * discard its own prefetcher's work: it weighs an expert prefetched for a
@@ -39,13 +52,15 @@
  *  - none: the key alone (the literal reading, before issue 19).
  * When every evictable expert is protected, an incoming prefetch finds no
  * room and is dropped (FineMoE: "evict failed"); a demand load evicts the
- * protected expert with the smallest key. */
+ * protected expert with the smallest key (paper) or, in code mode, is
+ * loaded over the budget and flagged overflow (see `code` above). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "policies/lib/expert_list.h"
 #include "policies/lib/fmoe_store.h"
+#include "policies/lib/sorted_victim.h"
 #include "policies/policy.h"
 
 enum { PROTECT_NONE = 0, PROTECT_TARGET, PROTECT_LIST };
@@ -59,6 +74,8 @@ typedef struct {
     uint32_t J, NX;
     int code, protect;
     double eps;
+    uint8_t *member, *overflow; /* code: cached; sticky is_overflow */
+    ms_sorted_victim sorted;
 } fmoe_cache;
 
 static int parse_protect(const char *s, int code)
@@ -86,6 +103,9 @@ static void *fmoe_cache_create(const ms_params *p, const ms_policy_env *env, ms_
     s->count = ms_xcalloc(nx, sizeof *s->count);
     s->p_code = ms_xcalloc(nx, sizeof *s->p_code);
     s->last_use = ms_xcalloc(nx, sizeof *s->last_use);
+    s->member = ms_xcalloc(nx, 1);
+    s->overflow = ms_xcalloc(nx, 1);
+    ms_sorted_victim_init(&s->sorted, env->meta->L, env->meta->J);
     return s;
 }
 
@@ -96,6 +116,9 @@ static void fmoe_cache_destroy(void *st)
     free(s->count);
     free(s->p_code);
     free(s->last_use);
+    free(s->member);
+    free(s->overflow);
+    ms_sorted_victim_free(&s->sorted);
     free(s);
 }
 
@@ -109,8 +132,11 @@ static void visit(fmoe_cache *s, uint32_t x)
 static void sample_p(fmoe_cache *s, const ms_view *v, uint32_t x)
 {
     double p = ms_view_score(v, x / s->J, x % s->J);
-    if (!isnan(p))
-        s->p_code[x] = p;
+    if (isnan(p) || p == s->p_code[x])
+        return;
+    s->p_code[x] = p;
+    if (s->member[x])
+        ms_sorted_victim_dirty(&s->sorted);
 }
 
 static void fmoe_cache_insert(void *st, const ms_view *v, uint32_t l, uint32_t e)
@@ -118,16 +144,34 @@ static void fmoe_cache_insert(void *st, const ms_view *v, uint32_t l, uint32_t e
     fmoe_cache *s = st;
     uint32_t x = l * s->J + e;
     ms_xset_add(&s->members, x);
-    if (s->code)
-        sample_p(s, v, x);
-    visit(s, x);
+    s->member[x] = 1;
+    ms_sorted_victim_dirty(&s->sorted);
+    if (!s->code) {
+        visit(s, x);
+        return;
+    }
+    sample_p(s, v, x); /* code: the copy was counted in admit() */
+    s->last_use[x] = ++s->tick;
 }
 
 static void fmoe_cache_access(void *st, const ms_view *v, uint32_t l, uint32_t e)
 {
     (void)v;
     fmoe_cache *s = st;
+    ms_sorted_victim_dirty(&s->sorted);
     visit(s, l * s->J + e);
+}
+
+/* code: the GPU thread picks up a copy (task_scheduler.cpp:503). */
+static int fmoe_cache_admit(void *st, const ms_view *v, uint32_t l, uint32_t e)
+{
+    (void)v;
+    fmoe_cache *s = st;
+    if (s->code) {
+        ms_sorted_victim_round(&s->sorted); /* the incoming expert is not resident: no key changes */
+        s->count[l * s->J + e] += 1;
+    }
+    return 1;
 }
 
 static void fmoe_cache_evict(void *st, const ms_view *v, uint32_t l, uint32_t e)
@@ -136,6 +180,8 @@ static void fmoe_cache_evict(void *st, const ms_view *v, uint32_t l, uint32_t e)
     fmoe_cache *s = st;
     uint32_t x = l * s->J + e;
     ms_xset_remove(&s->members, x);
+    s->member[x] = 0;
+    ms_sorted_victim_dirty(&s->sorted);
     if (s->code) {
         s->count[x] = 0;
         s->p_code[x] = 0;
@@ -205,9 +251,56 @@ static uint32_t pick(const fmoe_cache *s, const ms_view *v, int allow_protected)
     return best;
 }
 
+/* ---- code ---- */
+
+static int code_member(const void *ctx, uint32_t x) { return ((const fmoe_cache *)ctx)->member[x]; }
+
+static uint64_t code_key(const void *ctx, uint32_t x)
+{
+    const fmoe_cache *s = ctx;
+    return fmoe_evict_key_code_f32((float)s->p_code[x], (uint64_t)s->count[x]);
+}
+
+/* MS_PROTECT_LIST (code): the protect rule, and never an overflowed expert. */
+static int fmoe_cache_protects(void *st, const ms_view *v, uint32_t l, uint32_t e)
+{
+    const fmoe_cache *s = st;
+    return !s->overflow[l * s->J + e] && is_protected(s, v, l * s->J + e);
+}
+
+/* AcquireTensor: no victim for a demand -> loaded anyway, is_overflow. */
+static int fmoe_cache_overflow(void *st, const ms_view *v, uint32_t l, uint32_t e)
+{
+    (void)v;
+    fmoe_cache *s = st;
+    if (!s->code)
+        return 0;
+    s->overflow[l * s->J + e] = 1;
+    return 1;
+}
+
+static int victim_code(fmoe_cache *s, const ms_view *v, uint32_t *l, uint32_t *e)
+{
+    if (s->sorted.round) /* a new make-room: the residents' p from the latest listing */
+        for (uint32_t i = 0; i < s->members.n; i++)
+            sample_p(s, v, s->members.items[i]);
+    return ms_sorted_victim_next(&s->sorted, v, 0, code_member, code_key, NULL, s, l, e);
+}
+
+static void fmoe_cache_step_rules(const void *st, ms_step_rules *out)
+{
+    const fmoe_cache *s = st;
+    if (s->code) {
+        out->order = MS_ORDER_ASCENDING;
+        out->protect = MS_PROTECT_LIST;
+    }
+}
+
 static int fmoe_cache_victim(void *st, const ms_view *v, uint32_t *l, uint32_t *e)
 {
     fmoe_cache *s = st;
+    if (s->code)
+        return victim_code(s, v, l, e);
     uint32_t best = pick(s, v, s->protect == PROTECT_NONE);
     if (best == MS_NIL && s->protect != PROTECT_NONE && incoming_is_demand(s, v))
         best = pick(s, v, 1);
@@ -227,9 +320,10 @@ static const ms_param_spec fmoe_cache_params[] = {
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 static const ms_cache_ops fmoe_cache_ops = {
-    .create = fmoe_cache_create, .destroy = fmoe_cache_destroy, .on_insert = fmoe_cache_insert,
-    .on_access = fmoe_cache_access, .on_evict = fmoe_cache_evict, .on_gate = fmoe_cache_gate,
-    .victim = fmoe_cache_victim,
+    .create = fmoe_cache_create, .destroy = fmoe_cache_destroy, .admit = fmoe_cache_admit,
+    .on_insert = fmoe_cache_insert, .on_access = fmoe_cache_access, .on_evict = fmoe_cache_evict,
+    .on_gate = fmoe_cache_gate, .victim = fmoe_cache_victim, .step_rules = fmoe_cache_step_rules,
+    .protects = fmoe_cache_protects, .overflow = fmoe_cache_overflow,
 };
 const ms_policy_desc ms_policy_cache_fmoe = {
     .name = "fmoe", .kind = MS_KIND_CACHE, .params = fmoe_cache_params, .cache = &fmoe_cache_ops,

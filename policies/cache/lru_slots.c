@@ -43,9 +43,24 @@
  *    and the layer takes one expert over `slots` if the budget has room;
  *    otherwise the least recent evictable expert of another layer makes
  *    room.  A layer over `slots` is brought back first: its least recent
- *    evictable expert is the victim when another layer needs room. */
+ *    evictable expert is the victim when another layer needs room.
+ *
+ * mode=code: mixtral-offloading's public code (dvmazur/mixtral-offloading
+ * ce545188, src/expert_cache.py, custom_layers.py; docs/policies.md):
+ *  - a step takes `unique()` ids: the cached ones (ascending) are marked most
+ *    recent first, then the others (ascending) are loaded
+ *    (MS_ORDER_HITS_FIRST);
+ *  - nothing is protected (MS_PROTECT_NONE): the victim is always the least
+ *    recent expert of the incoming expert's own layer, which may be one of
+ *    the step's hits or an expert the step loaded earlier (it still
+ *    computes: the code captured it before the swap); a layer never holds
+ *    more than `slots` and never gives a slot to another layer.
+ * The public code has no prefetcher (README: "upcoming"); with one, an
+ * expert whose prefetch copy is still in flight is not a victim, and a
+ * layer whose experts are all such falls back to the paper-mode rules. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "policies/lib/expert_list.h"
 #include "policies/policy.h"
@@ -55,7 +70,7 @@ typedef struct {
     uint64_t *last_use; /* [L*J] tick of the last touch, to compare layers */
     uint64_t tick;
     uint32_t L, J, K, slots;
-    int preload;
+    int preload, code;
 } slots_state;
 
 static void slots_destroy(void *st)
@@ -87,6 +102,7 @@ static void *slots_create(const ms_params *p, const ms_policy_env *env, ms_err *
     s->K = m->K;
     s->slots = slots;
     s->preload = (int)ms_param_num(p, "preload");
+    s->code = !strcmp(ms_param_str(p, "mode"), "code");
     s->lru = ms_xcalloc(s->L, sizeof *s->lru);
     for (uint32_t l = 0; l < s->L; l++)
         ms_xlist_init(&s->lru[l], s->J);
@@ -210,7 +226,19 @@ static int slots_victim(void *st, const ms_view *v, uint32_t *l, uint32_t *e)
     return oldest_evictable_elsewhere(s, v, li, 0, l, e); /* li's slots are all pinned */
 }
 
+static void slots_step_rules(const void *st, ms_step_rules *out)
+{
+    const slots_state *s = st;
+    if (s->code) {
+        out->order = MS_ORDER_HITS_FIRST;
+        out->protect = MS_PROTECT_NONE;
+    }
+}
+
 static const ms_param_spec slots_params[] = {
+    {"mode", MS_PARAM_ENUM, "paper", 0, 0, "paper|code",
+     "paper: activation order, the step's experts kept; code: mixtral-offloading's code (hits then misses, "
+     "ascending; the layer's LRU expert is the victim even when the step uses it)"},
     {"slots", MS_PARAM_INT, "0", 0, 65536, NULL,
      "GPU slots per layer (Mixtral-Offloading: J - offload_per_layer; its demo: 8 - 4); 0 = the budget / L, at least "
      "K; L x slots must fit the cache"},
@@ -221,7 +249,7 @@ static const ms_param_spec slots_params[] = {
 static const ms_cache_ops slots_ops = {
     .create = slots_create, .destroy = slots_destroy, .preload = slots_preload, .on_insert = slots_insert,
     .on_evict = slots_evict, .on_gate = slots_gate, .victim = slots_victim,
-    .full = slots_full,
+    .full = slots_full, .step_rules = slots_step_rules,
 };
 const ms_policy_desc ms_policy_cache_lru_slots = {
     .name = "lru-slots", .kind = MS_KIND_CACHE, .params = slots_params, .cache = &slots_ops,

@@ -7,14 +7,30 @@
  *
  * mode=paper: one cache shared by all layers, s = this iteration's routing
  *   scores averaged over the batch's token rows, the cache starts empty.
- * mode=code (kTransformers HybriMoE KExpertsCache / KScoreAwareCache): each
- *   layer owns fixed slots that initially hold experts 0..n-1; the victim is
- *   the lowest S within the incoming expert's layer, ties in least-recently-
- *   used order (the dict order the code scans); s = the first token's scores
- *   only (routing_scores[0]); mrs_bug=1 (the code's default here) writes the
- *   top-p values in ascending-id order (see ms_mrs_update).  When a layer's
- *   slots are all protected (more activated experts than slots), the expert
- *   streams through a transient buffer, as the code's prefill buffer does. */
+ * mode=code (HybriMoE 508a85b9 on kTransformers: ktransformers/operators/
+ *   experts.py KExpertsCache / KScoreAwareCache; docs/policies.md has the
+ *   table with the lines):
+ *   - each layer owns fixed slots that initially hold experts 0..n-1 (dict
+ *     order: expert 0 least recent);
+ *   - s = the first token's scores only (routing_scores[0]); mrs_bug=1 (the
+ *     code's default here) writes the top-p values in ascending-id order;
+ *     S is float32 (ms_mrs_update_f32), so long-unused experts reach 0 and tie;
+ *   - a step's path is chosen by its token count, not its phase (a one-row
+ *     step takes the decode path): decode = hits, then misses, each in the
+ *     order of CUDA topk(sorted=False) (MS_ORDER_HITS_FIRST_GATHER); prefill
+ *     = unique() ids ascending, hits then misses;
+ *   - no protection (MS_PROTECT_NONE): the victim is the lowest S among ALL
+ *     loaded experts of the incoming expert's layer, the step's hits and its
+ *     earlier loads included; ties to the first in dict order (least
+ *     recently inserted or touched); experts run on the CPU are not touched;
+ *   - prefill buffer: in a multi-row step, a miss of the first or the last
+ *     layer whose slots are full streams through the buffer and is not
+ *     cached (the only layers where reset_buffer leaves the buffer free);
+ *     every other layer evicts by S.  reset_buffer's wasted copies of layer
+ *     l+2 are not modelled (they change no hit or miss);
+ *   - the code scores experts only in DeepSeek's gate; on other models its
+ *     first eviction would crash (KScoreAwareCache._instance is None): code
+ *     mode applies the DeepSeek update to every model. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +46,7 @@ typedef struct {
     int bug;
     ms_topk_fill fill;
     double *S;          /* [L][J] */
+    float *Sf;          /* [L][J] code: the float32 scores (S holds copies) */
     uint64_t *last_use; /* [L][J] recency ticks */
     uint64_t tick;
     ms_xset members;
@@ -61,6 +78,7 @@ static void *mrs_create(const ms_params *p, const ms_policy_env *env, ms_err *er
     s->fill = env->topk_fill;
     size_t nx = (size_t)m->L * m->J;
     s->S = ms_xcalloc(nx, sizeof *s->S);
+    s->Sf = ms_xcalloc(nx, sizeof *s->Sf);
     s->last_use = ms_xcalloc(nx, sizeof *s->last_use);
     ms_xset_init(&s->members, (uint32_t)nx);
     s->count = ms_xcalloc(m->L, sizeof *s->count);
@@ -73,6 +91,7 @@ static void mrs_destroy(void *st)
 {
     mrs_state *s = st;
     free(s->S);
+    free(s->Sf);
     free(s->last_use);
     ms_xset_free(&s->members);
     free(s->count);
@@ -125,11 +144,16 @@ static void mrs_gate(void *st, const ms_view *v, uint32_t l)
 {
     mrs_state *s = st;
     fix_slots(s);
-    if (s->code)
-        first_token_scores(s, v, l, s->s);
-    else
+    if (!s->code) {
         ms_view_gate_mean(v, l, s->s);
-    ms_mrs_update(s->S + (size_t)l * s->J, s->s, s->J, s->p, s->alpha, s->bug);
+        ms_mrs_update(s->S + (size_t)l * s->J, s->s, s->J, s->p, s->alpha, s->bug);
+        return;
+    }
+    first_token_scores(s, v, l, s->s);
+    float *Sf = s->Sf + (size_t)l * s->J;
+    ms_mrs_update_f32(Sf, s->s, s->J, s->p, (float)s->alpha, s->bug);
+    for (uint32_t e = 0; e < s->J; e++)
+        s->S[(size_t)l * s->J + e] = Sf[e];
 }
 
 static void mrs_insert(void *st, const ms_view *v, uint32_t l, uint32_t e)
@@ -201,13 +225,28 @@ static int mrs_full(void *st, const ms_view *v, uint32_t l, uint32_t e)
     return layer_full(st, l);
 }
 
-/* Code mode: a full layer whose slots are all protected streams the expert
- * through a transient buffer instead of failing. */
+/* Code mode: a multi-row step's misses stream through the prefill buffer
+ * when their layer is full and it is the first or the last layer; a full
+ * layer with nothing evictable (only in-flight prefetches) streams too. */
 static int mrs_admit(void *st, const ms_view *v, uint32_t l, uint32_t e)
 {
     (void)e;
     mrs_state *s = st;
-    return !layer_full(s, l) || lowest_score(s, v, l) != MS_NIL;
+    if (!layer_full(s, l))
+        return 1;
+    if (s->code && ms_view_batch_rows(v) > 1 && l == ms_view_layer(v) && (l == 0 || l + 1 == s->L))
+        return 0;
+    return lowest_score(s, v, l) != MS_NIL;
+}
+
+static void mrs_step_rules(const void *st, ms_step_rules *out)
+{
+    const mrs_state *s = st;
+    if (!s->code)
+        return;
+    out->order = MS_ORDER_HITS_FIRST_GATHER;
+    out->protect = MS_PROTECT_NONE;
+    out->cpu_hits_untouched = 1;
 }
 
 static const ms_param_spec mrs_params[] = {
@@ -221,7 +260,7 @@ static const ms_param_spec mrs_params[] = {
 static const ms_cache_ops mrs_ops = {
     .create = mrs_create, .destroy = mrs_destroy, .preload = mrs_preload, .admit = mrs_admit,
     .on_insert = mrs_insert, .on_access = mrs_access, .on_evict = mrs_evict, .on_gate = mrs_gate,
-    .victim = mrs_victim, .full = mrs_full,
+    .victim = mrs_victim, .full = mrs_full, .step_rules = mrs_step_rules,
 };
 const ms_policy_desc ms_policy_cache_mrs = {
     .name = "mrs", .kind = MS_KIND_CACHE, .params = mrs_params, .cache = &mrs_ops, .needs_weights = 1,

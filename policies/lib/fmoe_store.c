@@ -255,3 +255,9 @@ double fmoe_evict_key_code(double p, double count)
 {
     return trunc(p * count);
 }
+
+uint64_t fmoe_evict_key_code_f32(float p, uint64_t count)
+{
+    float prod = p * (float)count;
+    return prod > 0 ? (uint64_t)prod : 0;
+}

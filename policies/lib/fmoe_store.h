@@ -88,5 +88,8 @@ double fmoe_priority_code(double p, uint32_t t, uint32_t start, uint32_t end);
  * the victim has the smallest p x freq; code: integer truncation of p x count. */
 double fmoe_evict_key_paper(double p, double freq);
 double fmoe_evict_key_code(double p, double count);
+/* FineMoE's key exactly: size_t(prob x incache_visit_count) with prob a float
+ * and the product computed in float32 (task_scheduler.cpp:291-297). */
+uint64_t fmoe_evict_key_code_f32(float p, uint64_t count);
 
 #endif

@@ -49,6 +49,32 @@ void ms_mrs_update(double *S, const float *s, uint32_t J, uint32_t p, double alp
     free(topv);
 }
 
+void ms_mrs_update_f32(float *S, const float *s, uint32_t J, uint32_t p, float alpha, int order_bug)
+{
+    if (p > J)
+        p = J;
+    uint32_t *top = ms_xcalloc(p ? p : 1, sizeof *top);
+    float *topv = ms_xcalloc(p ? p : 1, sizeof *topv);
+    uint8_t *in = ms_xcalloc(J ? J : 1, 1);
+    top_p_experts(s, J, p, top);
+    for (uint32_t i = 0; i < p; i++)
+        topv[i] = s[top[i]];
+    if (order_bug)
+        qsort(top, p, sizeof *top, by_id);
+    float keep = 1.0f - alpha;
+    for (uint32_t i = 0; i < p; i++) {
+        float a = alpha * topv[i], b = keep * S[top[i]];
+        S[top[i]] = a + b;
+        in[top[i]] = 1;
+    }
+    for (uint32_t e = 0; e < J; e++)
+        if (!in[e])
+            S[e] = keep * S[e];
+    free(top);
+    free(topv);
+    free(in);
+}
+
 /* ------------------------------------------------------------------ */
 /* paper HSS: three simulated timelines */
 

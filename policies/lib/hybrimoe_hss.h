@@ -20,6 +20,11 @@
  * score, descending) with the top-p experts sorted by ID (ascending), so the
  * largest score goes to the lowest-id expert of the top-p set. */
 void ms_mrs_update(double *S, const float *s, uint32_t J, uint32_t p, double alpha, int order_bug);
+/* The same update in float32, as kTransformers' CUDA tensor computes it:
+ * S[top] = alpha * s_top + (1 - alpha) * S[top], S[rest] = (1 - alpha) * S[rest],
+ * every product and sum rounded to float (unboosted scores reach exactly 0
+ * after about 150 halvings, and then tie). */
+void ms_mrs_update_f32(float *S, const float *s, uint32_t J, uint32_t p, float alpha, int order_bug);
 
 /* One activated expert as the paper HSS sees it.  Times in any one unit. */
 typedef struct {

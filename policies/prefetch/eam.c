@@ -14,12 +14,24 @@
  * flight: priority (p_eam[f][e] / sum p_eam[f] + 1e-8) (1 - f / L); a
  * resubmission replaces the queued priority (one with an unchanged priority
  * is skipped: the queue would not change).
- * mode=code (2024 code): the match masks the entries' rows <= l with 1e-9;
- * priority (count + 1e-8) (1 - (f - l) / (L + 1)) for f in [l, L), stable
- * descending order; each layer clears the queue first and writes the listed
- * experts' priorities to the score board (cache `eam:mode=code` protects
- * them); experts not listed get NAN.
- * mode=code-head: no prefetching.
+ * mode=code: MoE-Infinity's 2024 release (350f0dd6).  Its EAM collection is
+ * always empty: load_trace ignores the configured path (it accepts only an
+ * os.PathLike or an ndarray, and the config turns the path into a str),
+ * finish_entry is never called and there is no k-means
+ * (memory/expert_tracer.py:33-48, utils/config.py:63-64).  Matching returns
+ * all zeros, so the prediction of every layer f >= l is (0 + 1e-8)(1 - (f -
+ * l) / (L + 1)) > 0 (memory/expert_predictor.py:16-30), and at every layer
+ * l, BEFORE its experts load (models/mixtral.py:65-71), the code:
+ *   - replaces the candidate list with every expert of layers l..L-1 (here:
+ *     the score board, which cache `eam:mode=code` protects), NAN elsewhere;
+ *   - replaces the prefetch queue with the non-resident ones, layer by
+ *     layer, ids ascending (Python's stable sorted() over equal rows); the
+ *     layer-l entries are dropped again by the first FetchExec of the layer
+ *     (task_scheduler.cpp:55-67), so layers l+1..L-1 are queued.
+ * Nothing is learnt (no training split), and the match over the configured
+ * `capacity` zero entries is still charged.
+ * mode=code-head: no prefetching (commented out for Mixtral and DeepSeek in
+ * MoE-Infinity HEAD d6178017).
  *
  * Online reconstruction (online=1; paper section 4.3): a finished sequence
  * whose hit rate (its distinct experts per layer found resident at the gate,
@@ -50,11 +62,6 @@ typedef struct {
     double *last_prio; /* [L][J] priority last submitted (paper mode) */
     uint64_t rebuilds;
 } eam_state;
-
-typedef struct {
-    double prio;
-    uint32_t x;
-} listed;
 
 static void eam_destroy(void *st)
 {
@@ -104,7 +111,7 @@ static void *eam_create(const ms_params *p, const ms_policy_env *env, ms_err *er
     s->rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(s->rng, (unsigned long)env->seed);
     s->last_prio = ms_xcalloc((size_t)s->L * s->J, sizeof *s->last_prio);
-    if (s->mode == EAM_MODE_CODE_HEAD)
+    if (s->mode != EAM_MODE_PAPER)
         return s;
     if (env->split.frac == 0 && !s->online) {
         ms_fail(err, "%s: eam needs EAMs to match: no training split (--train 0) and online=0", env->trace_path);
@@ -176,48 +183,40 @@ static void prefetch_paper(eam_state *s, ms_view *v, uint32_t l)
     }
 }
 
-static int by_prio_desc_stable(const void *a, const void *b)
-{
-    const listed *p = a, *q = b;
-    if (p->prio != q->prio)
-        return p->prio < q->prio ? 1 : -1;
-    return p->x < q->x ? -1 : p->x > q->x; /* list order = (layer, expert) ascending */
-}
-
+/* The 2024 code at layer l_now, before its loads: candidates = layers
+ * l_now..L-1 with the all-zero match's priorities, queue = the non-resident
+ * ones of layers l_now+1..L-1 in (layer, id) order (equal priorities within
+ * a layer: the engine's queue serves them in submission order). */
 static void prefetch_code(eam_state *s, ms_view *v, uint32_t l_now)
 {
-    const double *entry = eam_set_at(&s->eamc, eam_match(&s->eamc, s->tr.cur, EAM_MODE_CODE, l_now));
-    listed *list = ms_xcalloc((size_t)(s->L - l_now) * s->J, sizeof *list);
-    uint32_t n = 0;
-    for (uint32_t l = l_now; l < s->L; l++)
-        for (uint32_t e = 0; e < s->J; e++) {
-            double prio = eam_priority_code(entry[(size_t)l * s->J + e], l, l_now, s->L);
-            if (prio > 0)
-                list[n++] = (listed){prio, l * s->J + e};
-        }
-    qsort(list, n, sizeof *list, by_prio_desc_stable);
+    ms_view_charge_async(v, (double)s->capacity * s->L * s->J * ms_view_platform(v)->policy_op_s);
     ms_view_clear_prefetches(v);
-    for (uint32_t x = 0; x < s->L * s->J; x++)
-        ms_view_set_score(v, x / s->J, x % s->J, NAN);
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t l = list[i].x / s->J, e = list[i].x % s->J;
-        ms_view_set_score(v, l, e, list[i].prio);
-        ms_view_prefetch(v, l, e, list[i].prio);
-    }
-    free(list);
+    for (uint32_t l = 0; l < s->L; l++)
+        for (uint32_t e = 0; e < s->J; e++)
+            ms_view_set_score(v, l, e, l < l_now ? NAN : eam_priority_code(0, l, l_now, s->L));
+    for (uint32_t l = l_now + 1; l < s->L; l++)
+        for (uint32_t e = 0; e < s->J; e++)
+            ms_view_prefetch(v, l, e, eam_priority_code(0, l, l_now, s->L));
+}
+
+static void eam_layer_start(void *st, ms_view *v, uint32_t l)
+{
+    eam_state *s = st;
+    if (s->mode == EAM_MODE_CODE)
+        prefetch_code(s, v, l);
 }
 
 static void eam_iteration(void *st, ms_view *v)
 {
     eam_state *s = st;
-    if (s->mode != EAM_MODE_CODE_HEAD)
+    if (s->mode == EAM_MODE_PAPER)
         eam_tracker_sync(&s->tr, v, sequence_done, s);
 }
 
 static void eam_gate(void *st, ms_view *v, uint32_t l)
 {
     eam_state *s = st;
-    if (s->mode == EAM_MODE_CODE_HEAD)
+    if (s->mode != EAM_MODE_PAPER)
         return;
     eam_tracker_sync(&s->tr, v, sequence_done, s);
     eam_tracker_add_layer(&s->tr, v, l); /* Algorithm 1 lines 5-7 */
@@ -225,15 +224,13 @@ static void eam_gate(void *st, ms_view *v, uint32_t l)
     if ((!s->refine && l != 0) || s->eamc.n == 0)
         return;
     charge_match(s, v);
-    if (s->mode == EAM_MODE_PAPER)
-        prefetch_paper(s, v, l); /* line 8 */
-    else
-        prefetch_code(s, v, l);
+    prefetch_paper(s, v, l); /* line 8 */
 }
 
 static const ms_param_spec eam_params[] = {
     {"mode", MS_PARAM_ENUM, "paper", 0, 0, "paper|code|code-head",
-     "paper: Algorithm 1; code: 2024 code (masked match, queue replaced per layer); code-head: no prefetch"},
+     "paper: Algorithm 1; code: 2024 release (empty collection: every expert of layers l..L-1 listed and "
+     "queued by layer, then id, before layer l loads); code-head: no prefetch"},
     {"refine", MS_PARAM_INT, "1", 0, 1, NULL, "1: re-match and resubmit after every layer; 0: one-shot after layer 0"},
     {"capacity", MS_PARAM_INT, "300", 1, 100000, NULL, "EAMC capacity P (k-means clusters)"},
     {"window", MS_PARAM_INT, "32", 1, 1000000, NULL,
@@ -251,11 +248,18 @@ static double eam_state_bytes(const void *st)
     return (double)c->n * c->L * c->J * sizeof *c->m;
 }
 
+/* Only paper mode learns from the training split: the code's collection is empty. */
+static int eam_learns(const ms_params *p)
+{
+    return eam_mode_parse(ms_param_str(p, "mode")) == EAM_MODE_PAPER;
+}
+
 static const ms_prefetch_ops eam_ops = {
-    .create = eam_create, .destroy = eam_destroy, .on_iteration = eam_iteration, .on_gate = eam_gate,
-    .state_bytes = eam_state_bytes,
+    .create = eam_create, .destroy = eam_destroy, .on_iteration = eam_iteration,
+    .on_layer_start = eam_layer_start, .on_gate = eam_gate, .state_bytes = eam_state_bytes,
 };
 const ms_policy_desc ms_policy_prefetch_eam = {
     .name = "eam", .kind = MS_KIND_PREFETCH, .params = eam_params, .prefetch = &eam_ops, .uses_training = 1,
+    .learns = eam_learns,
     .summary = "MoE-Infinity: EAM matched against a k-means EAM collection, activation-aware priorities",
 };

@@ -8,8 +8,12 @@
  *  - on_iteration: semantic search over the stored per-iteration embeddings;
  *    the best map guides the first d layers (d = --distance).
  *  - on_gate(l): layer l's distribution joins the trajectory (incremental
- *    cosine, O(C x J) per layer); the best map guides layer l + d (paper) or
- *    every layer in [l + 1 + d, L) (code).
+ *    cosine, O(C x J) per layer); the best map guides layer l + d (paper).
+ *    Code mode does the same in before_loads(l), and guides every layer in
+ *    [l + 1 + d, L): FineMoE's traj_prefetch runs after the gate and before
+ *    the layer's experts load (modeling_qwen2_moe.py:862-887), so its list
+ *    protects the layer's own loads.  Its trajectory is the LAST token row's
+ *    distribution (the current token), not the batch mean.
  *  - on_iteration_end: online mode adds the iteration's map.
  * The searched probability of every guided expert is published on the score
  * board (ms_view_set_score) for the `fmoe` cache.  In code mode each call
@@ -56,6 +60,7 @@ typedef struct {
     fmoe_store store;
     uint32_t L, J, K, d, D;
     int code, online, async, use_sem, track;
+    ms_topk_fill fill;
     double op_s;       /* platform policy_op_s */
     float *cur;        /* [L][J] this iteration's map; hitcount: the request's counts */
     float *emb;        /* [D] */
@@ -186,6 +191,7 @@ static void *fmoe_create(const ms_params *p, const ms_policy_env *env, ms_err *e
     s->K = env->meta->K < s->J ? env->meta->K : s->J;
     s->d = env->distance;
     s->code = !strcmp(ms_param_str(p, "mode"), "code");
+    s->fill = env->topk_fill;
     s->online = !strcmp(ms_param_str(p, "store"), "online");
     s->async = (int)ms_param_num(p, "async");
     s->track = parse_track(ms_param_str(p, "track"));
@@ -333,6 +339,19 @@ static void fmoe_iteration(void *st, ms_view *v)
     guide(s, v, y, score, 0, last, -1);
 }
 
+/* Code: the last token row of the batch (in prefill: the last prompt token). */
+static void last_row_gate(const fmoe_pf *s, const ms_view *v, uint32_t l, float *P)
+{
+    uint32_t n = ms_view_items(v);
+    memset(P, 0, s->J * sizeof *P);
+    if (n == 0)
+        return;
+    const ms_request *r = ms_view_item_request(v, n - 1);
+    const ms_iteration *it = &r->iters[ms_view_item_iter(v, n - 1)];
+    if (it->n_rows)
+        ms_gate_row(ms_view_meta(v), r, it->row0 + it->n_rows - 1, l, s->fill, P);
+}
+
 static void observe_layer(fmoe_pf *s, ms_view *v, uint32_t l)
 {
     float *P = s->cur + (size_t)l * s->J;
@@ -341,15 +360,16 @@ static void observe_layer(fmoe_pf *s, ms_view *v, uint32_t l)
         const ms_act *acts = ms_view_activated(v, l, &n);
         for (uint32_t i = 0; i < n; i++)
             P[acts[i].expert] += (float)acts[i].tokens;
+    } else if (s->code) {
+        last_row_gate(s, v, l, P);
     } else {
         ms_view_gate_mean(v, l, P);
     }
     fmoe_traj_observe(&s->store, l, P);
 }
 
-static void fmoe_gate(void *st, ms_view *v, uint32_t l)
+static void trajectory_step(fmoe_pf *s, ms_view *v, uint32_t l)
 {
-    fmoe_pf *s = st;
     observe_layer(s, v, l);
     /* trajectory search: score(y) = cos(concat P_1..P_l, concat m_y[1..l]) (Eq. score-map) */
     charge(s, v, (double)s->store.n * s->J);
@@ -365,6 +385,20 @@ static void fmoe_gate(void *st, ms_view *v, uint32_t l)
     } else if (l + s->d < s->L) {
         guide(s, v, y, score, l + s->d, l + s->d, l); /* target layer l + d */
     }
+}
+
+static void fmoe_gate(void *st, ms_view *v, uint32_t l)
+{
+    fmoe_pf *s = st;
+    if (!s->code)
+        trajectory_step(s, v, l);
+}
+
+static void fmoe_before_loads(void *st, ms_view *v, uint32_t l)
+{
+    fmoe_pf *s = st;
+    if (s->code)
+        trajectory_step(s, v, l);
 }
 
 static void fmoe_iteration_end(void *st, ms_view *v)
@@ -415,7 +449,8 @@ static int fmoe_learns(const ms_params *p)
 
 static const ms_prefetch_ops fmoe_ops = {
     .create = fmoe_create, .destroy = fmoe_destroy, .on_iteration = fmoe_iteration,
-    .on_gate = fmoe_gate, .on_iteration_end = fmoe_iteration_end, .state_bytes = fmoe_state_bytes,
+    .on_gate = fmoe_gate, .before_loads = fmoe_before_loads, .on_iteration_end = fmoe_iteration_end,
+    .state_bytes = fmoe_state_bytes,
     .stats = fmoe_stats,
 };
 const ms_policy_desc ms_policy_prefetch_fmoe = {

@@ -19,10 +19,14 @@
  * i.e. layer t is predicted from its own recent scores; `auto` = spec for the
  * depths the trace records, history beyond and when it has none.
  *
- * mode=code (kTransformers HybriMoE prefetch_expert): in decode, after layer
- * l's gate, the top `prefetch_size` experts of layer l+1 by the MRS score S
- * (default 0 = no prefetch).  The prefetcher keeps its own copy of S, updated
- * exactly as `mrs:mode=code` does (first token, mrs_bug). */
+ * mode=code (kTransformers HybriMoE prefetch_expert): in a one-token step
+ * (the code's decode path, chosen by token count), after layer l's gate, the
+ * top `prefetch_size` experts of layer l+1 by the MRS score S (default 0 =
+ * no prefetch).  The prefetcher keeps its own copy of S, updated as
+ * `mrs:mode=code` does (first token, mrs_bug; in double precision).  Not
+ * modelled: the code prefetches only when the layer ran some expert on the
+ * GPU, and evicts for a prefetch when it is issued (here: when its copy
+ * starts). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,7 +183,7 @@ static void hyb_gate(void *st, ms_view *v, uint32_t l)
     routing_scores(s, v, l, s->s);
     ms_mrs_update(s->H + (size_t)l * s->J, s->s, s->J, s->p, s->alpha, s->bug);
     if (s->code) {
-        if (ms_view_phase(v) == MS_PHASE_DECODE && s->prefetch_size > 0 && l + 1 < s->L)
+        if (ms_view_batch_rows(v) == 1 && s->prefetch_size > 0 && l + 1 < s->L)
             ms_prefetch_top_scored(v, l + 1, s->H + (size_t)(l + 1) * s->J, s->J, s->prefetch_size);
         return;
     }

@@ -10,9 +10,13 @@
  * slower first CPU expert to the plan (the engine's CPU model has none, so 0).
  * Applies to prefill and decode.
  *
- * mode=code (kTransformers HybriMoE KExpertsCache.HSS / calc_experts): in
- * decode the head/tail greedy of ms_hss_code with the code's profiled
- * constants; in prefill every expert runs on the GPU, as the code does. */
+ * mode=code (kTransformers HybriMoE KExpertsCache.HSS / calc_experts): a
+ * one-token step (input_tensor.size(0) == 1, experts.py:436: the token
+ * count, not the phase: a one-token prefill takes this path, a batched
+ * decode does not) runs the head/tail greedy of ms_hss_code with the code's
+ * profiled constants; any other step runs every expert on the GPU, as the
+ * code does.  The experts come in the cache's order (`mrs:mode=code`: hits,
+ * then misses, in topk(sorted=False) order). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,8 +76,8 @@ static void place_paper(hybrid_state *s, ms_view *v, uint32_t l, uint32_t n, con
 static void place_code(hybrid_state *s, ms_view *v, uint32_t n, const ms_act *acts, const uint8_t *cached,
                        uint8_t *on_cpu)
 {
-    if (ms_view_phase(v) != MS_PHASE_DECODE)
-        return; /* calc_experts: prefill runs everything on the GPU */
+    if (ms_view_batch_rows(v) != 1)
+        return; /* calc_experts: a multi-token step runs everything on the GPU */
     uint32_t *tokens = ms_xcalloc(n ? n : 1, sizeof *tokens);
     for (uint32_t i = 0; i < n; i++)
         tokens[i] = acts[i].tokens;

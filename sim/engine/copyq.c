@@ -153,6 +153,11 @@ static void start_copy(ms_view *v, const qentry *q, double start)
     if (!q->demand) {
         if (eng_admit_prefetch(v, x)) {
             v->clock = v->now;
+            /* No copy can start before `start` any more: it is the link's free
+             * time or the earliest issue time of what is left (next_copy), so
+             * the next pick is the same, without next_copy's scan (a queue of
+             * thousands of droppable prefetches was quadratic). */
+            v->link_free = fmax(v->link_free, start);
             return;
         }
     } else {

@@ -64,6 +64,7 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
     eng_init_host_tier(v);
     if (eng_open_outputs(v) || eng_open_executor(v))
         goto done;
+    eng_load_step_rules(v);
     eng_preload_cache(v);
     if (eng_start_executor(v) || replay(v, rd))
         goto done;

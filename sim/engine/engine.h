@@ -129,6 +129,7 @@ typedef struct {
     int has_policy_stats;                 /* the prefetcher has a `stats` hook */
     ms_policy_stats policy_stats;         /* its similarity totals at the end */
     uint64_t recorded_rows, recorded_agree; /* decode (row, layer, slot) cells with recorded residency */
+    uint64_t recorded_prefill_rows, recorded_prefill_agree; /* the same on prefill rows */
     int has_future;                       /* a policy asked for the next-use pre-pass */
     int future_exact;                     /* ... and it matched the replay order */
     /* the resolved training split */

@@ -67,12 +67,15 @@ static void count_outcome(ms_view *v, int outcome, int on_cpu)
     }
 }
 
-/* Compares the recording engine's residency with ours, cell by cell, on
- * decode rows (route-csv traces). */
+/* Compares the recording engine's residency with ours, cell by cell
+ * (route-csv traces); decode and prefill rows are counted apart. */
 static void compare_recorded(ms_view *v)
 {
-    if (!v->meta->has_recorded_hits || v->phase != MS_PHASE_DECODE)
+    if (!v->meta->has_recorded_hits)
         return;
+    int decode = v->phase == MS_PHASE_DECODE;
+    uint64_t *rows = decode ? &v->m->recorded_rows : &v->m->recorded_prefill_rows;
+    uint64_t *agree = decode ? &v->m->recorded_agree : &v->m->recorded_prefill_agree;
     const ms_batcher *b = v->batch;
     for (uint32_t i = 0; i < b->n_items; i++) {
         const ms_request *r = &b->slots[b->items[i]].req;
@@ -85,14 +88,41 @@ static void compare_recorded(ms_view *v)
                 if (e < 0 || rec < 0)
                     continue;
                 int ours = v->outcome[v->layer * v->J + (uint32_t)e] == OUT_HIT;
-                v->m->recorded_rows++;
-                v->m->recorded_agree += (ours == rec);
+                (*rows)++;
+                *agree += (ours == rec);
             }
         }
     }
 }
 
-/* Classifies every activated expert and queues on-demand loads.  Returns -1
+/* The cache took (l, e) again, or for the first time as a hit: on_access,
+ * unless the step already evicted it or the policy does not touch experts
+ * that run on the CPU (ms_step_rules). */
+static void access_again(ms_view *v, uint32_t l, uint32_t e, int on_cpu)
+{
+    if (v->cached[l * v->J + e] && !(on_cpu && v->rules.cpu_hits_untouched) && v->cache->cache->on_access)
+        v->cache->cache->on_access(v->cache_st, v, l, e);
+}
+
+/* A demand load found no victim: the policy may take it over the budget
+ * (ms_cache_ops.overflow); otherwise the run fails. */
+static int demand_without_room(ms_view *v, uint32_t x, uint32_t n)
+{
+    uint32_t l = x / v->J;
+    if (v->cache->cache->overflow && !v->failed && v->cache->cache->overflow(v->cache_st, v, l, x % v->J))
+        return 0;
+    if (!v->failed)
+        ms_fail(v->err,
+                "GPU expert cache (%g %s) has no room for layer %u's %u activated experts in "
+                "iteration %llu: cache policy '%s' found no victim; raise the cache size",
+                v->cfg->cap_value, v->cfg->cap_kind == MS_CAP_BYTES ? "bytes" : "experts", l, n,
+                (unsigned long long)v->iter, v->cache->name);
+    v->failed = 1;
+    return -1;
+}
+
+/* Classifies every activated expert and queues on-demand loads, visiting
+ * them in the order the cache policy declares (step_order.c).  Returns -1
  * when the cache cannot hold the layer's experts. */
 static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8_t *on_cpu)
 {
@@ -111,7 +141,13 @@ static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8
     if (v->sched->sched->place)
         v->sched->sched->place(v->sched_st, v, l, n, acts, cached, on_cpu);
     free(cached);
-    for (uint32_t i = 0; i < n; i++) {
+    uint32_t *visit, nv = eng_step_visits(v, l, n, &visit);
+    for (uint32_t j = 0; j < nv; j++) {
+        uint32_t i = visit[j] & ~ENG_VISIT_REPEAT;
+        if (visit[j] & ENG_VISIT_REPEAT) {
+            access_again(v, l, acts[i].expert, on_cpu[i]);
+            continue;
+        }
         uint32_t x = l * v->J + acts[i].expert;
         int out = v->outcome[x];
         count_outcome(v, out, on_cpu[i]);
@@ -127,14 +163,8 @@ static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8
             if (v->queued[x])
                 eng_dequeue_prefetch(v, x);
             if (eng_cache_admits(v, x) && !eng_gpu_streams(v, x)) {
-                if (eng_make_room(v, x)) {
-                    if (!v->failed)
-                        ms_fail(v->err,
-                                "GPU expert cache (%g %s) has no room for layer %u's %u activated experts in "
-                                "iteration %llu: cache policy '%s' found no victim; raise the cache size",
-                                v->cfg->cap_value, v->cfg->cap_kind == MS_CAP_BYTES ? "bytes" : "experts", l, n,
-                                (unsigned long long)v->iter, v->cache->name);
-                    v->failed = 1;
+                if (eng_make_room(v, x) && demand_without_room(v, x, n)) {
+                    free(visit);
                     return -1;
                 }
                 eng_occupy(v, x);
@@ -144,10 +174,11 @@ static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8
             v->ready_t[x] = INFINITY;
             v->qgen[x]++;
             eng_heap_push(v, (qentry){x, v->qgen[x], 1, 0.0, v->now, v->seq++});
-        } else if (out != OUT_MISS && v->cache->cache->on_access) {
-            v->cache->cache->on_access(v->cache_st, v, l, acts[i].expert);
+        } else if (out != OUT_MISS) {
+            access_again(v, l, acts[i].expert, on_cpu[i]);
         }
     }
+    free(visit);
     compare_recorded(v);
     return 0;
 }
@@ -189,6 +220,9 @@ static double compute_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, 
         if (on_cpu[i]) {
             eng_event(v, "compute_cpu", start, end, x, 0);
             cpu = end;
+            if (v->transient[x]) /* evicted during its step (ms_step_protect) */
+                eng_release_slot(v, x);
+            v->transient[x] = 0;
             continue;
         }
         if (v->outcome[x] == OUT_LATE && start <= gpu)
@@ -249,13 +283,22 @@ static int run_layer(ms_view *v, uint32_t l)
         return -1;
     expire_prefetches_of_layer(v, l);
 
+    eng_order_step(v, l);
+    v->step_open = 1;
     if (v->cache->cache->on_gate)
         v->cache->cache->on_gate(v->cache_st, v, l);
+    double pre_sync = 0;
+    if (v->pf->prefetch->before_loads) {
+        eng_begin_hook(v, t_gate);
+        v->pf->prefetch->before_loads(v->pf_st, v, l);
+        pre_sync = v->sync_delay;
+    }
     uint32_t n;
     const ms_act *acts = ms_view_activated(v, l, &n);
     uint8_t *on_cpu = ms_xcalloc(n ? n : 1, 1);
     eng_count_gate(v, acts, n);
     if (serve_layer_experts(v, acts, n, on_cpu)) {
+        v->step_open = 0;
         free(on_cpu);
         return -1;
     }
@@ -263,8 +306,9 @@ static int run_layer(ms_view *v, uint32_t l)
     eng_begin_hook(v, t_gate);
     if (v->pf->prefetch->on_gate)
         v->pf->prefetch->on_gate(v->pf_st, v, l);
-    double end = v->G > 1 ? eng_gpus_compute_layer(v, acts, n, on_cpu, t_gate + v->sync_delay)
-                          : compute_layer_experts(v, acts, n, on_cpu, t_gate + v->sync_delay);
+    double t_exp = t_gate + pre_sync + v->sync_delay;
+    double end = v->G > 1 ? eng_gpus_compute_layer(v, acts, n, on_cpu, t_exp) : compute_layer_experts(v, acts, n, on_cpu, t_exp);
+    v->step_open = 0;
     free(on_cpu);
     eng_event_layer(v, "layer", t0, end);
     ms_counts *c[3];

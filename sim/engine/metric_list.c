@@ -99,6 +99,10 @@ GET(get_decode_prefetch_recall_moeinf, ms_metrics_hit_def(m, MS_HIT_RECALL_MOEIN
 GET(get_recorded_decode_cells, m->recorded_rows)
 GET(get_recorded_agree, m->recorded_agree)
 GET(get_recorded_agreement, ms_metrics_ratio((double)m->recorded_agree, (double)m->recorded_rows))
+GET(get_recorded_prefill_cells, m->recorded_prefill_rows)
+GET(get_recorded_prefill_agree, m->recorded_prefill_agree)
+GET(get_recorded_prefill_agreement,
+    ms_metrics_ratio((double)m->recorded_prefill_agree, (double)m->recorded_prefill_rows))
 GET(get_train_frac, m->train_frac)
 GET(get_train_requests, m->train_requests)
 GET(get_train_iterations, m->train_iters)
@@ -202,6 +206,10 @@ const ms_metric_def ms_metric_list[] = {
     {"recorded_decode_cells", "recorded_residency.decode_cells", MS_MT_COUNT, 0, get_recorded_decode_cells, recorded_rows},
     {"recorded_agree", "recorded_residency.agree", MS_MT_COUNT, 0, get_recorded_agree, recorded_rows},
     {"recorded_agreement", "recorded_residency.agreement", MS_MT_REAL, 0, get_recorded_agreement, recorded_rows},
+    {"recorded_prefill_cells", "recorded_residency.prefill_cells", MS_MT_COUNT, 0, get_recorded_prefill_cells, recorded_rows},
+    {"recorded_prefill_agree", "recorded_residency.prefill_agree", MS_MT_COUNT, 0, get_recorded_prefill_agree, recorded_rows},
+    {"recorded_prefill_agreement", "recorded_residency.prefill_agreement", MS_MT_REAL, 0,
+     get_recorded_prefill_agreement, recorded_rows},
     {"train_frac", NULL, MS_MT_REAL, 1, get_train_frac, NULL},
     {"train_requests", NULL, MS_MT_COUNT, 1, get_train_requests, NULL},
     {"train_iterations", NULL, MS_MT_COUNT, 1, get_train_iterations, NULL},

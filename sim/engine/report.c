@@ -248,4 +248,8 @@ void ms_report_table(FILE *out, const ms_run_config *cfg, const ms_metrics *m)
         fprintf(out, "  recorded residency: %llu of %llu decode cells agree (%.3f %%)\n",
                 (unsigned long long)m->recorded_agree, (unsigned long long)m->recorded_rows,
                 100.0 * ratio((double)m->recorded_agree, (double)m->recorded_rows));
+    if (m->recorded_prefill_rows)
+        fprintf(out, "  recorded residency: %llu of %llu prefill cells agree (%.3f %%)\n",
+                (unsigned long long)m->recorded_prefill_agree, (unsigned long long)m->recorded_prefill_rows,
+                100.0 * ratio((double)m->recorded_prefill_agree, (double)m->recorded_prefill_rows));
 }

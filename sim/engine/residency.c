@@ -59,7 +59,8 @@ void eng_evict(ms_view *v, uint32_t x)
     if (v->cache->cache->on_evict)
         v->cache->cache->on_evict(v->cache_st, v, x / v->J, x % v->J);
     eng_event_tagged(v, "evict", v->clock, v->clock, x, bytes, unused);
-    eng_release_slot(v, x);
+    if (!eng_evict_defers_release(v, x))
+        eng_release_slot(v, x);
 }
 
 /* Frees room for x by evicting the cache policy's victims; -1 when nothing

@@ -17,6 +17,7 @@
  *   links.c: several GPUs: a link per GPU, the shared host ceiling
  *   gpus.c: several GPUs: placement, per-GPU caches, a layer on its GPUs
  *   residency.c: executor ops, cache slots (evict, make room, occupy) and the host tier
+ *   step_order.c: a layer step's order and protection, as the cache policy declares them
  *   nextuse.c: the next-use pre-pass (policies with needs_future)
  *   outputs.c: the events CSV, per-request and per-iteration CSVs, summary statistics
  */
@@ -141,6 +142,9 @@ struct ms_view {
     FILE *iter_csv, *req_csv;   /* cfg->iterations_path, requests_path */
     ms_err *err;
     int failed;
+    /* the cache policy's rules of a layer step (step_order.c) */
+    ms_step_rules rules;
+    int step_open;          /* between a layer's gate and the end of its compute */
 };
 
 /* view.c: the policy-facing view (policies/view.h) */
@@ -210,6 +214,14 @@ void eng_links_advance(ms_view *v, double T);
 void eng_links_settle(ms_view *v, const ms_act *acts, uint32_t n, const uint8_t *on_cpu);
 void eng_links_finish(ms_view *v);
 double eng_links_free(const ms_view *v);
+
+/* step_order.c: the rules of a layer step the cache policy declares (issue 16) */
+#define ENG_VISIT_REPEAT 0x80000000u /* eng_step_visits: a further visit of the same expert */
+void eng_load_step_rules(ms_view *v);
+void eng_order_step(ms_view *v, uint32_t l);
+uint32_t eng_step_visits(ms_view *v, uint32_t l, uint32_t n, uint32_t **out);
+int eng_step_evictable(const ms_view *v, uint32_t x, int resident);
+int eng_evict_defers_release(ms_view *v, uint32_t x);
 
 /* nextuse.c: the next-use pre-pass (policies with needs_future) */
 int eng_build_future(ms_view *v, ms_trace_reader *rd);

@@ -40,7 +40,7 @@ static int view_resident(const ms_view *v, uint32_t l, uint32_t e)
 /* With several GPUs, making room for an expert evicts on its GPU only. */
 static int view_evictable(const ms_view *v, uint32_t l, uint32_t e)
 {
-    return view_resident(v, l, e) && v->protect[l * v->J + e] != v->stamp &&
+    return l < v->L && e < v->J && eng_step_evictable(v, l * v->J + e, view_resident(v, l, e)) &&
            (v->G == 1 || v->incoming == UINT32_MAX || v->gpu_of[l * v->J + e] == v->gpu_of[v->incoming]);
 }
 

@@ -143,6 +143,24 @@ static void check_recorded_residency(const char *trace, double budget_mib)
     ms_metrics_free(&m);
 }
 
+/* Issue 16: the recording engine promotes every routed id as it appears,
+ * token by token (lru:order=token); then every decode and prefill cell
+ * agrees (qwen: 36864 decode + 7902 prefill cells with a recorded flag,
+ * gptoss: 4608 + 5952). */
+static void check_recorded_residency_token(const char *trace, double budget_mib, uint64_t decode, uint64_t prefill)
+{
+    ms_run_config cfg = config(trace, "none", "lru:order=token", MS_CAP_BYTES, budget_mib * 1048576.0);
+    ms_metrics m = run_ok(&cfg);
+    printf("%s lru:order=token: %llu/%llu decode, %llu/%llu prefill cells agree\n", trace,
+           (unsigned long long)m.recorded_agree, (unsigned long long)m.recorded_rows,
+           (unsigned long long)m.recorded_prefill_agree, (unsigned long long)m.recorded_prefill_rows);
+    CHECK_EQ_INT(m.recorded_rows, decode);
+    CHECK_EQ_INT(m.recorded_agree, decode);
+    CHECK_EQ_INT(m.recorded_prefill_rows, prefill);
+    CHECK_EQ_INT(m.recorded_prefill_agree, prefill);
+    ms_metrics_free(&m);
+}
+
 int main(void)
 {
     ms_err err;
@@ -159,6 +177,8 @@ int main(void)
 
     check_recorded_residency(qwen, 4000);
     check_recorded_residency(gptoss, 3000);
+    check_recorded_residency_token(qwen, 4000, 36864, 7902);
+    check_recorded_residency_token(gptoss, 3000, 4608, 5952);
 
     static const double real_sizes[] = {128, 512, 2048}; /* qwen prefill activates 70 experts in one layer */
     static const double mix_sizes[] = {8, 16, 64, 200}; /* batched prefill activates 7 per layer */

@@ -6,8 +6,9 @@
  *
  * Each prefetcher runs over lru, each cache under no prefetching, each
  * scheduler with none + lru; the papers' systems also run as the pairs they
- * were designed as.  The table is built by iterating the registry, so a new
- * policy without golden rows fails this test.  Also checked:
+ * were designed as, and the public code's systems (mode=code) as theirs.
+ * The table is built by iterating the registry, so a new policy without
+ * golden rows fails this test.  Also checked:
  *  - where a policy has mode=paper|code, the modes differ on some trace and
  *    size (POLICIES.md documents how they differ);
  *  - Belady misses no more than any cold-start cache (no preload) on every
@@ -126,6 +127,14 @@ static combo_list all_combos(void)
             spec_of(MS_KIND_CACHE, pairs[i][1], NULL, cache, sizeof cache);
         add_combo(&l, pf, cache, pairs[i][2]);
     }
+    /* the public code's systems (issue 16), with the speed parameters above */
+    static const char *const code_systems[][3] = {
+        {"eam:capacity=50,mode=code", "eam:mode=code", "gpu"},
+        {"fmoe:capacity=200,mode=code", "fmoe:mode=code", "gpu"},
+        {"hybrimoe:mode=code", "mrs:mode=code", "hybrid:mode=code"},
+    };
+    for (size_t i = 0; i < sizeof code_systems / sizeof code_systems[0]; i++)
+        add_combo(&l, code_systems[i][0], code_systems[i][1], code_systems[i][2]);
     return l;
 }
 
