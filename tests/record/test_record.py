@@ -43,7 +43,7 @@ def check(cond, what):
 
 def args_for(arch, prompts, out, spec):
     return types.SimpleNamespace(config=arch, model_id=None, prompts=prompts, max_new_tokens=NEW_TOKENS,
-                                 spec_depth=spec, output=out, seed=0, interval=0.25, dtype="float32")
+                                 spec_depth=spec, output=out, seed=0, interval=0.25, dtype="float32", tiny_set=[])
 
 
 def validate(moesim, out, n_rows):

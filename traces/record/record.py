@@ -514,7 +514,7 @@ def build_trace(model, rec, requests, model_name, source, S):
 def load_model(args):
     """(model, tokenize(text) -> ids, eos id or None, model name)."""
     if args.config:
-        model = tiny_model(args.config, args.seed, parse_tiny_set(args.tiny_set))
+        model = tiny_model(args.config, args.seed, parse_tiny_set(getattr(args, "tiny_set", None) or []))
         vocab = model.config.vocab_size
         return model, (lambda t: [b % vocab for b in t.encode("utf-8")]), None, f"tiny-{args.config}"
     import torch
