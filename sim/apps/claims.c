@@ -167,9 +167,12 @@ static ms_verdict falls(const double *v, size_t n)
 static void text_values(ms_claim_result *r, const char *sep, const double *v, size_t n, const char *fmt)
 {
     size_t u = strlen(r->value_text);
-    for (size_t i = 0; i < n && u < sizeof r->value_text; i++)
-        u += (size_t)snprintf(r->value_text + u, sizeof r->value_text - u, i ? "%s" : "", sep),
+    for (size_t i = 0; i < n && u < sizeof r->value_text; i++) {
+        if (i)
+            u += (size_t)snprintf(r->value_text + u, sizeof r->value_text - u, "%s", sep);
+        if (u < sizeof r->value_text)
             u += (size_t)snprintf(r->value_text + u, sizeof r->value_text - u, fmt, v[i]);
+    }
 }
 
 /* ---- the trace statistics claim ---- */
