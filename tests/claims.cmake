@@ -7,3 +7,5 @@ set(CLAIMS_FAIL ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_fail.sh)
 add_test(NAME claims.bad_only COMMAND ${CLAIMS_FAIL} 1 "^moesim: claims: --only nosuch: no such claim or paper" $<TARGET_FILE:moesim> claims --only fmoe-tpot,nosuch --out ${CMAKE_CURRENT_BINARY_DIR}/claims_bad)
 add_test(NAME claims.bad_requests COMMAND ${CLAIMS_FAIL} 2 "claims: --requests 2: expected a whole number in .4, 100000." $<TARGET_FILE:moesim> claims --requests 2)
 add_test(NAME claims.bad_flag COMMAND ${CLAIMS_FAIL} 2 "claims: unknown option '--fast'" $<TARGET_FILE:moesim> claims --fast 1)
+# the trace given with --trace is an input: an output of the same name is refused before any run
+add_test(NAME claims.refuses_input COMMAND sh -c "d=${CMAKE_CURRENT_BINARY_DIR}/claims_in && rm -rf $d && mkdir -p $d && $<TARGET_FILE:moesim> trace gen --model mixtral-8x7b -o $d/claims.csv --requests 4 --set prompt_max=16 --set output_max=8 >/dev/null && cp $d/claims.csv $d/copy.h5 && ${CLAIMS_FAIL} 1 '^moesim: claims [^:]*claims.csv: is the input file' $<TARGET_FILE:moesim> claims --trace $d/claims.csv --out $d --only fmoe-entropy && cmp -s $d/claims.csv $d/copy.h5 && ! [ -e $d/claims_values.csv ]")

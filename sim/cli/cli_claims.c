@@ -90,8 +90,20 @@ int ms_cli_claims(int argc, char **argv)
         return 0;
     }
     ms_err err;
+    if (f.o.trace)
+        ms_out_input(f.o.trace); /* never written over by DIR/claims*.csv, .png */
+    if (f.o.platform)
+        ms_out_input(f.o.platform);
     if (ms_out_make_dir("claims: --out", f.o.out_dir, &err))
         return ms_cli_error(err.msg);
+    /* the outputs are checked before any run (an input, a device, a folder) */
+    static const char *const outs[] = {"claims.csv", "claims_values.csv", "claims.png"};
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
+        char p[1200];
+        snprintf(p, sizeof p, "%s/%s", f.o.out_dir, outs[i]);
+        if (ms_out_check("claims", p, &err))
+            return ms_cli_error(err.msg);
+    }
     if (isatty(STDERR_FILENO))
         f.o.progress = stderr;
     ms_claim_result *r;
