@@ -38,6 +38,7 @@ set(SWEEP_BAD_CASES
   "unknown_section|1|bad.ini:5: unknown section .grid.|${T}\\n${C}\\n[grid]"
   "bad_bytes|1|bad.ini:4: cache_bytes = 4 parsecs: expected a size|${T}\\ncache_bytes = 4 parsecs"
   "bad_train|1|bad.ini:5: train = 1: expected auto or a fraction|${T}\\n${C}\\ntrain = auto, 1"
+  "huge_trace_cache|1|bad.ini:5: trace_cache = 13333333333333333MiB: expected a size such as 2GiB|${T}\\n${C}\\ntrace_cache = 13333333333333333MiB"
   "bad_fill|1|bad.ini:5: topk_fill = half: expected one of zero.even|${T}\\n${C}\\ntopk_fill = half"
   "unwritable_output|1|sweep: output /no/such/dir/out.csv: folder /no/such/dir: No such file or directory|${T}\\n${C}|-o|/no/such/dir/out.csv"
   "shard_out_of_range|2|--shard 2/2: shard index 2 out of range|${T}\\n${C}|--shard|2/2"

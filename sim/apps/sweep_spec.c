@@ -118,8 +118,8 @@ static int set_setting(parse_ctx *c, const char *name, const char *value)
     double b;
     if (s->trace_cache_set)
         return sw_ctx_fail(c, "key 'trace_cache' given twice");
-    if (ms_parse_bytes(value, &b) || !(b >= 0))
-        return sw_ctx_fail(c, "trace_cache = %s: expected a size such as 2GiB (0 = off)", value);
+    if (ms_parse_bytes(value, &b) || !(b >= 0) || b > 1e18) /* 1e18: below UINT64_MAX, far above any memory */
+        return sw_ctx_fail(c, "trace_cache = %s: expected a size such as 2GiB (0 = off, at most 1e18 bytes)", value);
     s->trace_cache = (uint64_t)b;
     s->trace_cache_set = 1;
     return 0;
