@@ -4,112 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policies/lib/fmoe_scan.h"
 #include "sim/core/err.h"
 
-/* The scans multiply and add in separate statements' worth of rounding: no
- * fused multiply-add (GCC does not contract in ISO C mode; clang would). */
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF
-#endif
-
 #define B FMOE_BLOCK
-
-/* ---- the scan ---- */
-
-/* out[b B + t] = sum over k < nc, in k's order, of w[k] x vals[b][cols[k]][t]
- * for every block b < nb (vals: blocks of `len` values; `first` offsets the
- * columns, a layer's row).  Sixteen running sums, one per entry, each added
- * term by term from +0 as the scalar loop adds them: the vector lanes are
- * entries, never terms of one entry's sum.  On x86-64 two versions of the
- * one loop (same operations, so the same results): 2 lanes (SSE2, every
- * x86-64 CPU) and, chosen at run time when the CPU has it, 4 lanes (AVX). */
-typedef void scan_fn(const float *restrict vals, size_t len, size_t first, uint32_t nb,
-                     const uint32_t *restrict cols, const double *restrict w, uint32_t nc, double *restrict out);
-
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
-#include <immintrin.h>
-
-/* Two floats at p as two doubles (cvtps2pd of a 64-bit load). */
-static inline __m128d cvt2(const float *p)
-{
-    return _mm_cvtps_pd(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(const void *)p)));
-}
-
-static void scan2(const float *restrict vals, size_t len, size_t first, uint32_t nb, const uint32_t *restrict cols,
-                  const double *restrict w, uint32_t nc, double *restrict out)
-{
-    for (uint32_t b = 0; b < nb; b++) {
-        const float *blk = vals + ((size_t)b * len + first) * B;
-        __m128d a[8];
-        for (int t = 0; t < 8; t++)
-            a[t] = _mm_setzero_pd();
-        for (uint32_t k = 0; k < nc; k++) {
-            const float *v = blk + (size_t)cols[k] * B;
-            __m128d x = _mm_set1_pd(w[k]);
-            a[0] = _mm_add_pd(a[0], _mm_mul_pd(x, cvt2(v + 0)));
-            a[1] = _mm_add_pd(a[1], _mm_mul_pd(x, cvt2(v + 2)));
-            a[2] = _mm_add_pd(a[2], _mm_mul_pd(x, cvt2(v + 4)));
-            a[3] = _mm_add_pd(a[3], _mm_mul_pd(x, cvt2(v + 6)));
-            a[4] = _mm_add_pd(a[4], _mm_mul_pd(x, cvt2(v + 8)));
-            a[5] = _mm_add_pd(a[5], _mm_mul_pd(x, cvt2(v + 10)));
-            a[6] = _mm_add_pd(a[6], _mm_mul_pd(x, cvt2(v + 12)));
-            a[7] = _mm_add_pd(a[7], _mm_mul_pd(x, cvt2(v + 14)));
-        }
-        for (int t = 0; t < 8; t++)
-            _mm_storeu_pd(out + (size_t)b * B + 2 * t, a[t]);
-    }
-}
-
-/* The same with four lanes: AVX (vcvtps2pd, vmulpd, vaddpd; no FMA). */
-__attribute__((target("avx"))) static void scan4(const float *restrict vals, size_t len, size_t first, uint32_t nb,
-                                                 const uint32_t *restrict cols, const double *restrict w,
-                                                 uint32_t nc, double *restrict out)
-{
-    for (uint32_t b = 0; b < nb; b++) {
-        const float *blk = vals + ((size_t)b * len + first) * B;
-        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
-        for (uint32_t k = 0; k < nc; k++) {
-            const float *v = blk + (size_t)cols[k] * B;
-            __m256d x = _mm256_set1_pd(w[k]);
-            a0 = _mm256_add_pd(a0, _mm256_mul_pd(x, _mm256_cvtps_pd(_mm_loadu_ps(v + 0))));
-            a1 = _mm256_add_pd(a1, _mm256_mul_pd(x, _mm256_cvtps_pd(_mm_loadu_ps(v + 4))));
-            a2 = _mm256_add_pd(a2, _mm256_mul_pd(x, _mm256_cvtps_pd(_mm_loadu_ps(v + 8))));
-            a3 = _mm256_add_pd(a3, _mm256_mul_pd(x, _mm256_cvtps_pd(_mm_loadu_ps(v + 12))));
-        }
-        double *o = out + (size_t)b * B;
-        _mm256_storeu_pd(o + 0, a0);
-        _mm256_storeu_pd(o + 4, a1);
-        _mm256_storeu_pd(o + 8, a2);
-        _mm256_storeu_pd(o + 12, a3);
-    }
-}
-
-static scan_fn *pick_scan(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx") ? scan4 : scan2;
-}
-#else
-/* Other targets: the same sums, one entry at a time. */
-static void scan1(const float *restrict vals, size_t len, size_t first, uint32_t nb, const uint32_t *restrict cols,
-                  const double *restrict w, uint32_t nc, double *restrict out)
-{
-    for (uint32_t b = 0; b < nb; b++) {
-        const float *blk = vals + ((size_t)b * len + first) * B;
-        double *o = out + (size_t)b * B;
-        for (uint32_t t = 0; t < B; t++)
-            o[t] = 0;
-        for (uint32_t k = 0; k < nc; k++)
-            for (uint32_t t = 0; t < B; t++)
-                o[t] += w[k] * (double)blk[(size_t)cols[k] * B + t];
-    }
-}
-
-static scan_fn *pick_scan(void)
-{
-    return scan1;
-}
-#endif
 
 /* ---- layout ---- */
 
@@ -161,7 +59,7 @@ void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32
     s->D = D;
     s->d = d;
     s->slots = (uint32_t)(((uint64_t)cap + B - 1) / B * B);
-    s->scan = pick_scan();
+    s->kernels = fmoe_kernels_pick();
     carver c = {NULL, 0};
     carve_all(s, &c);
     s->mem = ms_xcalloc(c.used + 63, 1);
@@ -228,7 +126,7 @@ static void scan_query(fmoe_store *s, const float *vals, size_t len, size_t firs
                        double *out)
 {
     uint32_t nc = query_terms(s, q, n);
-    s->scan(vals, len, first, (s->n + B - 1) / B, s->cols, s->w, nc, out);
+    s->kernels->scan(vals, len, first, (s->n + B - 1) / B, s->cols, s->w, nc, out);
 }
 
 /* ---- formulas ---- */
@@ -374,12 +272,9 @@ void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P)
     /* acc[y] = P . m_y[l], from 0 over j, then added to the running sums */
     scan_query(s, s->map, (size_t)s->L * s->J, (size_t)l * s->J, P, s->J, s->acc);
     const double *rn = s->row_norm2 + (size_t)l * s->slots; /* cached |m_y[l]|^2 */
-    double st = sqrt(s->traj_norm2);
-    for (uint32_t y = 0; y < s->n; y++) {
-        s->dot[y] += s->acc[y];
-        s->norm2[y] += rn[y];
-        s->score[y] = s->traj_norm2 > 0 && s->norm2[y] > 0 ? s->dot[y] / (st * sqrt(s->norm2[y])) : 0.0;
-    }
+    s->best = s->kernels->traj(s->dot, s->norm2, s->score, s->acc, rn, s->n, s->traj_norm2, &s->best_score);
+    if (s->best < 0 && s->n) /* a NaN score: the scalar rule over score[] */
+        s->best = argmax_first(s->score, s->n, &s->best_score);
     s->observed++;
 }
 
@@ -387,7 +282,8 @@ int fmoe_traj_best(const fmoe_store *s, double *score)
 {
     if (!s->n || !s->observed)
         return -1;
-    return argmax_first(s->score, s->n, score);
+    *score = s->best_score;
+    return s->best;
 }
 
 double fmoe_delta(double score)

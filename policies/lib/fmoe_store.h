@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FMOE_BLOCK 16 /* entries per block: 64 bytes of floats per stored value */
+#include "policies/lib/fmoe_scan.h"
 
 typedef struct {
     uint32_t cap, L, J, D, d; /* capacity C, layers, experts, embedding size, distance (RDY weights) */
@@ -51,6 +51,8 @@ typedef struct {
     double *dot;              /* [slots] m_y[0..observed) . traj */
     double *norm2;            /* [slots] |m_y[0..observed)|^2 */
     double *score;            /* [slots] cos(traj, m_y prefix) after the last observed layer */
+    int best;                 /* argmax of score (ties to the lower index) */
+    double best_score;
     double traj_norm2;        /* |traj|^2 */
     uint32_t observed;        /* layers observed so far */
     /* scratch of the scans */
@@ -58,8 +60,7 @@ typedef struct {
     uint32_t *cols;           /* [max(L J, D)] the query's terms that are summed */
     double *w;                /* [max(L J, D)] their values */
     void *mem;                /* the one allocation behind every array */
-    void (*scan)(const float *, size_t, size_t, uint32_t, const uint32_t *, const double *, uint32_t,
-                 double *);   /* the scan loop this CPU runs (same results on every CPU) */
+    const fmoe_kernels *kernels; /* the loops this CPU runs (the same results on every CPU) */
 } fmoe_store;
 
 void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32_t D, uint32_t d);
