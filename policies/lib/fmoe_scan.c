@@ -60,11 +60,6 @@ static int traj1(double *dot, double *norm2, double *score, const double *acc, c
 
 static const fmoe_kernels kernels_c = {scan1, traj1, "c"};
 
-const fmoe_kernels *fmoe_kernels_c(void)
-{
-    return &kernels_c;
-}
-
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
 
@@ -214,9 +209,26 @@ const fmoe_kernels *fmoe_kernels_pick(void)
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx") ? &kernels_avx : &kernels_sse2;
 }
+
+size_t fmoe_kernels_list(const fmoe_kernels **out)
+{
+    __builtin_cpu_init();
+    size_t n = 0;
+    out[n++] = &kernels_c;
+    out[n++] = &kernels_sse2;
+    if (__builtin_cpu_supports("avx"))
+        out[n++] = &kernels_avx;
+    return n;
+}
 #else
 const fmoe_kernels *fmoe_kernels_pick(void)
 {
     return &kernels_c;
+}
+
+size_t fmoe_kernels_list(const fmoe_kernels **out)
+{
+    out[0] = &kernels_c;
+    return 1;
 }
 #endif

@@ -35,7 +35,8 @@ typedef struct {
 } fmoe_kernels;
 
 const fmoe_kernels *fmoe_kernels_pick(void);
-/* The plain C kernels, for tests that compare them with the picked ones. */
-const fmoe_kernels *fmoe_kernels_c(void);
+/* Every version this CPU can run, the plain C one first (at most 3), for the
+ * tests that compare them; returns their count. */
+size_t fmoe_kernels_list(const fmoe_kernels **out);
 
 #endif
