@@ -120,8 +120,9 @@ static uint32_t query_terms(fmoe_store *s, const float *q, uint32_t n)
     return nc;
 }
 
-/* out[y] = q . value-vector of y over n values starting at `first`, for y < n entries
- * (rounded up to whole blocks). */
+/* out[y] = q[0..n) . (values first .. first + n - 1 of entry y), summed from +0
+ * in index order, for every held entry (out is written up to the end of the
+ * last held block; the empty slots there give 0). */
 static void scan_query(fmoe_store *s, const float *vals, size_t len, size_t first, const float *q, uint32_t n,
                        double *out)
 {
