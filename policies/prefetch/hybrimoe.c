@@ -209,5 +209,6 @@ static const ms_prefetch_ops hyb_ops = {
 };
 const ms_policy_desc ms_policy_prefetch_hybrimoe = {
     .name = "hybrimoe", .kind = MS_KIND_PREFETCH, .params = hyb_params, .prefetch = &hyb_ops, .needs_weights = 1,
+    .reads = MS_PART_GATE | MS_PART_SPEC,
     .summary = "HybriMoE impact-driven prefetch of the next 3 layers (code: top-S of l+1)",
 };
