@@ -62,6 +62,18 @@ static void check_selected_parts(const char *path)
         CHECK(!memcmp(ra.topk_ids, rb.topk_ids, cells * sizeof *ra.topk_ids));
         CHECK(!memcmp(ra.iters, rb.iters, ra.n_iters * sizeof *ra.iters));
     }
+    /* the ids-only check (weights not read) still finds a repeated or
+     * out-of-range id, with the full check's words */
+    CHECK(ms_reader_read(b, 0, &rb, &err) == 1);
+    rb.topk_ids[ms_topk_index(m, 0, 3) + 1] = rb.topk_ids[ms_topk_index(m, 0, 3)];
+    CHECK(ms_request_check_parts(m, &rb, 0, "t.h5", &err) == -1);
+    CHECK_STR_CONTAINS(err.msg, "t.h5: request ");
+    CHECK_STR_CONTAINS(err.msg, " row 0 layer 3: topk_ids: duplicate expert ");
+    rb.topk_ids[ms_topk_index(m, 0, 3) + 1] = (int32_t)m->J;
+    CHECK(ms_request_check_parts(m, &rb, 0, "t.h5", &err) == -1);
+    CHECK_STR_CONTAINS(err.msg, " row 0 layer 3: topk_ids[1] = 8 out of range [-1, 8)");
+    CHECK(ms_request_check_parts(m, &rb, MS_PART_WEIGHTS, "t.h5", &err) == -1); /* topk_w is NULL */
+    CHECK_STR_CONTAINS(err.msg, "topk_w missing although it was read");
     /* the gate alone: weights and probabilities, nothing else */
     ms_reader_select(b, MS_PART_GATE);
     CHECK(ms_reader_read(b, 0, &rb, &err) == 1);

@@ -162,6 +162,23 @@ static void scratch_next(cell_scratch *s)
  * (raw softmax weights, or a renormalised cell with missing slots); ids only
  * (renorm == 2): every present weight is exactly (float)(1/K).  w == NULL
  * (weights not read): the ids alone. */
+/* Ids only (weights not read), for the usual small K: each id in [-1, J)
+ * and no id twice, by comparing pairs (no stamps); the messages are
+ * check_topk_cell's. */
+static int check_ids_cell(const ms_trace_meta *m, const int32_t *ids, const cell_loc *at, const char *ids_name,
+                          ms_err *err)
+{
+    for (uint32_t k = 0; k < m->K; k++) {
+        int32_t id = ids[k];
+        if (id < -1 || id >= (int64_t)m->J)
+            return fail_at(err, at, "%s[%u] = %" PRId32 " out of range [-1, %u)", ids_name, k, id, m->J);
+        for (uint32_t k2 = 0; id >= 0 && k2 < k; k2++)
+            if (ids[k2] == id)
+                return fail_at(err, at, "%s: duplicate expert %" PRId32, ids_name, id);
+    }
+    return 0;
+}
+
 static int check_topk_cell(cell_scratch *s, const int32_t *ids, const float *w, int renorm, const cell_loc *at,
                            const char *ids_name, const char *w_name, ms_err *err)
 {
@@ -281,6 +298,7 @@ static int check_rows(const ms_trace_meta *m, const ms_request *r, unsigned part
     int full = m->probs_kind == MS_PROBS_FULL && (parts & MS_PART_PROBS);
     int hits = r->recorded_hit && (parts & MS_PART_HITS);
     int spec = m->spec_depth && (parts & MS_PART_SPEC);
+    int ids_only = !w && !full && m->K <= 16;
     cell_scratch s = {m, ms_xcalloc(m->J, sizeof(uint32_t)), 0};
     cell_loc at = {where, r->id, 0, 0, 0};
     int renorm = m->probs_kind == MS_PROBS_TOPK_IDS ? 2 : m->probs_kind == MS_PROBS_TOPK_RENORM;
@@ -290,7 +308,10 @@ static int check_rows(const ms_trace_meta *m, const ms_request *r, unsigned part
             size_t o = ms_topk_index(m, row, l);
             at.row = row;
             at.layer = l;
-            rc = check_topk_cell(&s, r->topk_ids + o, w ? w + o : NULL, renorm, &at, "topk_ids", "topk_w", err);
+            if (ids_only) /* no weights, no probs after it (check_full_cell reads the stamps) */
+                rc = check_ids_cell(m, r->topk_ids + o, &at, "topk_ids", err);
+            else
+                rc = check_topk_cell(&s, r->topk_ids + o, w ? w + o : NULL, renorm, &at, "topk_ids", "topk_w", err);
             if (rc == 0 && full)
                 rc = check_full_cell(&s, r->probs + ms_probs_index(m, row, l), r->topk_ids + o, w ? w + o : NULL,
                                      &at, err);
