@@ -9,7 +9,6 @@ void ms_xheap_init(ms_xheap *h, uint32_t nx)
     size_t n = nx ? nx : 1;
     h->heap = ms_xcalloc(n, sizeof *h->heap);
     h->pos = ms_xcalloc(n, sizeof *h->pos);
-    h->key = ms_xcalloc(n, sizeof *h->key);
     h->frontier = ms_xcalloc(n, sizeof *h->frontier);
     for (uint32_t x = 0; x < nx; x++)
         h->pos[x] = MS_NIL;
@@ -21,68 +20,75 @@ void ms_xheap_free(ms_xheap *h)
 {
     free(h->heap);
     free(h->pos);
-    free(h->key);
     free(h->frontier);
 }
 
-/* (a, b, x) of x below that of y */
-static inline int before(const ms_xheap *h, uint32_t x, uint32_t y)
+/* (a, b, x) of p below that of q */
+static inline int before(const ms_xheap_entry *p, const ms_xheap_entry *q)
 {
-    const ms_xheap_key *kx = &h->key[x], *ky = &h->key[y];
-    if (kx->a != ky->a)
-        return kx->a < ky->a;
-    if (kx->b != ky->b)
-        return kx->b < ky->b;
-    return x < y;
+    if (p->a != q->a)
+        return p->a < q->a;
+    if (p->b != q->b)
+        return p->b < q->b;
+    return p->x < q->x;
 }
 
-static inline void place(ms_xheap *h, uint32_t i, uint32_t x)
+static inline void place(ms_xheap *h, uint32_t i, ms_xheap_entry e)
 {
-    h->heap[i] = x;
-    h->pos[x] = i;
+    h->heap[i] = e;
+    h->pos[e.x] = i;
 }
 
 static void sift_up(ms_xheap *h, uint32_t i)
 {
-    uint32_t x = h->heap[i];
+    ms_xheap_entry e = h->heap[i];
     while (i > 0) {
         uint32_t parent = (i - 1) / 2;
-        if (!before(h, x, h->heap[parent]))
+        if (!before(&e, &h->heap[parent]))
             break;
         place(h, i, h->heap[parent]);
         i = parent;
     }
-    place(h, i, x);
+    place(h, i, e);
 }
 
 static void sift_down(ms_xheap *h, uint32_t i)
 {
-    uint32_t x = h->heap[i];
+    ms_xheap_entry e = h->heap[i];
     for (;;) {
         uint32_t c = 2 * i + 1;
         if (c >= h->n)
             break;
-        if (c + 1 < h->n && before(h, h->heap[c + 1], h->heap[c]))
+        if (c + 1 < h->n && before(&h->heap[c + 1], &h->heap[c]))
             c++;
-        if (!before(h, h->heap[c], x))
+        if (!before(&h->heap[c], &e))
             break;
         place(h, i, h->heap[c]);
         i = c;
     }
-    place(h, i, x);
+    place(h, i, e);
+}
+
+/* the entry at i has a new key: up when it is now below its parent, else down */
+static void restore(ms_xheap *h, uint32_t i)
+{
+    if (i > 0 && before(&h->heap[i], &h->heap[(i - 1) / 2]))
+        sift_up(h, i);
+    else
+        sift_down(h, i);
 }
 
 void ms_xheap_set(ms_xheap *h, uint32_t x, uint64_t a, uint64_t b)
 {
-    h->key[x] = (ms_xheap_key){a, b};
+    ms_xheap_entry e = {a, b, x};
     uint32_t i = h->pos[x];
     if (i == MS_NIL) {
-        place(h, h->n++, x);
+        place(h, h->n++, e);
         sift_up(h, h->n - 1);
         return;
     }
-    sift_up(h, i);
-    sift_down(h, h->pos[x]);
+    h->heap[i] = e;
+    restore(h, i);
 }
 
 void ms_xheap_remove(ms_xheap *h, uint32_t x)
@@ -91,17 +97,15 @@ void ms_xheap_remove(ms_xheap *h, uint32_t x)
     if (i == MS_NIL)
         return;
     h->pos[x] = MS_NIL;
-    uint32_t last = h->heap[--h->n];
-    if (i == h->n)
+    if (i == --h->n)
         return;
-    place(h, i, last);
-    sift_up(h, i);
-    sift_down(h, h->pos[last]);
+    place(h, i, h->heap[h->n]);
+    restore(h, i);
 }
 
 /* ---- the best-first walk: a min-heap of heap positions ---- */
 
-static inline int pos_before(const ms_xheap *h, uint32_t p, uint32_t q) { return before(h, h->heap[p], h->heap[q]); }
+static inline int pos_before(const ms_xheap *h, uint32_t p, uint32_t q) { return before(&h->heap[p], &h->heap[q]); }
 
 static void frontier_push(ms_xheap *h, uint32_t *n, uint32_t p)
 {
@@ -135,8 +139,8 @@ uint32_t ms_xheap_first(ms_xheap *h, int (*accept)(const void *ctx, uint32_t x),
 {
     if (h->n == 0)
         return MS_NIL;
-    if (accept(ctx, h->heap[0])) /* the usual case: the smallest passes */
-        return h->heap[0];
+    if (accept(ctx, h->heap[0].x)) /* the usual case: the smallest passes */
+        return h->heap[0].x;
     /* A child is never below its parent, so popping the smallest position
      * and pushing its children visits the members in (a, b, x) order. */
     uint32_t nf = 0;
@@ -146,8 +150,8 @@ uint32_t ms_xheap_first(ms_xheap *h, int (*accept)(const void *ctx, uint32_t x),
         frontier_push(h, &nf, 2);
     while (nf > 0) {
         uint32_t p = frontier_pop(h, &nf);
-        if (accept(ctx, h->heap[p]))
-            return h->heap[p];
+        if (accept(ctx, h->heap[p].x))
+            return h->heap[p].x;
         if (2 * p + 1 < h->n)
             frontier_push(h, &nf, 2 * p + 1);
         if (2 * p + 2 < h->n)

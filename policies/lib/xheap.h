@@ -23,13 +23,13 @@
 
 typedef struct {
     uint64_t a, b;
-} ms_xheap_key;
+    uint32_t x;
+} ms_xheap_entry; /* a member and its key, stored in heap order */
 
 typedef struct {
-    uint32_t *heap;     /* [nx] members in heap order */
-    uint32_t *pos;      /* [nx] x's index in heap, MS_NIL when not a member */
-    ms_xheap_key *key;  /* [nx] key of x (kept after removal, unused) */
-    uint32_t *frontier; /* [nx] scratch of ms_xheap_first: heap positions */
+    ms_xheap_entry *heap; /* [nx] members in heap order */
+    uint32_t *pos;        /* [nx] x's index in heap, MS_NIL when not a member */
+    uint32_t *frontier;   /* [nx] scratch of ms_xheap_first: heap positions */
     uint32_t n, nx;
 } ms_xheap;
 
@@ -41,7 +41,7 @@ void ms_xheap_set(ms_xheap *h, uint32_t x, uint64_t a, uint64_t b);
 void ms_xheap_remove(ms_xheap *h, uint32_t x);
 static inline int ms_xheap_has(const ms_xheap *h, uint32_t x) { return h->pos[x] != MS_NIL; }
 /* The smallest member, MS_NIL when empty. */
-static inline uint32_t ms_xheap_top(const ms_xheap *h) { return h->n ? h->heap[0] : MS_NIL; }
+static inline uint32_t ms_xheap_top(const ms_xheap *h) { return h->n ? h->heap[0].x : MS_NIL; }
 /* The smallest member x with accept(ctx, x) != 0; MS_NIL when none. */
 uint32_t ms_xheap_first(ms_xheap *h, int (*accept)(const void *ctx, uint32_t x), const void *ctx);
 /* The smallest member for which ms_view_evictable(v, x / J, x % J) holds. */
