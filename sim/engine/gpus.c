@@ -142,6 +142,7 @@ int eng_gpus_setup(ms_view *v)
     v->gused = ms_xcalloc(v->G, sizeof *v->gused);
     v->gused_bytes = ms_xcalloc(v->G, sizeof *v->gused_bytes);
     v->links = ms_xcalloc(v->G, sizeof *v->links);
+    v->step_lanes = ms_xcalloc((size_t)4 * v->G, sizeof *v->step_lanes);
     v->ceiling = c->platform->host_ceiling_bw > 0 ? c->platform->host_ceiling_bw : INFINITY;
     if (check_multi_gpu(v) || place_experts(v))
         return -1;
@@ -296,10 +297,11 @@ static void run_expert(ms_view *v, const ms_act *a, int on_cpu, double t_start, 
 double eng_gpus_compute_layer(ms_view *v, const ms_act *acts, uint32_t n, const uint8_t *on_cpu, double t_start)
 {
     eng_links_settle(v, acts, n, on_cpu);
-    gpu_lanes g = {ms_xcalloc(v->G, sizeof(double)), ms_xcalloc(v->G, sizeof(double)),
-                   ms_xcalloc(v->G, sizeof(double)), ms_xcalloc(v->G, sizeof(double))};
-    uint32_t *order = ms_xcalloc(n ? n : 1, sizeof *order);
-    double *ready = ms_xcalloc(n ? n : 1, sizeof *ready);
+    double *lanes = v->step_lanes; /* [4 G], zeroed per step */
+    memset(lanes, 0, (size_t)4 * v->G * sizeof *lanes);
+    gpu_lanes g = {lanes, lanes + v->G, lanes + 2 * (size_t)v->G, lanes + 3 * (size_t)v->G};
+    uint32_t *order = v->step_order; /* [J] >= n */
+    double *ready = v->step_ready;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t x = v->layer * v->J + acts[i].expert;
         ready[i] = on_cpu[i] ? INFINITY : fmax(v->ready_t[x], 0.0);
@@ -329,11 +331,5 @@ double eng_gpus_compute_layer(ms_view *v, const ms_act *acts, uint32_t n, const 
     ms_counts *c[3] = {&v->m->total, &v->m->phase[v->phase], &v->m->layer[v->layer]};
     for (int i = 0; i < 3; i++)
         c[i]->stall_s += stall;
-    free(order);
-    free(ready);
-    free(g.tokens);
-    free(g.free);
-    free(g.stall);
-    free(g.dispatch);
     return end;
 }

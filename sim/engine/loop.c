@@ -127,7 +127,7 @@ static int demand_without_room(ms_view *v, uint32_t x, uint32_t n)
 static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8_t *on_cpu)
 {
     uint32_t l = v->layer;
-    uint8_t *cached = ms_xcalloc(n, 1);
+    uint8_t *cached = v->step_cached; /* [J] >= n */
     for (uint32_t i = 0; i < n; i++) {
         uint32_t x = l * v->J + acts[i].expert;
         v->protect[x] = v->stamp;
@@ -140,8 +140,8 @@ static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8
     memset(on_cpu, 0, n);
     if (v->sched->sched->place)
         v->sched->sched->place(v->sched_st, v, l, n, acts, cached, on_cpu);
-    free(cached);
-    uint32_t *visit, nv = eng_step_visits(v, l, n, &visit);
+    const uint32_t *visit;
+    uint32_t nv = eng_step_visits(v, l, n, &visit);
     for (uint32_t j = 0; j < nv; j++) {
         uint32_t i = visit[j] & ~ENG_VISIT_REPEAT;
         if (visit[j] & ENG_VISIT_REPEAT) {
@@ -163,10 +163,8 @@ static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8
             if (v->queued[x])
                 eng_dequeue_prefetch(v, x);
             if (eng_cache_admits(v, x) && !eng_gpu_streams(v, x)) {
-                if (eng_make_room(v, x) && demand_without_room(v, x, n)) {
-                    free(visit);
+                if (eng_make_room(v, x) && demand_without_room(v, x, n))
                     return -1;
-                }
                 eng_occupy(v, x);
             } else {
                 v->transient[x] = 1;
@@ -178,7 +176,6 @@ static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8
             access_again(v, l, acts[i].expert, on_cpu[i]);
         }
     }
-    free(visit);
     compare_recorded(v);
     return 0;
 }
@@ -202,8 +199,8 @@ static void order_by_ready(uint32_t *order, const double *ready, uint32_t n)
 static double compute_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, const uint8_t *on_cpu, double t_start)
 {
     uint32_t l = v->layer;
-    uint32_t *order = ms_xcalloc(n ? n : 1, sizeof *order);
-    double *ready = ms_xcalloc(n ? n : 1, sizeof *ready);
+    uint32_t *order = v->step_order; /* [J] >= n */
+    double *ready = v->step_ready;
     for (uint32_t i = 0; i < n; i++)
         ready[i] = on_cpu[i] ? INFINITY : fmax(v->ready_t[l * v->J + acts[i].expert], 0.0);
     order_by_ready(order, ready, n);
@@ -234,8 +231,6 @@ static double compute_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, 
             eng_release_slot(v, x);
         v->transient[x] = 0;
     }
-    free(order);
-    free(ready);
     ms_counts *c[3];
     counts_of(v, l, c);
     for (int i = 0; i < 3; i++)
@@ -295,11 +290,10 @@ static int run_layer(ms_view *v, uint32_t l)
     }
     uint32_t n;
     const ms_act *acts = ms_view_activated(v, l, &n);
-    uint8_t *on_cpu = ms_xcalloc(n ? n : 1, 1);
+    uint8_t *on_cpu = v->step_on_cpu; /* [J] >= n */
     eng_count_gate(v, acts, n);
     if (serve_layer_experts(v, acts, n, on_cpu)) {
         v->step_open = 0;
-        free(on_cpu);
         return -1;
     }
     eng_start_demands(v);
@@ -309,7 +303,6 @@ static int run_layer(ms_view *v, uint32_t l)
     double t_exp = t_gate + pre_sync + v->sync_delay;
     double end = v->G > 1 ? eng_gpus_compute_layer(v, acts, n, on_cpu, t_exp) : compute_layer_experts(v, acts, n, on_cpu, t_exp);
     v->step_open = 0;
-    free(on_cpu);
     eng_event_layer(v, "layer", t0, end);
     ms_counts *c[3];
     counts_of(v, l, c);

@@ -227,6 +227,14 @@ void eng_alloc_state(ms_view *v)
         v->score[x] = NAN;
     v->acts = ms_xcalloc(nx, sizeof *v->acts);
     v->n_acts = ms_xcalloc(v->L, sizeof *v->n_acts);
+    size_t j = v->J ? v->J : 1;
+    v->step_cached = ms_xcalloc(j, 1);
+    v->step_on_cpu = ms_xcalloc(j, 1);
+    v->step_seen = ms_xcalloc(j, 1);
+    v->step_order = ms_xcalloc(j, sizeof *v->step_order);
+    v->step_ready = ms_xcalloc(j, sizeof *v->step_ready);
+    v->step_visit_cap = j;
+    v->step_visit = ms_xcalloc(j, sizeof *v->step_visit);
     v->m->L = v->L;
     v->m->layer = ms_xcalloc(v->L, sizeof *v->m->layer);
 }
@@ -240,7 +248,8 @@ void eng_free_state(ms_view *v)
     if (v->sched && v->sched_st && v->sched->sched->destroy)
         v->sched->sched->destroy(v->sched_st);
     void *arrays[] = {v->cached, v->transient, v->from_prefetch, v->queued, v->outcome, v->qgen, v->qissue, v->ready_t,
-                      v->protect, v->mark, v->act_pos, v->score, v->acts, v->n_acts, v->layer_bytes, v->layer_params, v->dense_bytes,
+                      v->protect, v->mark, v->act_pos, v->score, v->acts, v->n_acts, v->step_cached, v->step_on_cpu,
+                      v->step_seen, v->step_order, v->step_ready, v->step_lanes, v->step_visit, v->layer_bytes, v->layer_params, v->dense_bytes,
                       v->dense_params, v->in_host, v->host_used_at, v->q.a, v->use_n, v->use_cap, v->use_cur,
                       v->ttft.v, v->tpot.v, v->latency.v};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)

@@ -126,6 +126,15 @@ struct ms_view {
     /* activated sets of the running iteration, per layer */
     ms_act *acts; /* [L][J] */
     uint32_t *n_acts;
+    /* one layer step's scratch, sized once per run so that a step allocates
+     * nothing: [J] per activated expert, [4 G] GPU lanes, the visit list
+     * (grown only when a wider batch needs more) */
+    uint8_t *step_cached, *step_on_cpu, *step_seen;
+    uint32_t *step_order;
+    double *step_ready;
+    double *step_lanes;
+    uint32_t *step_visit;
+    size_t step_visit_cap;
     /* hook cost accounting */
     double hook_t, sync_delay, async_delay;
     /* next-use pre-pass: sorted iteration indices per expert */
@@ -219,7 +228,9 @@ double eng_links_free(const ms_view *v);
 #define ENG_VISIT_REPEAT 0x80000000u /* eng_step_visits: a further visit of the same expert */
 void eng_load_step_rules(ms_view *v);
 void eng_order_step(ms_view *v, uint32_t l);
-uint32_t eng_step_visits(ms_view *v, uint32_t l, uint32_t n, uint32_t **out);
+/* The visit order of layer l's n activated experts, in v->step_visit (owned
+ * by the view: valid until the next call). */
+uint32_t eng_step_visits(ms_view *v, uint32_t l, uint32_t n, const uint32_t **out);
 int eng_step_evictable(const ms_view *v, uint32_t x, int resident);
 int eng_evict_defers_release(ms_view *v, uint32_t x);
 

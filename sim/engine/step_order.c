@@ -3,6 +3,7 @@
  * token-order visits (MS_ORDER_TOKEN), and which experts are evictable
  * while the step runs. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim/engine/state.h"
 
@@ -70,10 +71,22 @@ void eng_order_step(ms_view *v, uint32_t l)
 
 /* ---- visits ---- */
 
-uint32_t eng_step_visits(ms_view *v, uint32_t l, uint32_t n, uint32_t **out)
+/* v->step_visit holds at least cap entries (it grows only when a wider batch
+ * needs more: a step allocates nothing in the steady state). */
+static uint32_t *visit_buffer(ms_view *v, size_t cap)
+{
+    if (cap > v->step_visit_cap) {
+        free(v->step_visit);
+        v->step_visit_cap = cap * 2;
+        v->step_visit = ms_xcalloc(v->step_visit_cap, sizeof *v->step_visit);
+    }
+    return v->step_visit;
+}
+
+uint32_t eng_step_visits(ms_view *v, uint32_t l, uint32_t n, const uint32_t **out)
 {
     if (v->rules.order != MS_ORDER_TOKEN) {
-        uint32_t *seq = ms_xcalloc(n ? n : 1, sizeof *seq);
+        uint32_t *seq = visit_buffer(v, n);
         for (uint32_t i = 0; i < n; i++)
             seq[i] = i;
         *out = seq;
@@ -81,8 +94,9 @@ uint32_t eng_step_visits(ms_view *v, uint32_t l, uint32_t n, uint32_t **out)
     }
     const ms_batcher *b = v->batch;
     size_t cap = (size_t)v->batch_rows * v->K + 1, w = 0;
-    uint32_t *seq = ms_xcalloc(cap, sizeof *seq);
-    uint8_t *seen = ms_xcalloc(n ? n : 1, 1);
+    uint32_t *seq = visit_buffer(v, cap);
+    uint8_t *seen = v->step_seen; /* [J] >= n */
+    memset(seen, 0, n);
     for (uint32_t i = 0; i < b->n_items; i++) {
         const ms_request *r = &b->slots[b->items[i]].req;
         const ms_iteration *it = ms_batcher_iter(b, b->items[i]);
@@ -98,7 +112,6 @@ uint32_t eng_step_visits(ms_view *v, uint32_t l, uint32_t n, uint32_t **out)
             }
         }
     }
-    free(seen);
     *out = seq;
     return (uint32_t)w;
 }
