@@ -15,10 +15,10 @@
  * running step, on another GPU: skipped).
  *
  * Members sit in two indexed heaps (policies/lib/xheap.h): by_next, by that
- * key, and expiry, by next ascending.  A member's next use, once read at
- * step s0, stays right for every step below it: ms_view_next_use is the
+ * key, and expiry, by next ascending.  A member's next use, once read,
+ * stays exact while the running step is below it: ms_view_next_use is the
  * first activation after the running step, and the running step never goes
- * back.  So before each search the members whose stored next is <= the
+ * back (the engine's steps only advance).  So before each search the members whose stored next is <= the
  * running step (expiry's smallest) read theirs again; every other key is
  * still exact, and the search visits by_next in key order until a member is
  * evictable. */
