@@ -1,24 +1,25 @@
 /* bench/replay: replay throughput in layer-steps per second (one layer of one
- * iteration = one step), with the trace-reading cost measured separately.
+ * iteration = one step), beside the cost of reading the trace alone.
  *
- *   bench_replay [--trace FILE] [--model NAME] [--layer-steps N] [--cache-experts N]
- *                [--combos PF+CACHE,...] [--repeat R]
+ *   bench_replay [--model NAME] [--platform NAME] [--trace FILE] [--layer-steps N]
+ *                [--cache-experts N] [--repeat R] [--combos PF+CACHE[+SCHED],...]
  *
- * Without --trace it generates a seeded trace of model NAME (default
- * mixtral-8x7b; `moesim list` names the others) of about N layer-steps
- * (default 1,000,000) in /tmp.  For each prefetch+cache combination (default
- * none+lru,oracle+belady; e.g. fmoe+fmoe) it reports the whole replay, the
- * streaming read alone, and policy + engine work = replay - reads x read
- * (belady's next-use pre-pass reads the trace once more); ratio = reading
- * time / policy time (target >= 1.0: policies cost no more than reading the
- * trace).  Layer-steps are the whole trace's, also for a policy that learns
- * from a training split (--train auto: fmoe's offline store is filled from
- * the first 70 %, which is then not replayed, and that fill counts as policy
- * time).  Best of R repetitions (default 3).  Host wall-clock timing: a
- * benchmark, not a test. */
+ * Without --trace it generates a seeded trace of the model (default
+ * mixtral-8x7b) of about N layer-steps (default 1,000,000) in /tmp, once.
+ * "read ids" streams every request with the top-k ids only (what none+lru
+ * reads), "read all" with every part (what `trace validate` reads).  Each
+ * combination (default: the issue-18 list) runs with --train auto: policies
+ * that learn read the first 70 % of the requests offline and replay the
+ * rest, so steps/s is the trace's layer-steps (each one learnt from or
+ * replayed) over the run's wall time, training included; "replayed" is
+ * m.total.layer_steps; "x lru" is the run's time over none+lru's.  Best of R
+ * repetitions (default 3); the process's peak RSS at the end.  Host
+ * wall-clock timing: a benchmark, not a test (bench/perf.sh runs it per
+ * combination, for the peak RSS of each, and counts instructions). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "sim/engine/engine.h"
@@ -39,14 +40,16 @@ static void die(const char *msg)
     exit(1);
 }
 
-/* Streams every request once; returns seconds and the layer-step count. */
-static double time_read(const char *path, uint64_t *steps)
+/* Streams every request once with `parts`; returns seconds and the
+ * layer-step count. */
+static double time_read(const char *path, unsigned parts, uint64_t *steps)
 {
     ms_err err;
     double t0 = wall();
     ms_trace_reader *rd = ms_reader_open(path, &err);
     if (!rd)
         die(err.msg);
+    ms_reader_select(rd, parts);
     ms_request r = {0};
     int rc;
     uint64_t iters = 0;
@@ -60,11 +63,32 @@ static double time_read(const char *path, uint64_t *steps)
     return wall() - t0;
 }
 
-static double time_run(const char *path, const ms_model *model, const ms_platform *plat, const char *pf,
-                       const char *cache, double cap)
+typedef struct {
+    char pf[64], cache[64], sched[64];
+} combo;
+
+/* "PF+CACHE" or "PF+CACHE+SCHED" (sched default gpu). */
+static combo parse_combo(const char *text)
 {
-    ms_run_config cfg = {.trace_path = path, .model = model, .platform = plat, .prefetch_spec = pf,
-                         .cache_spec = cache, .sched_spec = "gpu", .cap_kind = MS_CAP_EXPERTS,
+    combo c = {"", "", "gpu"};
+    char buf[200];
+    snprintf(buf, sizeof buf, "%s", text);
+    char *a = strtok(buf, "+"), *b = strtok(NULL, "+"), *d = strtok(NULL, "+");
+    if (!a || !b || strtok(NULL, "+"))
+        die("--combos: expected PF+CACHE[+SCHED] items separated by commas");
+    snprintf(c.pf, sizeof c.pf, "%s", a);
+    snprintf(c.cache, sizeof c.cache, "%s", b);
+    if (d)
+        snprintf(c.sched, sizeof c.sched, "%s", d);
+    return c;
+}
+
+/* One run; *steps = the layer-steps it replayed. */
+static double time_run(const char *path, const ms_model *model, const ms_platform *plat, const combo *c, double cap,
+                       uint64_t *steps)
+{
+    ms_run_config cfg = {.trace_path = path, .model = model, .platform = plat, .prefetch_spec = c->pf,
+                         .cache_spec = c->cache, .sched_spec = c->sched, .cap_kind = MS_CAP_EXPERTS,
                          .cap_value = cap, .distance = 1, .max_batch = 1, .seed = 1};
     ms_metrics m;
     ms_err err;
@@ -72,33 +96,38 @@ static double time_run(const char *path, const ms_model *model, const ms_platfor
     if (ms_run(&cfg, &m, &err))
         die(err.msg);
     double t = wall() - t0;
+    *steps = m.total.layer_steps;
     ms_metrics_free(&m);
     return t;
 }
 
-#define MAX_COMBOS 8
-
-/* "pf+cache,pf+cache,..." into pf[i], cache[i] (pointers into buf); returns the count. */
-static size_t parse_combos(char *buf, const char *pf[], const char *cache[])
+static const char *trace_for(const char *model_name, const ms_model *model, unsigned long long steps_target,
+                             char *buf, size_t n)
 {
-    size_t n = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *plus = strchr(tok, '+');
-        if (!plus || plus == tok || !plus[1] || n == MAX_COMBOS)
-            die("--combos takes up to 8 PREFETCH+CACHE pairs separated by commas, e.g. none+lru,fmoe+fmoe");
-        *plus = 0;
-        pf[n] = tok;
-        cache[n++] = plus + 1;
+    snprintf(buf, n, "/tmp/moesim-bench-replay-%s-%llu.h5", model_name, steps_target);
+    FILE *f = fopen(buf, "rb");
+    if (f) { /* generated by an earlier run: same seed, same file */
+        fclose(f);
+        return buf;
     }
-    if (!n)
-        die("--combos is empty");
-    return n;
+    ms_gen_params p;
+    ms_gen_defaults(&p);
+    p.seed = 7;
+    p.requests = 0;
+    p.layer_steps = steps_target;
+    ms_err err;
+    double t0 = wall();
+    if (ms_gen_write(&p, model, buf, NULL, &err))
+        die(err.msg);
+    printf("generated %s in %.2f s\n", buf, wall() - t0);
+    return buf;
 }
+
+static const char *DEFAULT_COMBOS = "none+lru,eam+eam,hybrimoe+mrs+hybrid,fmoe+fmoe,oracle+belady,none+lfu";
 
 int main(int argc, char **argv)
 {
-    const char *trace = NULL, *model_name = "mixtral-8x7b";
-    char combos_buf[512] = "none+lru,oracle+belady";
+    const char *trace = NULL, *model_name = "mixtral-8x7b", *plat_name = "rtx3090-pcie4", *combos = DEFAULT_COMBOS;
     unsigned long long steps_target = 1000000, cap = 64, repeat = 3;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc)
@@ -108,61 +137,59 @@ int main(int argc, char **argv)
             trace = v;
         else if (!strcmp(a, "--model"))
             model_name = v;
-        else if (!strcmp(a, "--combos") && strlen(v) < sizeof combos_buf)
-            strcpy(combos_buf, v);
-        else if ((!strcmp(a, "--layer-steps") && !ms_parse_u64(v, &steps_target)) ||
-                 (!strcmp(a, "--cache-experts") && !ms_parse_u64(v, &cap)) ||
+        else if (!strcmp(a, "--platform"))
+            plat_name = v;
+        else if (!strcmp(a, "--combos"))
+            combos = v;
+        else if ((!strcmp(a, "--layer-steps") && !ms_parse_u64(v, &steps_target) && steps_target > 0) ||
+                 (!strcmp(a, "--cache-experts") && !ms_parse_u64(v, &cap) && cap > 0) ||
                  (!strcmp(a, "--repeat") && !ms_parse_u64(v, &repeat) && repeat > 0))
             continue;
         else
-            die("usage: bench_replay [--trace FILE] [--model NAME] [--layer-steps N] [--cache-experts N] "
-                "[--combos PF+CACHE,...] [--repeat R]");
+            die("usage: bench_replay [--model NAME] [--platform NAME] [--trace FILE] [--layer-steps N] "
+                "[--cache-experts N] [--repeat R] [--combos PF+CACHE[+SCHED],...]");
     }
     ms_err err;
     ms_model model;
     ms_platform plat;
-    const char *pf[MAX_COMBOS], *cache[MAX_COMBOS];
-    size_t n_combos = parse_combos(combos_buf, pf, cache);
-    if (ms_model_load(model_name, &model, &err) || ms_platform_load("rtx3090-pcie4", &plat, &err))
+    if (ms_model_load(model_name, &model, &err) || ms_platform_load(plat_name, &plat, &err))
         die(err.msg);
-    char gen_path[256];
-    if (!trace) {
-        snprintf(gen_path, sizeof gen_path, "/tmp/moesim-bench-replay-%s-%llu.h5", model_name, steps_target);
-        ms_gen_params p;
-        ms_gen_defaults(&p);
-        p.seed = 7;
-        p.requests = 0;
-        p.layer_steps = steps_target;
-        double t0 = wall();
-        if (ms_gen_write(&p, &model, gen_path, NULL, &err))
-            die(err.msg);
-        printf("generated %s in %.2f s\n", gen_path, wall() - t0);
-        trace = gen_path;
-    }
-    /* belady's next-use pre-pass reads the trace a second time: that read is
-     * trace-reading cost too, so it counts twice on the read side. */
+    char gen_path[512];
+    if (!trace)
+        trace = trace_for(model_name, &model, steps_target, gen_path, sizeof gen_path);
     uint64_t steps = 0;
-    double read_s = 1e300;
+    double read_ids = 1e300, read_all = 1e300;
     for (unsigned r = 0; r < repeat; r++) {
-        double t = time_read(trace, &steps);
-        read_s = t < read_s ? t : read_s;
+        double t = time_read(trace, 0, &steps);
+        read_ids = t < read_ids ? t : read_ids;
+        t = time_read(trace, MS_PART_ALL, &steps);
+        read_all = t < read_all ? t : read_all;
     }
-    printf("trace %s: %llu layer-steps, cache %llu experts, best of %llu\n", trace, (unsigned long long)steps, cap,
-           repeat);
-    printf("%-16s %10s %14s %14s %14s %8s\n", "prefetch+cache", "replay s", "replay step/s", "read step/s",
-           "policy step/s", "ratio");
-    for (size_t c = 0; c < n_combos; c++) {
-        int reads = strcmp(cache[c], "belady") ? 1 : 2;
-        double run_s = 1e300;
+    printf("trace %s (%s): %llu layer-steps, cache %llu experts, %s, best of %llu\n", trace, model_name,
+           (unsigned long long)steps, cap, plat_name, repeat);
+    printf("%-28s %10s %12s %14s %8s\n", "combination", "seconds", "replayed", "steps/s", "x lru");
+    printf("%-28s %10.3f %12s %14.0f %8s\n", "read ids", read_ids, "", steps / read_ids, "");
+    printf("%-28s %10.3f %12s %14.0f %8s\n", "read all", read_all, "", steps / read_all, "");
+    char list[1024];
+    snprintf(list, sizeof list, "%s", combos);
+    double lru_s = 0;
+    for (char *save = NULL, *item = strtok_r(list, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        combo c = parse_combo(item);
+        double best = 1e300;
+        uint64_t run_steps = 0;
         for (unsigned r = 0; r < repeat; r++) {
-            double t = time_run(trace, &model, &plat, pf[c], cache[c], (double)cap);
-            run_s = t < run_s ? t : run_s;
+            double t = time_run(trace, &model, &plat, &c, (double)cap, &run_steps);
+            best = t < best ? t : best;
         }
-        double policy_s = run_s - reads * read_s;
-        char name[64];
-        snprintf(name, sizeof name, "%s+%s", pf[c], cache[c]);
-        printf("%-16s %10.3f %14.0f %14.0f %14.0f %8.2f\n", name, run_s, steps / run_s, steps / read_s,
-               policy_s > 0 ? steps / policy_s : 0.0, policy_s > 0 ? reads * read_s / policy_s : 0.0);
+        if (!strcmp(item, "none+lru"))
+            lru_s = best;
+        char ratio[32] = "";
+        if (lru_s > 0)
+            snprintf(ratio, sizeof ratio, "%.1f", best / lru_s);
+        printf("%-28s %10.3f %12llu %14.0f %8s\n", item, best, (unsigned long long)run_steps, steps / best, ratio);
     }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("peak RSS %.1f MB\n", ru.ru_maxrss / 1024.0);
     return 0;
 }

@@ -161,6 +161,10 @@ typedef struct {
     int needs_future;              /* asks the engine for the next-use pre-pass */
     int needs_weights;             /* reads router weights (ms_view_gate_mean, ms_gate_row): refused on a trace
                                     * that has none (probs_kind topk_ids) */
+    unsigned reads;                /* the request parts (traces/format/trace.h MS_PART_*) it reads during the
+                                    * replay besides the top-k ids: MS_PART_GATE for ms_view_gate_mean /
+                                    * ms_gate_row, MS_PART_EMBED for ms_view_embedding, MS_PART_SPEC for
+                                    * ms_view_spec_gate.  The engine reads only what its policies declare. */
     int uses_distance;             /* reads the prefetch distance (--distance); a run that sets
                                     * another distance than 1 for a prefetcher without one is warned */
     int uses_training;             /* learns from the training split: --train auto becomes 0.7 */

@@ -4,14 +4,34 @@
  * own next use is no sooner than every victim's, it is streamed through a
  * transient buffer instead of cached (the optimum once caches may bypass,
  * as `static` does).  With the engine's next-use pre-pass it is the offline
- * bound every cache is measured against. */
+ * bound every cache is measured against.
+ *
+ * The victim is the evictable member with the largest next use, ties (the
+ * experts of one layer next used in the same iteration, and every expert
+ * never used again) to the lowest x = l * J + e, i.e. the smallest
+ * (UINT64_MAX - next, x): a total order, so the victim is the one a scan
+ * over all members gives (as before issue 18), whatever their order.
+ * ms_view_evictable() decides what may go (in flight, protected by the
+ * running step, on another GPU: skipped).
+ *
+ * Members sit in two indexed heaps (policies/lib/xheap.h): by_next, by that
+ * key, and expiry, by next ascending.  A member's next use, once read,
+ * stays exact while the running step is below it: ms_view_next_use is the
+ * first activation after the running step, and the running step never goes
+ * back (the engine's steps only advance).  So before each search the members whose stored next is <= the
+ * running step (expiry's smallest) read theirs again; every other key is
+ * still exact, and the search visits by_next in key order until a member is
+ * evictable. */
 #include <stdlib.h>
 
 #include "policies/lib/expert_list.h"
+#include "policies/lib/xheap.h"
 #include "policies/policy.h"
 
 typedef struct {
-    ms_xset members;
+    ms_xheap by_next; /* members by (UINT64_MAX - next use, x): the victim first */
+    ms_xheap expiry;  /* members by next use: the first to go stale first */
+    uint64_t *next;   /* [NX] a member's next use, read at insertion or on expiry */
     uint32_t J;
     int bypass;
     uint32_t chosen; /* victim found by admit(), handed to the victim() call that follows */
@@ -20,51 +40,59 @@ typedef struct {
 static void *belady_create(const ms_params *p, const ms_policy_env *env, ms_err *err)
 {
     (void)err;
+    uint32_t nx = env->meta->L * env->meta->J;
     belady_state *s = ms_xcalloc(1, sizeof *s);
     s->J = env->meta->J;
     s->bypass = (int)ms_param_num(p, "bypass");
     s->chosen = MS_NIL;
-    ms_xset_init(&s->members, env->meta->L * env->meta->J);
+    ms_xheap_init(&s->by_next, nx);
+    ms_xheap_init(&s->expiry, nx);
+    s->next = ms_xcalloc(nx ? nx : 1, sizeof *s->next);
     return s;
 }
 
 static void belady_destroy(void *st)
 {
     belady_state *s = st;
-    ms_xset_free(&s->members);
+    ms_xheap_free(&s->by_next);
+    ms_xheap_free(&s->expiry);
+    free(s->next);
     free(s);
+}
+
+/* x's next use as the view gives it now, into both heaps */
+static void read_next(belady_state *s, const ms_view *v, uint32_t x)
+{
+    uint64_t next = ms_view_next_use(v, x / s->J, x % s->J);
+    s->next[x] = next;
+    ms_xheap_set(&s->by_next, x, UINT64_MAX - next, 0);
+    ms_xheap_set(&s->expiry, x, next, 0);
 }
 
 static void belady_insert(void *st, const ms_view *v, uint32_t l, uint32_t e)
 {
-    (void)v;
     belady_state *s = st;
-    ms_xset_add(&s->members, l * s->J + e);
+    read_next(s, v, l * s->J + e);
 }
 
 static void belady_evict(void *st, const ms_view *v, uint32_t l, uint32_t e)
 {
     (void)v;
     belady_state *s = st;
-    ms_xset_remove(&s->members, l * s->J + e);
+    uint32_t x = l * s->J + e;
+    ms_xheap_remove(&s->by_next, x);
+    ms_xheap_remove(&s->expiry, x);
 }
 
 /* The evictable member with the furthest next use; MS_NIL when none. */
-static uint32_t furthest_member(const belady_state *s, const ms_view *v, uint64_t *next_out)
+static uint32_t furthest_member(belady_state *s, const ms_view *v, uint64_t *next_out)
 {
-    uint32_t best = MS_NIL;
-    uint64_t best_next = 0;
-    for (uint32_t i = 0; i < s->members.n; i++) {
-        uint32_t x = s->members.items[i];
-        if (!ms_view_evictable(v, x / s->J, x % s->J))
-            continue;
-        uint64_t next = ms_view_next_use(v, x / s->J, x % s->J);
-        if (best == MS_NIL || next > best_next || (next == best_next && x < best)) {
-            best = x;
-            best_next = next;
-        }
-    }
-    *next_out = best_next;
+    uint64_t step = ms_view_step(v);
+    uint32_t x;
+    while ((x = ms_xheap_top(&s->expiry)) != MS_NIL && s->next[x] <= step)
+        read_next(s, v, x); /* its use at s->next[x] has come: the one after */
+    uint32_t best = ms_xheap_first_evictable(&s->by_next, v, s->J);
+    *next_out = best == MS_NIL ? 0 : s->next[best];
     return best;
 }
 

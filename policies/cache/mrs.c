@@ -263,6 +263,6 @@ static const ms_cache_ops mrs_ops = {
     .victim = mrs_victim, .full = mrs_full, .step_rules = mrs_step_rules,
 };
 const ms_policy_desc ms_policy_cache_mrs = {
-    .name = "mrs", .kind = MS_KIND_CACHE, .params = mrs_params, .cache = &mrs_ops, .needs_weights = 1,
+    .name = "mrs", .kind = MS_KIND_CACHE, .params = mrs_params, .cache = &mrs_ops, .needs_weights = 1, .reads = MS_PART_GATE,
     .summary = "HybriMoE Minus Recent Score: evict the lowest S <- alpha TopP(s) + (1-alpha) S",
 };

@@ -45,7 +45,7 @@ static void *static_create(const ms_params *p, const ms_policy_env *env, ms_err 
     if (env->split.frac == 0) /* no split: count every request */
         counted.split = (ms_split){.frac = 1, .train_requests = env->meta->n_requests};
     count_ctx ctx = {s, env->meta};
-    if (ms_train_foreach(&counted, count_iteration, &ctx, err)) {
+    if (ms_train_foreach(&counted, 0, count_iteration, &ctx, err)) {
         free(s->count);
         free(s);
         return NULL;

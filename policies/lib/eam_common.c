@@ -587,7 +587,7 @@ int eam_collect_training(const ms_policy_env *env, uint32_t window, eam_set *out
 {
     train_ctx c = {.meta = env->meta, .window = window, .out = out};
     c.m = ms_xcalloc((size_t)env->meta->L * env->meta->J, sizeof *c.m);
-    int rc = ms_train_foreach(env, add_training_iteration, &c, err);
+    int rc = ms_train_foreach(env, 0, add_training_iteration, &c, err);
     if (rc == 0)
         flush_sample(&c);
     free(c.m);

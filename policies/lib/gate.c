@@ -10,6 +10,8 @@ void ms_gate_row(const ms_trace_meta *m, const ms_request *r, uint32_t row, uint
         memcpy(out, r->probs + ms_probs_index(m, row, l), m->J * sizeof *out);
         return;
     }
+    if (!r->topk_w || m->probs_kind == MS_PROBS_FULL)
+        ms_request_part_missing("ms_gate_row", m->probs_kind == MS_PROBS_FULL ? "probs" : "topk_w");
     size_t base = ms_topk_index(m, row, l);
     double sum = 0;
     uint32_t present = 0;
@@ -66,7 +68,7 @@ int ms_split_resolve(const ms_trace_meta *m, double frac, int learns, const char
     return 0;
 }
 
-int ms_train_foreach(const ms_policy_env *env, ms_train_fn fn, void *ctx, ms_err *err)
+int ms_train_foreach(const ms_policy_env *env, unsigned parts, ms_train_fn fn, void *ctx, ms_err *err)
 {
     const ms_split *s = &env->split;
     if (s->frac == 0)
@@ -74,6 +76,7 @@ int ms_train_foreach(const ms_policy_env *env, ms_train_fn fn, void *ctx, ms_err
     ms_trace_reader *rd = ms_reader_open(env->trace_path, err);
     if (!rd)
         return -1;
+    ms_reader_select(rd, parts);
     uint64_t n_req = s->by_iteration ? 1 : s->train_requests;
     ms_request r = {0};
     int rc = 0;

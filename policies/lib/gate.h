@@ -23,9 +23,10 @@ uint32_t ms_gate_add_iteration(const ms_trace_meta *m, const ms_request *r, uint
 int ms_split_resolve(const ms_trace_meta *m, double frac, int learns, const char *word, ms_split *out, ms_err *err);
 
 /* Streams the training split in trace order, calling fn once per training
- * iteration (request index, the request, iteration index).  A non-zero return
+ * iteration (request index, the request, iteration index); the requests carry
+ * the top-k ids and the `parts` (MS_PART_*) asked for.  A non-zero return
  * from fn stops the walk and is returned; -1 on read errors. */
 typedef int (*ms_train_fn)(void *ctx, uint64_t req_index, const ms_request *r, uint32_t it, ms_err *err);
-int ms_train_foreach(const ms_policy_env *env, ms_train_fn fn, void *ctx, ms_err *err);
+int ms_train_foreach(const ms_policy_env *env, unsigned parts, ms_train_fn fn, void *ctx, ms_err *err);
 
 #endif

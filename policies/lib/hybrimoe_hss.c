@@ -9,18 +9,22 @@
 /* MRS */
 
 /* top[0..p) = the p experts with the largest s, descending (ties: lower id). */
+/* top[0..p) = the p experts of largest s, largest first, ties to the lower
+ * id (s holds no NaN: gate scores are checked): one pass keeping the best p
+ * found so far in that order, O(J p) at worst, usually O(J). */
 static void top_p_experts(const float *s, uint32_t J, uint32_t p, uint32_t *top)
 {
-    uint8_t *taken = ms_xcalloc(J ? J : 1, 1);
-    for (uint32_t i = 0; i < p; i++) {
-        uint32_t best = J;
-        for (uint32_t e = 0; e < J; e++)
-            if (!taken[e] && (best == J || s[e] > s[best]))
-                best = e;
-        taken[best] = 1;
-        top[i] = best;
+    uint32_t n = 0;
+    for (uint32_t e = 0; e < J && p > 0; e++) {
+        if (n == p && !(s[e] > s[top[p - 1]]))
+            continue; /* not above the p-th (an equal score has a lower id there) */
+        uint32_t at = n < p ? n++ : p - 1;
+        while (at > 0 && s[top[at - 1]] < s[e]) {
+            top[at] = top[at - 1];
+            at--;
+        }
+        top[at] = e;
     }
-    free(taken);
 }
 
 static int by_id(const void *a, const void *b)

@@ -156,7 +156,7 @@ static int fill_offline(fmoe_pf *s, const ms_policy_env *env, ms_err *err)
                             "or use store=online", env->trace_path);
     s->env = env;
     s->cur_req = UINT64_MAX;
-    int rc = ms_train_foreach(env, train_iteration, s, err);
+    int rc = ms_train_foreach(env, MS_PART_GATE | MS_PART_EMBED, train_iteration, s, err);
     if (rc == 0 && s->track == TRACK_HITCOUNT)
         flush_request(s);
     memset(s->cur, 0, (size_t)s->L * s->J * sizeof *s->cur);
@@ -458,5 +458,6 @@ const ms_policy_desc ms_policy_prefetch_fmoe = {
     .name = "fmoe", .kind = MS_KIND_PREFETCH, .uses_distance = 1, .params = fmoe_params, .prefetch = &fmoe_ops,
     .uses_training = 1, .learns = fmoe_learns,
     .needs_weights = 1,
+    .reads = MS_PART_GATE | MS_PART_EMBED,
     .summary = "fMoE: expert maps searched by semantics and trajectory, similarity-aware threshold",
 };

@@ -40,6 +40,11 @@
 enum { PRED_AUTO, PRED_SPEC, PRED_HISTORY };
 
 typedef struct {
+    double score;
+    uint32_t e;
+} scored;
+
+typedef struct {
     int code, predictor, bug;
     uint32_t depth, k, p, prefetch_size, J, L, K, spec_depth;
     double alpha;
@@ -47,6 +52,7 @@ typedef struct {
     double *H;  /* [L][J] MRS running scores (history predictor / code S) */
     float *s;   /* [J] scratch */
     double *q;  /* [J] scratch: predicted scores */
+    scored *ranked; /* [J] scratch: q with ids, the best first */
 } hyb_state;
 
 static int parse_predictor(const char *name)
@@ -103,6 +109,7 @@ static void *hyb_create(const ms_params *p, const ms_policy_env *env, ms_err *er
     s->H = ms_xcalloc((size_t)m->L * m->J, sizeof *s->H);
     s->s = ms_xcalloc(m->J, sizeof *s->s);
     s->q = ms_xcalloc(m->J, sizeof *s->q);
+    s->ranked = ms_xcalloc(m->J, sizeof *s->ranked);
     return s;
 }
 
@@ -112,6 +119,7 @@ static void hyb_destroy(void *st)
     free(s->H);
     free(s->s);
     free(s->q);
+    free(s->ranked);
     free(s);
 }
 
@@ -143,11 +151,6 @@ static void predict_layer(hyb_state *s, const ms_view *v, uint32_t l, uint32_t i
     memcpy(s->q, s->H + (size_t)(l + i) * s->J, s->J * sizeof *s->q);
 }
 
-typedef struct {
-    double score;
-    uint32_t e;
-} scored;
-
 static int by_score_desc(const void *a, const void *b)
 {
     const scored *x = a, *y = b;
@@ -156,16 +159,32 @@ static int by_score_desc(const void *a, const void *b)
     return x->e < y->e ? -1 : 1;
 }
 
+/* Puts the first k of c[0..n) in by_score_desc order (a total order: score,
+ * then id) into c[0..k), by selection: the same k, in the same order, as a
+ * full sort, in O(n k) without one (k is a handful, n up to J). */
+static void rank_first(scored *c, uint32_t n, uint32_t k)
+{
+    for (uint32_t j = 0; j < k && j < n; j++) {
+        uint32_t best = j;
+        for (uint32_t i = j + 1; i < n; i++)
+            if (by_score_desc(&c[i], &c[best]) < 0)
+                best = i;
+        scored t = c[j];
+        c[j] = c[best];
+        c[best] = t;
+    }
+}
+
 /* Queues the k best-predicted experts of layer t, priority = impact. */
 static void prefetch_by_impact(hyb_state *s, ms_view *v, uint32_t t)
 {
     const ms_platform *pf = ms_view_platform(v);
     double bytes = ms_view_expert_bytes(v, t), params = ms_view_expert_params(v, t);
     double rows = ms_view_batch_rows(v), t_copy = ms_t_copy_h2d(pf, bytes);
-    scored *c = ms_xcalloc(s->J, sizeof *c);
+    scored *c = s->ranked;
     for (uint32_t e = 0; e < s->J; e++)
         c[e] = (scored){s->q[e], e};
-    qsort(c, s->J, sizeof *c, by_score_desc);
+    rank_first(c, s->J, s->k);
     for (uint32_t j = 0; j < s->k && c[j].score > 0; j++) {
         double prob = fmin(1.0, s->K * c[j].score);
         double n = fmax(1.0, prob * rows);
@@ -174,7 +193,6 @@ static void prefetch_by_impact(hyb_state *s, ms_view *v, uint32_t t)
         if (impact > 0)
             ms_view_prefetch(v, t, c[j].e, impact);
     }
-    free(c);
 }
 
 static void hyb_gate(void *st, ms_view *v, uint32_t l)
@@ -209,5 +227,6 @@ static const ms_prefetch_ops hyb_ops = {
 };
 const ms_policy_desc ms_policy_prefetch_hybrimoe = {
     .name = "hybrimoe", .kind = MS_KIND_PREFETCH, .params = hyb_params, .prefetch = &hyb_ops, .needs_weights = 1,
+    .reads = MS_PART_GATE | MS_PART_SPEC,
     .summary = "HybriMoE impact-driven prefetch of the next 3 layers (code: top-S of l+1)",
 };

@@ -101,5 +101,6 @@ static const ms_prefetch_ops spec_ops = {
 };
 const ms_policy_desc ms_policy_prefetch_speculative = {
     .name = "speculative", .kind = MS_KIND_PREFETCH, .uses_distance = 1, .params = spec_params, .prefetch = &spec_ops,
+    .reads = MS_PART_SPEC,
     .summary = "Mixtral-Offloading / ProMoE: top experts of the speculative gate_{l+d}(h_l) from the trace",
 };

@@ -84,7 +84,7 @@ static void *trans_create(const ms_params *p, const ms_policy_env *env, ms_err *
     s->top = ms_xcalloc(s->J, sizeof *s->top);
     s->active = ms_xcalloc(s->J, sizeof *s->active);
     ms_coact_init(&s->T, s->L, s->J, env->meta->K, s->d);
-    if (ms_train_foreach(env, count_training_iteration, s, err)) {
+    if (ms_train_foreach(env, 0, count_training_iteration, s, err)) {
         trans_destroy(s);
         return NULL;
     }

@@ -59,12 +59,15 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
         eng_load_policy(v, MS_KIND_SCHED, cfg->sched_spec, &v->sched, &v->sched_st))
         goto done;
     eng_note_unused(v);
+    ms_reader_select(rd, 0); /* the next-use pre-pass reads top-k ids only */
     if ((v->pf->needs_future || v->cache->needs_future || v->sched->needs_future) && eng_build_future(v, rd))
         goto done;
     eng_init_host_tier(v);
     if (eng_open_outputs(v) || eng_open_executor(v))
         goto done;
     eng_load_step_rules(v);
+    v->parts = eng_replay_parts(v);
+    ms_reader_select(rd, v->parts);
     eng_preload_cache(v);
     if (eng_start_executor(v) || replay(v, rd))
         goto done;

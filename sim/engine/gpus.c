@@ -47,7 +47,7 @@ static int place_experts(ms_view *v)
         if (counted.split.frac == 0) /* no split: the whole trace's load */
             counted.split = (ms_split){.frac = 1, .train_requests = v->meta->n_requests};
         load_ctx c = {load, v->meta};
-        if (ms_train_foreach(&counted, count_load, &c, v->err)) {
+        if (ms_train_foreach(&counted, 0, count_load, &c, v->err)) {
             free(load);
             return -1;
         }

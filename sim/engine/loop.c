@@ -35,7 +35,8 @@ void eng_build_activated_sets(ms_view *v)
                     }
                     ms_act *a = &acts[v->act_pos[x]];
                     a->tokens++;
-                    a->weight_sum += r->topk_w[base + k];
+                    if (r->topk_w) /* read when the step order or a policy uses them (eng_replay_parts) */
+                        a->weight_sum += r->topk_w[base + k];
                 }
             }
         }

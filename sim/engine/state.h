@@ -153,7 +153,8 @@ struct ms_view {
     int failed;
     /* the cache policy's rules of a layer step (step_order.c) */
     ms_step_rules rules;
-    int step_open;          /* between a layer's gate and the end of its compute */
+    int step_open;
+    unsigned parts;         /* request parts the replay reads (MS_PART_*): the policies' and the engine's */          /* between a layer's gate and the end of its compute */
 };
 
 /* view.c: the policy-facing view (policies/view.h) */
@@ -227,6 +228,7 @@ double eng_links_free(const ms_view *v);
 /* step_order.c: the rules of a layer step the cache policy declares (issue 16) */
 #define ENG_VISIT_REPEAT 0x80000000u /* eng_step_visits: a further visit of the same expert */
 void eng_load_step_rules(ms_view *v);
+unsigned eng_replay_parts(const ms_view *v);
 void eng_order_step(ms_view *v, uint32_t l);
 /* The visit order of layer l's n activated experts, in v->step_visit (owned
  * by the view: valid until the next call). */

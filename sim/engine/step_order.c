@@ -14,6 +14,19 @@ void eng_load_step_rules(ms_view *v)
         v->cache->cache->step_rules(v->cache_st, &v->rules);
 }
 
+/* The request parts the replay reads: what the policies declare, the
+ * weights for the gather order (rank_of) and the recording engine's hits
+ * (compare_recorded in loop.c). */
+unsigned eng_replay_parts(const ms_view *v)
+{
+    unsigned p = v->pf->reads | v->cache->reads | v->sched->reads;
+    if (v->rules.order == MS_ORDER_HITS_FIRST_GATHER)
+        p |= MS_PART_WEIGHTS;
+    if (v->meta->has_recorded_hits)
+        p |= MS_PART_HITS;
+    return p;
+}
+
 /* ---- order ---- */
 
 typedef struct {

@@ -105,6 +105,8 @@ static uint32_t view_item_iter(const ms_view *v, uint32_t i)
 
 static void view_gate_mean(const ms_view *v, uint32_t l, float *out)
 {
+    if ((v->parts & MS_PART_GATE) != MS_PART_GATE)
+        ms_request_part_missing("ms_view_gate_mean", "the gate (MS_PART_GATE)");
     memset(out, 0, v->J * sizeof *out);
     uint32_t rows = 0;
     for (uint32_t i = 0; i < view_items(v) && l < v->L; i++)
@@ -119,6 +121,8 @@ static int view_embedding(const ms_view *v, float *out)
     uint32_t D = v->meta->embed_dim, n = view_items(v);
     if (D == 0 || n == 0)
         return 0;
+    if (!(v->parts & MS_PART_EMBED))
+        ms_request_part_missing("ms_view_embedding", "the embedding (MS_PART_EMBED)");
     memset(out, 0, D * sizeof *out);
     for (uint32_t i = 0; i < n; i++) {
         const float *e = view_item_request(v, i)->embedding + (size_t)view_item_iter(v, i) * D;
@@ -133,6 +137,8 @@ static int view_spec_gate(const ms_view *v, uint32_t l, uint32_t i, float *out)
     const ms_trace_meta *m = v->meta;
     if (i < 1 || i > m->spec_depth || l + i >= v->L || view_items(v) == 0)
         return 0;
+    if (!(v->parts & MS_PART_SPEC))
+        ms_request_part_missing("ms_view_spec_gate", "the speculative gates (MS_PART_SPEC)");
     memset(out, 0, v->J * sizeof *out);
     uint32_t rows = 0;
     for (uint32_t b = 0; b < view_items(v); b++) {

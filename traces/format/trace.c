@@ -68,6 +68,10 @@ void ms_request_free(ms_request *r)
 {
     if (!r)
         return;
+    if (r->borrowed) {
+        memset(r, 0, sizeof *r);
+        return;
+    }
     free(r->iters);
     free(r->topk_ids);
     free(r->topk_w);
@@ -156,11 +160,29 @@ static void scratch_next(cell_scratch *s)
 /* Ids in [-1, J), no duplicate, weights finite, in [0, 1 + tol], 0 where the
  * id is -1, and summing to 1 (renormalised, all K present) or to at most 1
  * (raw softmax weights, or a renormalised cell with missing slots); ids only
- * (renorm == 2): every present weight is exactly (float)(1/K). */
+ * (renorm == 2): every present weight is exactly (float)(1/K).  w == NULL
+ * (weights not read): the ids alone. */
+/* Ids only (weights not read), for the usual small K: each id in [-1, J)
+ * and no id twice, by comparing pairs (no stamps); the messages are
+ * check_topk_cell's. */
+static int check_ids_cell(const ms_trace_meta *m, const int32_t *ids, const cell_loc *at, const char *ids_name,
+                          ms_err *err)
+{
+    for (uint32_t k = 0; k < m->K; k++) {
+        int32_t id = ids[k];
+        if (id < -1 || id >= (int64_t)m->J)
+            return fail_at(err, at, "%s[%u] = %" PRId32 " out of range [-1, %u)", ids_name, k, id, m->J);
+        for (uint32_t k2 = 0; id >= 0 && k2 < k; k2++)
+            if (ids[k2] == id)
+                return fail_at(err, at, "%s: duplicate expert %" PRId32, ids_name, id);
+    }
+    return 0;
+}
+
 static int check_topk_cell(cell_scratch *s, const int32_t *ids, const float *w, int renorm, const cell_loc *at,
                            const char *ids_name, const char *w_name, ms_err *err)
 {
-    if (renorm == 2)
+    if (renorm == 2 && w)
         for (uint32_t k = 0; k < s->m->K; k++)
             if (ids[k] >= 0 && w[k] != (float)(1.0 / s->m->K))
                 return fail_at(err, at, "%s[%u] = %g but probs_kind topk_ids stores 1/K = %g", w_name, k, (double)w[k],
@@ -171,7 +193,7 @@ static int check_topk_cell(cell_scratch *s, const int32_t *ids, const float *w, 
     scratch_next(s);
     for (uint32_t k = 0; k < m->K; k++) {
         int32_t id = ids[k];
-        float x = w[k];
+        float x = w ? w[k] : 0.0f;
         if (id < -1 || id >= (int64_t)m->J)
             return fail_at(err, at, "%s[%u] = %" PRId32 " out of range [-1, %u)", ids_name, k, id, m->J);
         if (!isfinite(x) || x < 0 || x > 1 + MS_SUM_TOL)
@@ -187,6 +209,8 @@ static int check_topk_cell(cell_scratch *s, const int32_t *ids, const float *w, 
         present++;
         sum += x;
     }
+    if (!w)
+        return 0;
     if (renorm && present == m->K && fabs(sum - 1.0) > MS_SUM_TOL)
         return fail_at(err, at, "%s sum to %.6g, expected 1 (topk_renorm)", w_name, sum);
     if (sum > 1.0 + MS_SUM_TOL)
@@ -195,7 +219,8 @@ static int check_topk_cell(cell_scratch *s, const int32_t *ids, const float *w, 
 }
 
 /* Full distribution: finite, >= 0, sums to 1; every top-k slot present, the
- * K ids are K largest probabilities (ties allowed) and topk_w equals them. */
+ * K ids are K largest probabilities (ties allowed) and topk_w equals them
+ * (when read: w != NULL). */
 static int check_full_cell(cell_scratch *s, const float *p, const int32_t *ids, const float *w, const cell_loc *at,
                            ms_err *err)
 {
@@ -215,7 +240,7 @@ static int check_full_cell(cell_scratch *s, const float *p, const int32_t *ids, 
         if (ids[k] < 0)
             return fail_at(err, at, "topk_ids[%u] = -1 but probs_kind full has no missing cells", k);
         float pk = p[ids[k]];
-        if (fabs((double)w[k] - (double)pk) > MS_TOPK_PROB_TOL)
+        if (w && fabs((double)w[k] - (double)pk) > MS_TOPK_PROB_TOL)
             return fail_at(err, at, "topk_w[%u] = %g but probs[%" PRId32 "] = %g", k, (double)w[k], ids[k], (double)pk);
         if (pk < min_sel)
             min_sel = pk;
@@ -267,8 +292,13 @@ static int check_spec_cells(cell_scratch *s, const ms_request *r, uint32_t row, 
     return 0;
 }
 
-static int check_rows(const ms_trace_meta *m, const ms_request *r, const char *where, ms_err *err)
+static int check_rows(const ms_trace_meta *m, const ms_request *r, unsigned parts, const char *where, ms_err *err)
 {
+    const float *w = parts & MS_PART_WEIGHTS ? r->topk_w : NULL;
+    int full = m->probs_kind == MS_PROBS_FULL && (parts & MS_PART_PROBS);
+    int hits = r->recorded_hit && (parts & MS_PART_HITS);
+    int spec = m->spec_depth && (parts & MS_PART_SPEC);
+    int ids_only = !w && !full && m->K <= 16;
     cell_scratch s = {m, ms_xcalloc(m->J, sizeof(uint32_t)), 0};
     cell_loc at = {where, r->id, 0, 0, 0};
     int renorm = m->probs_kind == MS_PROBS_TOPK_IDS ? 2 : m->probs_kind == MS_PROBS_TOPK_RENORM;
@@ -278,13 +308,16 @@ static int check_rows(const ms_trace_meta *m, const ms_request *r, const char *w
             size_t o = ms_topk_index(m, row, l);
             at.row = row;
             at.layer = l;
-            rc = check_topk_cell(&s, r->topk_ids + o, r->topk_w + o, renorm, &at, "topk_ids", "topk_w", err);
-            if (rc == 0 && m->probs_kind == MS_PROBS_FULL)
-                rc = check_full_cell(&s, r->probs + ms_probs_index(m, row, l), r->topk_ids + o, r->topk_w + o, &at,
-                                     err);
-            if (rc == 0 && r->recorded_hit)
+            if (ids_only) /* no weights, no probs after it (check_full_cell reads the stamps) */
+                rc = check_ids_cell(m, r->topk_ids + o, &at, "topk_ids", err);
+            else
+                rc = check_topk_cell(&s, r->topk_ids + o, w ? w + o : NULL, renorm, &at, "topk_ids", "topk_w", err);
+            if (rc == 0 && full)
+                rc = check_full_cell(&s, r->probs + ms_probs_index(m, row, l), r->topk_ids + o, w ? w + o : NULL,
+                                     &at, err);
+            if (rc == 0 && hits)
                 rc = check_recorded_hits(m, r->topk_ids + o, r->recorded_hit + o, &at, err);
-            if (rc == 0 && m->spec_depth)
+            if (rc == 0 && spec)
                 rc = check_spec_cells(&s, r, row, l, &at, err);
         }
     }
@@ -352,36 +385,55 @@ static size_t utf8_invalid_at(const unsigned char *s)
     return 0;
 }
 
-/* Optional parts are present exactly when meta says the trace has them. */
-static int check_presence(const ms_trace_meta *m, const ms_request *r, const char *where, ms_err *err)
+_Noreturn void ms_request_part_missing(const char *who, const char *part)
 {
-    struct { const char *name; int have, want; } parts[] = {
-        {"topk_ids", r->topk_ids != NULL, 1},
-        {"topk_w", r->topk_w != NULL, 1},
-        {"probs", r->probs != NULL, m->probs_kind == MS_PROBS_FULL},
-        {"embedding", r->embedding != NULL, m->embed_dim > 0},
-        {"spec_ids", r->spec_ids != NULL, m->spec_depth > 0},
-        {"spec_w", r->spec_w != NULL, m->spec_depth > 0},
-        {"recorded_hit", r->recorded_hit != NULL, m->has_recorded_hits != 0},
-        {"token_ids", r->token_ids != NULL, m->has_token_ids != 0},
-        {"text", r->text != NULL, m->has_text != 0},
+    fprintf(stderr, "moesim: internal error: %s reads %s of a request, which its reader did not select "
+                    "(declare it in the policy's reads)\n", who, part);
+    abort();
+}
+
+unsigned ms_trace_parts(const ms_trace_meta *m)
+{
+    return MS_PART_WEIGHTS | (m->probs_kind == MS_PROBS_FULL ? MS_PART_PROBS : 0u) |
+           (m->embed_dim ? MS_PART_EMBED : 0u) | (m->spec_depth ? MS_PART_SPEC : 0u) |
+           (m->has_recorded_hits ? MS_PART_HITS : 0u) | (m->has_token_ids || m->has_text ? MS_PART_PROMPT : 0u);
+}
+
+/* Optional parts are present exactly when meta says the trace has them and
+ * they were selected. */
+static int check_presence(const ms_trace_meta *m, const ms_request *r, unsigned sel, const char *where, ms_err *err)
+{
+    struct { const char *name; int have, want; unsigned part; } parts[] = {
+        {"topk_ids", r->topk_ids != NULL, 1, 0},
+        {"topk_w", r->topk_w != NULL, 1, MS_PART_WEIGHTS},
+        {"probs", r->probs != NULL, m->probs_kind == MS_PROBS_FULL, MS_PART_PROBS},
+        {"embedding", r->embedding != NULL, m->embed_dim > 0, MS_PART_EMBED},
+        {"spec_ids", r->spec_ids != NULL, m->spec_depth > 0, MS_PART_SPEC},
+        {"spec_w", r->spec_w != NULL, m->spec_depth > 0, MS_PART_SPEC},
+        {"recorded_hit", r->recorded_hit != NULL, m->has_recorded_hits != 0, MS_PART_HITS},
+        {"token_ids", r->token_ids != NULL, m->has_token_ids != 0, MS_PART_PROMPT},
+        {"text", r->text != NULL, m->has_text != 0, MS_PART_PROMPT},
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-        if (parts[i].have != parts[i].want)
+        int want = parts[i].want && (!parts[i].part || (sel & parts[i].part));
+        if (parts[i].have == want)
+            continue;
+        if (!parts[i].want || parts[i].have)
             return ms_fail(err, "%s: request %" PRIu64 ": %s %s but the trace metadata says %s", where, r->id,
                            parts[i].name, parts[i].have ? "present" : "missing",
                            parts[i].want ? "every request has it" : "it has none");
+        return ms_fail(err, "%s: request %" PRIu64 ": %s missing although it was read", where, r->id, parts[i].name);
     }
     return 0;
 }
 
 static int check_prompt(const ms_trace_meta *m, const ms_request *r, const char *where, ms_err *err)
 {
-    uint32_t want_tokens = m->has_token_ids ? r->prompt_len : 0;
+    uint32_t want_tokens = m->has_token_ids ? r->prompt_len : 0; /* a count: set whether or not the ids were read */
     if (r->n_tokens != want_tokens)
         return ms_fail(err, "%s: request %" PRIu64 ": n_tokens = %u, expected %u (%s)", where, r->id, r->n_tokens,
                        want_tokens, m->has_token_ids ? "prompt_len" : "trace has no token ids");
-    for (uint32_t t = 0; t < r->n_tokens; t++)
+    for (uint32_t t = 0; r->token_ids && t < r->n_tokens; t++)
         if (r->token_ids[t] < 0)
             return ms_fail(err, "%s: request %" PRIu64 ": token_ids[%u] = %" PRId32 " is negative", where, r->id, t,
                            r->token_ids[t]);
@@ -403,13 +455,19 @@ static int check_embedding(const ms_trace_meta *m, const ms_request *r, const ch
 
 int ms_request_check(const ms_trace_meta *m, const ms_request *r, const char *where, ms_err *err)
 {
+    return ms_request_check_parts(m, r, MS_PART_ALL, where, err);
+}
+
+int ms_request_check_parts(const ms_trace_meta *m, const ms_request *r, unsigned parts, const char *where,
+                           ms_err *err)
+{
     if (!where)
         where = "trace";
     if (!isfinite(r->arrival_s) || r->arrival_s < 0)
         return ms_fail(err, "%s: request %" PRIu64 ": arrival_s = %g not a finite time >= 0", where, r->id,
                        r->arrival_s);
-    if (check_iterations(r, where, err) < 0 || check_presence(m, r, where, err) < 0 ||
+    if (check_iterations(r, where, err) < 0 || check_presence(m, r, parts, where, err) < 0 ||
         check_prompt(m, r, where, err) < 0 || check_embedding(m, r, where, err) < 0)
         return -1;
-    return check_rows(m, r, where, err);
+    return check_rows(m, r, parts, where, err);
 }

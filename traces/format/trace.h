@@ -97,7 +97,31 @@ typedef struct {
     uint32_t n_tokens;
     int32_t *token_ids;      /* [n_tokens] prompt token ids or NULL */
     char *text;              /* prompt text or NULL */
+    int borrowed;            /* the arrays belong to a trace-cache snapshot (trace_cache.h): read-only, and
+                              * ms_request_free only clears the struct */
 } ms_request;
+
+/* ---- parts of a request ----
+ * Every request a reader hands out has its iterations and top-k ids; the
+ * other parts only when the reader's selection includes them
+ * (ms_reader_select; default MS_PART_ALL).  A part left out is NULL in the
+ * request: neither decompressed nor checked. */
+enum {
+    MS_PART_WEIGHTS = 1u << 0, /* topk_w */
+    MS_PART_PROBS = 1u << 1,   /* probs (probs_kind full) */
+    MS_PART_EMBED = 1u << 2,   /* embedding */
+    MS_PART_SPEC = 1u << 3,    /* spec_ids and spec_w */
+    MS_PART_HITS = 1u << 4,    /* recorded_hit */
+    MS_PART_PROMPT = 1u << 5,  /* token_ids and text */
+    MS_PART_ALL = (1u << 6) - 1,
+    MS_PART_GATE = MS_PART_WEIGHTS | MS_PART_PROBS /* the router's distribution (policies/lib/gate.h) */
+};
+/* The parts of meta's requests that exist (MS_PART_* bits). */
+unsigned ms_trace_parts(const ms_trace_meta *m);
+/* A programming error, not bad input: `who` reads a part of r its reader did
+ * not select (a policy whose descriptor's `reads` leaves it out).  Prints
+ * one line naming both and aborts. */
+_Noreturn void ms_request_part_missing(const char *who, const char *part);
 
 static inline size_t ms_topk_index(const ms_trace_meta *m, uint32_t row, uint32_t layer)
 {
@@ -125,6 +149,10 @@ void ms_request_alloc(ms_request *r, const ms_trace_meta *m);
  * within 1e-3, top-k consistent with probs, iteration row ranges contiguous
  * and covering n_rows, prefill first.  `where` names the file in messages. */
 int ms_request_check(const ms_trace_meta *m, const ms_request *r, const char *where, ms_err *err);
+/* The same checks over the parts in `parts` only (MS_PART_*; ids, iterations
+ * and the request's counts always): each part left out must be NULL. */
+int ms_request_check_parts(const ms_trace_meta *m, const ms_request *r, unsigned parts, const char *where,
+                           ms_err *err);
 
 /* ---- streaming reader ---- */
 typedef struct ms_trace_reader ms_trace_reader;
@@ -133,6 +161,17 @@ ms_trace_reader *ms_reader_open(const char *path, ms_err *err);
 /* meta->version says which format the file has; a CLI reading a v1 trace
  * prints ms_trace_v1_note once (the library never prints). */
 const ms_trace_meta *ms_reader_meta(const ms_trace_reader *r);
+/* Selects the parts (MS_PART_*) the next reads hand out; the others are
+ * neither read nor checked.  A reader starts with MS_PART_ALL; a content
+ * digest (ms_reader_digest_begin) needs all of them.
+ * Each request is checked once per process: a request this reader, or an
+ * earlier reader of the same v2 file (same path, device, inode, size, mtime
+ * and content digest attribute), already handed out with those parts is not
+ * checked again (HDF5's checksums still verify every chunk read). */
+void ms_reader_select(ms_trace_reader *r, unsigned parts);
+/* Requests the readers of this process have checked so far (a counter for
+ * tests and benchmarks). */
+uint64_t ms_trace_checks(void);
 /* Reads and validates the next request into *out (previous contents freed).
  * Returns 1 when a request was read, 0 at end of trace, -1 on error. */
 int ms_reader_next(ms_trace_reader *r, ms_request *out, ms_err *err);

@@ -540,8 +540,21 @@ void ms_reader_close(ms_trace_reader *r)
     free(r->n_text);
     free(r->path);
     ms_trace_cache_release(r->mem);
+    h5p_checked_release(r->checked);
+    free(r->own_marks);
     h5p_digest_free(r->dig);
     free(r);
+}
+
+/* Every part, and the marks of what was checked (trace_checked.c). */
+static void start_reading(ms_trace_reader *r)
+{
+    r->parts = MS_PART_ALL;
+    r->checked = h5p_checked_acquire(r->path, &r->meta);
+    if (r->checked)
+        r->marks = h5p_checked_marks(r->checked);
+    else
+        r->marks = r->own_marks = ms_xcalloc(r->meta.n_requests ? r->meta.n_requests : 1, 1);
 }
 
 /* A reader over a cached snapshot: no HDF5 object is opened. */
@@ -554,6 +567,7 @@ static ms_trace_reader *open_from_snapshot(const char *path, ms_trace_snapshot *
         r->ds[d] = H5I_INVALID_HID;
     ms_trace_meta_copy(&r->meta, ms_trace_snapshot_meta(s));
     r->mem = s;
+    start_reading(r);
     return r;
 }
 
@@ -579,6 +593,7 @@ ms_trace_reader *ms_reader_open_stream(const char *path, ms_err *err)
         ms_reader_close(r);
         return NULL;
     }
+    start_reading(r);
     return r;
 }
 
@@ -592,10 +607,16 @@ void ms_reader_rewind(ms_trace_reader *r)
     r->cursor = 0;
 }
 
+void ms_reader_select(ms_trace_reader *r, unsigned parts)
+{
+    r->parts = (parts & MS_PART_ALL) | (r->dig ? MS_PART_ALL : 0u); /* a digest covers every part */
+}
+
 void ms_reader_digest_begin(ms_trace_reader *r)
 {
     h5p_digest_free(r->dig);
     r->dig = h5p_digest_new(&r->meta, !r->derive_topk);
+    r->parts = MS_PART_ALL;
 }
 
 int ms_reader_digest_check(ms_trace_reader *r, char hex[MS_DIGEST_HEX], ms_err *err)

@@ -87,6 +87,15 @@ typedef struct {
 } content_digest;
 
 
+/* trace_checked.c: the requests this process has checked, per file */
+#define H5P_CHECKED 0x80u /* the request passed ms_request_check_parts (with the MS_PART_* bits beside it) */
+typedef struct checked_file checked_file;
+/* The marks of path's file (NULL for a v1 file: no digest to tell versions
+ * apart); release when the reader closes. */
+checked_file *h5p_checked_acquire(const char *path, const ms_trace_meta *m);
+uint8_t *h5p_checked_marks(checked_file *f); /* [n_requests] */
+void h5p_checked_release(checked_file *f);
+
 struct ms_trace_reader {
     char *path;
     hid_t file;
@@ -101,6 +110,10 @@ struct ms_trace_reader {
     int derive_topk; /* v1 FULL trace stored without /rows/topk_*: compute them */
     uint64_t cursor;
     ms_trace_snapshot *mem; /* served from the process trace cache (trace_cache.h) */
+    unsigned parts;         /* MS_PART_* handed out (ms_reader_select) */
+    checked_file *checked;  /* the process's marks of this file, or NULL (v1) */
+    uint8_t *marks;         /* [n_requests] H5P_CHECKED | parts checked: checked's, or own_marks */
+    uint8_t *own_marks;
     content_digest *dig;    /* ms_reader_digest_begin: digest of the requests read */
 };
 

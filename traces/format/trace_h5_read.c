@@ -153,12 +153,37 @@ static uint64_t request_bytes(const ms_trace_meta *m, uint64_t n_rows, uint64_t 
     return n_rows * (row + 4) + n_iters * ((uint64_t)m->embed_dim * 4 + sizeof(ms_iteration));
 }
 
-static int read_rows(ms_trace_reader *r, uint64_t i, ms_request *q, ms_err *err)
+/* The arrays of the selected parts, uninitialised: every element is read
+ * (or derived) before anyone looks at it.  A v1 full trace without stored
+ * top-k derives it from the probabilities, so reads them in any case. */
+static void alloc_parts(ms_trace_reader *r, ms_request *q, unsigned parts)
+{
+    const ms_trace_meta *m = &r->meta;
+    size_t cells = (size_t)q->n_rows * m->L * m->K;
+    q->iters = ms_xrealloc(NULL, q->n_iters, sizeof *q->iters);
+    q->topk_ids = ms_xrealloc(NULL, cells, sizeof *q->topk_ids);
+    if ((parts & MS_PART_WEIGHTS) || r->derive_topk)
+        q->topk_w = ms_xrealloc(NULL, cells, sizeof *q->topk_w);
+    if (m->probs_kind == MS_PROBS_FULL && ((parts & MS_PART_PROBS) || r->derive_topk))
+        q->probs = ms_xrealloc(NULL, (size_t)q->n_rows * m->L * m->J, sizeof *q->probs);
+    if (m->embed_dim && (parts & MS_PART_EMBED))
+        q->embedding = ms_xrealloc(NULL, (size_t)q->n_iters * m->embed_dim, sizeof *q->embedding);
+    if (m->spec_depth && (parts & MS_PART_SPEC)) {
+        q->spec_ids = ms_xrealloc(NULL, cells * m->spec_depth, sizeof *q->spec_ids);
+        q->spec_w = ms_xrealloc(NULL, cells * m->spec_depth, sizeof *q->spec_w);
+    }
+    if (m->has_recorded_hits && (parts & MS_PART_HITS))
+        q->recorded_hit = ms_xrealloc(NULL, cells, 1);
+    if (m->has_token_ids && (parts & MS_PART_PROMPT))
+        q->token_ids = ms_xrealloc(NULL, q->n_tokens, sizeof *q->token_ids);
+}
+
+static int read_rows(ms_trace_reader *r, uint64_t i, ms_request *q, unsigned parts, ms_err *err)
 {
     uint64_t rs = r->row_start[i], n = q->n_rows;
     if (!r->derive_topk &&
         (read_typed(r, D_ROW_TOPK_IDS, rs, n, q->topk_ids, err) < 0 ||
-         read_typed(r, D_ROW_TOPK_W, rs, n, q->topk_w, err) < 0))
+         (q->topk_w && read_typed(r, D_ROW_TOPK_W, rs, n, q->topk_w, err) < 0)))
         return -1;
     if (q->probs && read_typed(r, D_ROW_PROBS, rs, n, q->probs, err) < 0)
         return -1;
@@ -167,12 +192,21 @@ static int read_rows(ms_trace_reader *r, uint64_t i, ms_request *q, ms_err *err)
     if (q->spec_ids && (read_typed(r, D_ROW_SPEC_IDS, rs, n, q->spec_ids, err) < 0 ||
                         read_typed(r, D_ROW_SPEC_W, rs, n, q->spec_w, err) < 0))
         return -1;
-    if (r->derive_topk)
+    if (r->derive_topk) {
         h5p_derive_topk(&r->meta, q);
+        if (!(parts & MS_PART_WEIGHTS)) {
+            free(q->topk_w);
+            q->topk_w = NULL;
+        }
+        if (!(parts & MS_PART_PROBS)) {
+            free(q->probs);
+            q->probs = NULL;
+        }
+    }
     return 0;
 }
 
-static int read_request(ms_trace_reader *r, uint64_t i, ms_request *q, ms_err *err)
+static int read_request(ms_trace_reader *r, uint64_t i, ms_request *q, unsigned parts, ms_err *err)
 {
     const ms_trace_meta *m = &r->meta;
     memset(q, 0, sizeof *q);
@@ -187,16 +221,57 @@ static int read_request(ms_trace_reader *r, uint64_t i, ms_request *q, ms_err *e
     if (bytes > MAX_REQUEST_BYTES)
         return ms_fail(err, "%s: request %" PRIu64 " (index %" PRIu64 ") needs %" PRIu64 " bytes, more than the %"
                        PRIu64 " one request may take", r->path, q->id, i, bytes, MAX_REQUEST_BYTES);
-    ms_request_alloc(q, m);
-    if (read_iterations(r, i, q, err) < 0 || read_rows(r, i, q, err) < 0)
+    alloc_parts(r, q, parts);
+    if (read_iterations(r, i, q, err) < 0 || read_rows(r, i, q, parts, err) < 0)
         return -1;
     if (q->embedding && read_typed(r, D_IT_EMBED, r->iter_start[i], q->n_iters, q->embedding, err) < 0)
         return -1;
     if (q->token_ids && read_typed(r, D_TOK_IDS, r->token_start[i], q->n_tokens, q->token_ids, err) < 0)
         return -1;
-    if (m->has_text && read_text(r, i, q, err) < 0)
+    if (m->has_text && (parts & MS_PART_PROMPT) && read_text(r, i, q, err) < 0)
         return -1;
-    return ms_request_check(m, q, r->path, err);
+    return 0;
+}
+
+static uint64_t checks_done;
+
+uint64_t ms_trace_checks(void)
+{
+    return checks_done;
+}
+
+/* Checks request i unless this process already checked it with these parts
+ * (trace_checked.c); marks it once it passed. */
+static int check_once(ms_trace_reader *r, uint64_t i, const ms_request *q, unsigned parts, ms_err *err)
+{
+    uint8_t done = r->marks[i];
+    if ((done & H5P_CHECKED) && (parts & ~done & MS_PART_ALL) == 0)
+        return 0;
+    checks_done++;
+    if (ms_request_check_parts(&r->meta, q, parts, r->path, err) < 0)
+        return -1;
+    r->marks[i] = (uint8_t)(done | H5P_CHECKED | parts);
+    return 0;
+}
+
+/* Request i of the snapshot, its arrays shared (read-only, ms_request.borrowed),
+ * the parts not selected left out. */
+static void borrow_from_snapshot(ms_trace_reader *r, uint64_t i, ms_request *out, unsigned parts)
+{
+    *out = *ms_trace_snapshot_request(r->mem, i);
+    out->borrowed = 1;
+    if (!(parts & MS_PART_WEIGHTS))
+        out->topk_w = NULL;
+    if (!(parts & MS_PART_PROBS))
+        out->probs = NULL;
+    if (!(parts & MS_PART_EMBED))
+        out->embedding = NULL;
+    if (!(parts & MS_PART_SPEC))
+        out->spec_ids = NULL, out->spec_w = NULL;
+    if (!(parts & MS_PART_HITS))
+        out->recorded_hit = NULL;
+    if (!(parts & MS_PART_PROMPT))
+        out->token_ids = NULL, out->text = NULL;
 }
 
 int ms_reader_read(ms_trace_reader *r, uint64_t i, ms_request *out, ms_err *err)
@@ -205,9 +280,10 @@ int ms_reader_read(ms_trace_reader *r, uint64_t i, ms_request *out, ms_err *err)
     if (i >= r->meta.n_requests)
         return ms_fail(err, "%s: request index %" PRIu64 " out of range (the trace has %" PRIu64 " requests)",
                        r->path, i, r->meta.n_requests);
+    unsigned parts = r->parts;
     if (r->mem) {
-        ms_request_copy(out, ms_trace_snapshot_request(r->mem, i), &r->meta);
-    } else if (read_request(r, i, out, err) < 0) {
+        borrow_from_snapshot(r, i, out, parts); /* checked when the snapshot was loaded */
+    } else if (read_request(r, i, out, parts, err) < 0 || check_once(r, i, out, parts, err) < 0) {
         ms_request_free(out);
         return -1;
     }

@@ -1,0 +1,348 @@
+/* Differential tests of the heap-ordered victim searches (issue 18 part 3):
+ * policies/lib/xheap, and the lfu and belady caches, against a brute-force
+ * scan that applies the rule the scans before the heaps applied, on many
+ * seeded random access sequences.  The sequences make ties the common case
+ * (a handful of distinct counts, experts of one layer next used at the same
+ * step, experts never used again) and mark random members not evictable, so
+ * a wrong tie-break or a wrongly skipped member changes some victim.
+ *
+ * The caches run against a fake view (the ms_view_ops table below): a step
+ * counter, a cached set, an evictable flag per expert, a capacity, and a
+ * schedule of future uses for ms_view_next_use. */
+#include <stdint.h>
+
+#include "check.h"
+#include "policies/lib/expert_list.h"
+#include "policies/lib/xheap.h"
+#include "policies/policy.h"
+
+static uint64_t rng_state;
+static uint64_t rnd(void) /* splitmix64 */
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+static uint32_t below(uint32_t n) { return (uint32_t)(rnd() % n); }
+
+/* ------------------------------------------------------------------ */
+/* xheap alone: random keys with many ties, random predicates */
+
+static int accept_mask(const void *ctx, uint32_t x) { return ((const uint8_t *)ctx)[x]; }
+
+static void test_xheap(void)
+{
+    enum { NX = 64 };
+    for (uint64_t seed = 1; seed <= 200; seed++) {
+        rng_state = seed;
+        ms_xheap h;
+        ms_xheap_init(&h, NX);
+        uint8_t in[NX] = {0}, ok[NX];
+        uint64_t ka[NX], kb[NX];
+        uint32_t range = 1 + below(6); /* few distinct values: ties everywhere */
+        for (int op = 0; op < 2000; op++) {
+            uint32_t x = below(NX);
+            if (below(4) == 0) {
+                ms_xheap_remove(&h, x);
+                in[x] = 0;
+            } else {
+                ka[x] = below(range);
+                kb[x] = below(range);
+                ms_xheap_set(&h, x, ka[x], kb[x]);
+                in[x] = 1;
+            }
+            uint32_t pass = below(4); /* 0: none pass .. 3: most pass */
+            for (uint32_t y = 0; y < NX; y++)
+                ok[y] = below(4) < pass;
+            uint32_t want = MS_NIL, n = 0;
+            for (uint32_t y = 0; y < NX; y++) {
+                n += in[y];
+                if (in[y] && ok[y] &&
+                    (want == MS_NIL || ka[y] < ka[want] || (ka[y] == ka[want] && kb[y] < kb[want])))
+                    want = y; /* ascending y: the lowest x among equal keys */
+            }
+            CHECK_EQ_INT(h.n, n);
+            CHECK_EQ_INT(ms_xheap_first(&h, accept_mask, ok), want);
+            uint32_t top = MS_NIL;
+            for (uint32_t y = 0; y < NX; y++)
+                if (in[y] && (top == MS_NIL || ka[y] < ka[top] || (ka[y] == ka[top] && kb[y] < kb[top])))
+                    top = y;
+            CHECK_EQ_INT(ms_xheap_top(&h), top);
+        }
+        ms_xheap_free(&h);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* the fake view */
+
+enum { L = 4, J = 8, NX = L * J };
+
+typedef struct {
+    const ms_view_ops *ops;
+    uint64_t step;
+    uint32_t cap, n_cached, incoming;
+    uint8_t cached[NX], evictable[NX];
+    uint64_t *uses[NX]; /* [n_uses[x]] ascending steps at which x is activated */
+    uint32_t n_uses[NX];
+} fake_view;
+
+static const fake_view *fv(const ms_view *v) { return (const fake_view *)(const void *)v; }
+static uint64_t f_step(const ms_view *v) { return fv(v)->step; }
+static uint32_t f_layer(const ms_view *v) { return (uint32_t)(fv(v)->step % L); }
+static int f_evictable(const ms_view *v, uint32_t l, uint32_t e)
+{
+    return fv(v)->cached[l * J + e] && fv(v)->evictable[l * J + e];
+}
+static int f_fits(const ms_view *v, uint32_t l, uint32_t e)
+{
+    (void)l, (void)e;
+    return fv(v)->n_cached < fv(v)->cap;
+}
+/* brute force: the first use after the running step */
+static uint64_t f_next_use(const ms_view *v, uint32_t l, uint32_t e)
+{
+    const fake_view *f = fv(v);
+    uint32_t x = l * J + e;
+    for (uint32_t i = 0; i < f->n_uses[x]; i++)
+        if (f->uses[x][i] > f->step)
+            return f->uses[x][i];
+    return UINT64_MAX;
+}
+static int f_incoming(const ms_view *v, uint32_t *l, uint32_t *e)
+{
+    if (fv(v)->incoming == MS_NIL)
+        return 0;
+    *l = fv(v)->incoming / J;
+    *e = fv(v)->incoming % J;
+    return 1;
+}
+static const ms_view_ops fake_ops = {
+    .step = f_step, .layer = f_layer, .evictable = f_evictable, .fits = f_fits,
+    .next_use = f_next_use, .incoming = f_incoming,
+};
+
+static ms_view *as_view(fake_view *f) { return (ms_view *)(void *)f; }
+
+static void *create_cache(const char *name, const char *kv, const ms_policy_desc **desc)
+{
+    static ms_trace_meta meta;
+    meta.L = L;
+    meta.J = J;
+    ms_policy_env env = {.meta = &meta};
+    ms_params p;
+    ms_err err;
+    *desc = ms_policy_find(MS_KIND_CACHE, name);
+    CHECK(*desc != NULL);
+    CHECK(ms_params_parse((*desc)->params, kv, name, &p, &err) == 0);
+    void *st = (*desc)->cache->create(&p, &env, &err);
+    CHECK(st != NULL);
+    return st;
+}
+
+/* each cached expert evictable with probability pass / 4 */
+static void shuffle_evictable(fake_view *f)
+{
+    uint32_t pass = 1 + below(3);
+    for (uint32_t x = 0; x < NX; x++)
+        f->evictable[x] = below(4) < pass;
+}
+
+/* ------------------------------------------------------------------ */
+/* lfu: (count, last_use) smallest, scanning the members in a random order */
+
+typedef struct {
+    uint64_t count[NX], last[NX], tick;
+    int reset;
+} lfu_ref;
+
+static uint32_t lfu_ref_victim(const lfu_ref *r, const fake_view *f)
+{
+    uint32_t best = MS_NIL, start = below(NX);
+    for (uint32_t i = 0; i < NX; i++) {
+        uint32_t x = (start + i) % NX; /* the old scan's order was arbitrary too */
+        if (!f->cached[x] || !f->evictable[x])
+            continue;
+        if (best == MS_NIL || r->count[x] < r->count[best] ||
+            (r->count[x] == r->count[best] && r->last[x] < r->last[best]))
+            best = x;
+    }
+    return best;
+}
+
+static void lfu_sequence(uint64_t seed, int reset, int *victims)
+{
+    rng_state = seed;
+    const ms_policy_desc *d;
+    void *st = create_cache("lfu", reset ? "reset=1" : "reset=0", &d);
+    fake_view f = {.ops = &fake_ops, .cap = 3 + below(NX - 6), .incoming = MS_NIL};
+    ms_view *v = as_view(&f);
+    lfu_ref r = {.reset = reset};
+    uint32_t hot = 2 + below(NX - 2); /* accesses skewed to experts [0, hot) */
+    for (int op = 0; op < 1500; op++) {
+        uint32_t x = below(3) ? below(hot) : below(NX);
+        if (f.cached[x]) {
+            d->cache->on_access(st, v, x / J, x % J);
+        } else {
+            int room = 1;
+            f.incoming = x;
+            while (f.n_cached >= f.cap) {
+                shuffle_evictable(&f);
+                uint32_t want = lfu_ref_victim(&r, &f), l = 0, e = 0;
+                int got = d->cache->victim(st, v, &l, &e);
+                CHECK_EQ_INT(got ? l * J + e : MS_NIL, want);
+                if (!got || want == MS_NIL) {
+                    room = 0;
+                    break;
+                }
+                (*victims)++;
+                f.cached[want] = 0;
+                f.n_cached--;
+                d->cache->on_evict(st, v, want / J, want % J);
+                if (r.reset)
+                    r.count[want] = 0;
+            }
+            f.incoming = MS_NIL;
+            if (!room)
+                continue;
+            f.cached[x] = 1;
+            f.n_cached++;
+            d->cache->on_insert(st, v, x / J, x % J);
+        }
+        r.count[x]++;
+        r.last[x] = ++r.tick;
+    }
+    d->cache->destroy(st);
+}
+
+/* ------------------------------------------------------------------ */
+/* belady: largest next use, ties to the lowest x; bypass compares the
+ * incoming expert's next use with the victim's */
+
+static uint32_t belady_ref_victim(const fake_view *f, uint64_t *next_out)
+{
+    uint32_t best = MS_NIL;
+    uint64_t best_next = 0;
+    for (uint32_t x = 0; x < NX; x++) {
+        if (!f->cached[x] || !f->evictable[x])
+            continue;
+        uint64_t next = f_next_use((const ms_view *)(const void *)f, x / J, x % J);
+        if (best == MS_NIL || next > best_next || (next == best_next && x < best)) {
+            best = x;
+            best_next = next;
+        }
+    }
+    *next_out = best_next;
+    return best;
+}
+
+/* Every step activates 1..3 experts of its layer (skewed); the last
+ * iterations activate only a few experts, so many are never used again. */
+static void make_schedule(fake_view *f, uint64_t steps)
+{
+    for (uint32_t x = 0; x < NX; x++) {
+        f->uses[x] = ms_xcalloc(steps, sizeof *f->uses[x]);
+        f->n_uses[x] = 0;
+    }
+    for (uint64_t s = 0; s < steps; s++) {
+        uint32_t l = (uint32_t)(s % L), k = 1 + below(3);
+        uint32_t span = s > steps - 3 * L ? 2 : J;
+        for (uint32_t i = 0; i < k; i++) {
+            uint32_t x = l * J + (below(2) ? below(span < 3 ? span : 3) : below(span));
+            if (f->n_uses[x] == 0 || f->uses[x][f->n_uses[x] - 1] != s)
+                f->uses[x][f->n_uses[x]++] = s;
+        }
+    }
+}
+
+static void belady_sequence(uint64_t seed, int bypass, int *victims, int *bypassed)
+{
+    rng_state = seed;
+    const ms_policy_desc *d;
+    void *st = create_cache("belady", bypass ? "bypass=1" : "bypass=0", &d);
+    fake_view f = {.ops = &fake_ops, .cap = 3 + below(NX - 6), .incoming = MS_NIL};
+    ms_view *v = as_view(&f);
+    uint64_t steps = 40 * L;
+    make_schedule(&f, steps);
+    for (f.step = 0; f.step < steps; f.step += below(5) ? 1 : 1 + below(7)) {
+        /* the step's activated experts, then a random "prefetch" or two */
+        uint32_t want_load[J + 2], n = 0, l = (uint32_t)(f.step % L);
+        for (uint32_t e = 0; e < J; e++) {
+            uint32_t x = l * J + e;
+            for (uint32_t i = 0; i < f.n_uses[x]; i++)
+                if (f.uses[x][i] == f.step)
+                    want_load[n++] = x;
+        }
+        for (uint32_t i = below(3); i > 0; i--)
+            want_load[n++] = below(NX);
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t x = want_load[i];
+            if (f.cached[x]) {
+                if (d->cache->on_access)
+                    d->cache->on_access(st, v, x / J, x % J);
+                continue;
+            }
+            shuffle_evictable(&f);
+            uint64_t vnext;
+            uint32_t chosen = belady_ref_victim(&f, &vnext);
+            int admit = !bypass || f.n_cached < f.cap || chosen == MS_NIL || vnext > f_next_use(v, x / J, x % J);
+            CHECK_EQ_INT(d->cache->admit(st, v, x / J, x % J), admit);
+            if (!admit) {
+                (*bypassed)++;
+                continue;
+            }
+            int room = 1, first = 1;
+            f.incoming = x;
+            while (f.n_cached >= f.cap) {
+                if (!first) /* the engine changes nothing between admit and the first victim */
+                    shuffle_evictable(&f);
+                first = 0;
+                uint32_t want = belady_ref_victim(&f, &vnext), vl = 0, ve = 0;
+                int got = d->cache->victim(st, v, &vl, &ve);
+                CHECK_EQ_INT(got ? vl * J + ve : MS_NIL, want);
+                if (!got || want == MS_NIL) {
+                    room = 0;
+                    break;
+                }
+                (*victims)++;
+                f.cached[want] = 0;
+                f.n_cached--;
+                d->cache->on_evict(st, v, want / J, want % J);
+            }
+            f.incoming = MS_NIL;
+            if (!room)
+                continue;
+            f.cached[x] = 1;
+            f.n_cached++;
+            d->cache->on_insert(st, v, x / J, x % J);
+        }
+        /* now and then an eviction the cache did not choose (another GPU's room, a drop) */
+        uint32_t y = below(NX);
+        if (below(8) == 0 && f.cached[y]) {
+            f.cached[y] = 0;
+            f.n_cached--;
+            d->cache->on_evict(st, v, y / J, y % J);
+        }
+    }
+    for (uint32_t x = 0; x < NX; x++)
+        free(f.uses[x]);
+    d->cache->destroy(st);
+}
+
+int main(void)
+{
+    test_xheap();
+    int victims = 0, bypassed = 0;
+    for (uint64_t seed = 1; seed <= 300; seed++)
+        lfu_sequence(seed, (int)(seed & 1), &victims);
+    CHECK(victims > 100000); /* the comparisons above really ran */
+    printf("lfu: %d victims compared\n", victims);
+    victims = 0;
+    for (uint64_t seed = 1; seed <= 300; seed++)
+        belady_sequence(seed, (int)(seed & 1), &victims, &bypassed);
+    CHECK(victims > 10000);
+    CHECK(bypassed > 1000);
+    printf("belady: %d victims compared, %d bypass decisions\n", victims, bypassed);
+    CHECK_DONE();
+}
