@@ -28,15 +28,15 @@ static void scan1(const float *restrict vals, size_t len, size_t first, uint32_t
 
 /* Trajectory steps of entries [y0, n), one at a time, folded into the best
  * (*by, *bc) with fmoe_traj_best's rule; returns 1 when a score is NaN. */
-static int traj_tail(double *dot, double *norm2, double *score, const double *acc, const double *rn, uint32_t y0,
-                     uint32_t n, double traj_norm2, int *by, double *bc)
+static int traj_tail(double *dot, double *norm2, double *score, const double *acc, const double *rn,
+                     const double *sq, uint32_t y0, uint32_t n, double traj_norm2, int *by, double *bc)
 {
     double st = sqrt(traj_norm2);
     int nan = 0;
     for (uint32_t y = y0; y < n; y++) {
         dot[y] += acc[y];
         norm2[y] += rn[y];
-        double c = traj_norm2 > 0 && norm2[y] > 0 ? dot[y] / (st * sqrt(norm2[y])) : 0.0;
+        double c = traj_norm2 > 0 && norm2[y] > 0 ? dot[y] / (st * (sq ? sq[y] : sqrt(norm2[y]))) : 0.0;
         score[y] = c;
         nan |= isnan(c);
         if (*by < 0 || c > *bc) {
@@ -47,12 +47,12 @@ static int traj_tail(double *dot, double *norm2, double *score, const double *ac
     return nan;
 }
 
-static int traj1(double *dot, double *norm2, double *score, const double *acc, const double *rn, uint32_t n,
-                 double traj_norm2, double *best)
+static int traj1(double *dot, double *norm2, double *score, const double *acc, const double *rn, const double *sq,
+                 uint32_t n, double traj_norm2, double *best)
 {
     int by = -1;
     double bc = 0;
-    if (traj_tail(dot, norm2, score, acc, rn, 0, n, traj_norm2, &by, &bc) || by < 0)
+    if (traj_tail(dot, norm2, score, acc, rn, sq, 0, n, traj_norm2, &by, &bc) || by < 0)
         return -1;
     *best = bc;
     return by;
@@ -79,13 +79,13 @@ static void fold_lanes(const double *v, const double *ix, int lanes, int *by, do
 /* The vector part's bests, then the tail one at a time (higher indices: they
  * win only when strictly greater). */
 static int traj_finish(const double *v, const double *ix, int lanes, int nan, double *dot, double *norm2,
-                       double *score, const double *acc, const double *rn, uint32_t y0, uint32_t n, double traj_norm2,
-                       double *best)
+                       double *score, const double *acc, const double *rn, const double *sq, uint32_t y0, uint32_t n,
+                       double traj_norm2, double *best)
 {
     int by = -1;
     double bc = 0;
     fold_lanes(v, ix, lanes, &by, &bc);
-    nan |= traj_tail(dot, norm2, score, acc, rn, y0, n, traj_norm2, &by, &bc);
+    nan |= traj_tail(dot, norm2, score, acc, rn, sq, y0, n, traj_norm2, &by, &bc);
     if (nan || by < 0)
         return -1;
     *best = bc;
@@ -177,8 +177,8 @@ __attribute__((target("avx"))) static void scan4(const float *restrict vals, siz
     }
 }
 
-static int traj2(double *dot, double *norm2, double *score, const double *acc, const double *rn, uint32_t n,
-                 double traj_norm2, double *best)
+static int traj2(double *dot, double *norm2, double *score, const double *acc, const double *rn, const double *sq,
+                 uint32_t n, double traj_norm2, double *best)
 {
     const __m128d zero = _mm_setzero_pd(), st = _mm_set1_pd(sqrt(traj_norm2)), step = _mm_set1_pd(2);
     __m128d bv = _mm_set1_pd(-INFINITY), bi = _mm_set1_pd(-1), idx = _mm_set_pd(1, 0), bad = zero;
@@ -190,7 +190,8 @@ static int traj2(double *dot, double *norm2, double *score, const double *acc, c
         _mm_storeu_pd(dot + y, d);
         _mm_storeu_pd(norm2 + y, q);
         /* norm2 = 0 gives 0/0 or x/0 in the lane, then masked to +0 */
-        __m128d c = pos ? _mm_and_pd(_mm_cmpgt_pd(q, zero), _mm_div_pd(d, _mm_mul_pd(st, _mm_sqrt_pd(q)))) : zero;
+        __m128d r = sq ? _mm_loadu_pd(sq + y) : _mm_sqrt_pd(q);
+        __m128d c = pos ? _mm_and_pd(_mm_cmpgt_pd(q, zero), _mm_div_pd(d, _mm_mul_pd(st, r))) : zero;
         _mm_storeu_pd(score + y, c);
         bad = _mm_or_pd(bad, _mm_cmpunord_pd(c, c));
         __m128d gt = _mm_cmpgt_pd(c, bv);
@@ -201,11 +202,12 @@ static int traj2(double *dot, double *norm2, double *score, const double *acc, c
     double v[2], ix[2];
     _mm_storeu_pd(v, bv);
     _mm_storeu_pd(ix, bi);
-    return traj_finish(v, ix, 2, _mm_movemask_pd(bad) != 0, dot, norm2, score, acc, rn, y, n, traj_norm2, best);
+    return traj_finish(v, ix, 2, _mm_movemask_pd(bad) != 0, dot, norm2, score, acc, rn, sq, y, n, traj_norm2, best);
 }
 
 __attribute__((target("avx"))) static int traj4(double *dot, double *norm2, double *score, const double *acc,
-                                                const double *rn, uint32_t n, double traj_norm2, double *best)
+                                                const double *rn, const double *sq, uint32_t n, double traj_norm2,
+                                                double *best)
 {
     const __m256d zero = _mm256_setzero_pd(), st = _mm256_set1_pd(sqrt(traj_norm2)), step = _mm256_set1_pd(4);
     __m256d bv = _mm256_set1_pd(-INFINITY), bi = _mm256_set1_pd(-1), idx = _mm256_set_pd(3, 2, 1, 0), bad = zero;
@@ -216,8 +218,8 @@ __attribute__((target("avx"))) static int traj4(double *dot, double *norm2, doub
         __m256d q = _mm256_add_pd(_mm256_loadu_pd(norm2 + y), _mm256_loadu_pd(rn + y));
         _mm256_storeu_pd(dot + y, d);
         _mm256_storeu_pd(norm2 + y, q);
-        __m256d c = pos ? _mm256_and_pd(_mm256_cmp_pd(q, zero, _CMP_GT_OQ),
-                                        _mm256_div_pd(d, _mm256_mul_pd(st, _mm256_sqrt_pd(q))))
+        __m256d r = sq ? _mm256_loadu_pd(sq + y) : _mm256_sqrt_pd(q);
+        __m256d c = pos ? _mm256_and_pd(_mm256_cmp_pd(q, zero, _CMP_GT_OQ), _mm256_div_pd(d, _mm256_mul_pd(st, r)))
                         : zero;
         _mm256_storeu_pd(score + y, c);
         bad = _mm256_or_pd(bad, _mm256_cmp_pd(c, c, _CMP_UNORD_Q));
@@ -229,7 +231,8 @@ __attribute__((target("avx"))) static int traj4(double *dot, double *norm2, doub
     double v[4], ix[4];
     _mm256_storeu_pd(v, bv);
     _mm256_storeu_pd(ix, bi);
-    return traj_finish(v, ix, 4, _mm256_movemask_pd(bad) != 0, dot, norm2, score, acc, rn, y, n, traj_norm2, best);
+    return traj_finish(v, ix, 4, _mm256_movemask_pd(bad) != 0, dot, norm2, score, acc, rn, sq, y, n, traj_norm2,
+                       best);
 }
 
 static const fmoe_kernels kernels_sse2 = {scan2, traj2, "sse2"}, kernels_avx = {scan4, traj4, "avx"};

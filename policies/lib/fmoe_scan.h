@@ -22,11 +22,13 @@ typedef void fmoe_scan_fn(const float *vals, size_t len, size_t first, uint32_t 
 
 /* One trajectory step over entries y < n: dot[y] += acc[y]; norm2[y] += rn[y];
  * score[y] = traj_norm2 > 0 && norm2[y] > 0 ? dot[y] / (sqrt(traj_norm2)
- * sqrt(norm2[y])) : 0.  Returns y* = the first index of the largest score
- * (*best its score), or -1 when n = 0 or a score is NaN (then the caller
- * scans score[] itself: NaN never compares greater). */
-typedef int fmoe_traj_fn(double *dot, double *norm2, double *score, const double *acc, const double *rn, uint32_t n,
-                         double traj_norm2, double *best);
+ * sqrt(norm2[y])) : 0, with sqrt(norm2[y]) read from sq[y] when sq is not
+ * NULL (the caller's sqrt of the very value norm2[y] takes).  Returns y* =
+ * the first index of the largest score (*best its score), or -1 when n = 0
+ * or a score is NaN (then the caller scans score[] itself: NaN never
+ * compares greater). */
+typedef int fmoe_traj_fn(double *dot, double *norm2, double *score, const double *acc, const double *rn,
+                         const double *sq, uint32_t n, double traj_norm2, double *best);
 
 typedef struct {
     fmoe_scan_fn *scan;

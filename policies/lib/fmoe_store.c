@@ -40,6 +40,7 @@ static void carve_all(fmoe_store *s, carver *c)
     s->map_norm2 = carve(c, S, sizeof *s->map_norm2);
     s->map_norm = carve(c, S, sizeof *s->map_norm);
     s->row_norm2 = carve(c, S * s->L, sizeof *s->row_norm2);
+    s->prefix_norm = carve(c, S * s->L, sizeof *s->prefix_norm);
     s->entry_nonfinite = carve(c, S, sizeof *s->entry_nonfinite);
     s->dot = carve(c, S, sizeof *s->dot);
     s->norm2 = carve(c, S, sizeof *s->norm2);
@@ -249,8 +250,13 @@ uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map)
     s->emb_norm[y] = sqrt(s->emb_norm2[y]);
     s->map_norm2[y] = norm2_of(map, LJ);
     s->map_norm[y] = sqrt(s->map_norm2[y]);
-    for (uint32_t l = 0; l < s->L; l++)
-        s->row_norm2[(size_t)l * s->slots + y] = norm2_of(map + (size_t)l * s->J, s->J);
+    double prefix = 0; /* summed as the trajectory search sums norm2[y] over layers 0, 1, ... */
+    for (uint32_t l = 0; l < s->L; l++) {
+        double r = norm2_of(map + (size_t)l * s->J, s->J);
+        s->row_norm2[(size_t)l * s->slots + y] = r;
+        prefix += r;
+        s->prefix_norm[(size_t)l * s->slots + y] = sqrt(prefix);
+    }
     uint8_t bad = !all_finite(map, LJ) || (s->D && !all_finite(emb, s->D));
     s->nonfinite = s->nonfinite - s->entry_nonfinite[y] + bad;
     s->entry_nonfinite[y] = bad;
@@ -264,6 +270,7 @@ void fmoe_traj_reset(fmoe_store *s)
     memset(s->norm2, 0, s->slots * sizeof *s->norm2);
     s->traj_norm2 = 0;
     s->observed = 0;
+    s->in_order = 1;
 }
 
 void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P)
@@ -273,7 +280,10 @@ void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P)
     /* acc[y] = P . m_y[l], from 0 over j, then added to the running sums */
     scan_query(s, s->map, (size_t)s->L * s->J, (size_t)l * s->J, P, s->J, s->acc);
     const double *rn = s->row_norm2 + (size_t)l * s->slots; /* cached |m_y[l]|^2 */
-    s->best = s->kernels->traj(s->dot, s->norm2, s->score, s->acc, rn, s->n, s->traj_norm2, &s->best_score);
+    /* layers 0..l observed in order: norm2[y] becomes the cached prefix sum, whose sqrt is cached too */
+    s->in_order = s->in_order && s->observed == l;
+    const double *sq = s->in_order ? s->prefix_norm + (size_t)l * s->slots : NULL;
+    s->best = s->kernels->traj(s->dot, s->norm2, s->score, s->acc, rn, sq, s->n, s->traj_norm2, &s->best_score);
     if (s->best < 0 && s->n) /* a NaN score: the scalar rule over score[] */
         s->best = argmax_first(s->score, s->n, &s->best_score);
     s->observed++;

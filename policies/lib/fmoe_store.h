@@ -45,6 +45,7 @@ typedef struct {
     double *map_norm2;        /* [slots] |m_y|^2 over the whole map */
     double *map_norm;         /* [slots] sqrt(|m_y|^2) */
     double *row_norm2;        /* [L][slots] |m_y[l]|^2 */
+    double *prefix_norm;      /* [L][slots] sqrt(|m_y[0..l]|^2), the sum over layers 0..l in order */
     uint32_t nonfinite;       /* entries holding a NaN or an infinity (then no term is skipped) */
     uint8_t *entry_nonfinite; /* [slots] */
     /* incremental trajectory search (reset at each iteration) */
@@ -55,6 +56,7 @@ typedef struct {
     double best_score;
     double traj_norm2;        /* |traj|^2 */
     uint32_t observed;        /* layers observed so far */
+    int in_order;             /* they were layers 0, 1, ..., observed - 1: norm2 = the cached prefix */
     /* scratch of the scans */
     double *acc, *acc2;       /* [slots] one sum per entry */
     uint32_t *cols;           /* [max(L J, D)] the query's terms that are summed */

@@ -82,9 +82,11 @@ static void check_traj_kernels(const fmoe_kernels *k, const fmoe_kernels *c)
         memcpy(dot[1], dot[0], sizeof dot[0]);
         memcpy(norm2[1], norm2[0], sizeof norm2[0]);
         memset(score, 0, sizeof score);
-        double best[2] = {-7, -7};
-        int got = k->traj(dot[0], norm2[0], score[0], acc, rn, n, t2, &best[0]);
-        int want = c->traj(dot[1], norm2[1], score[1], acc, rn, n, t2, &best[1]);
+        double best[2] = {-7, -7}, sq[N];
+        for (uint32_t y = 0; y < N; y++) /* the sqrt of the value norm2[y] takes */
+            sq[y] = sqrt(norm2[0][y] + rn[y]);
+        int got = k->traj(dot[0], norm2[0], score[0], acc, rn, trial % 2 ? sq : NULL, n, t2, &best[0]);
+        int want = c->traj(dot[1], norm2[1], score[1], acc, rn, NULL, n, t2, &best[1]);
         CHECK_EQ_INT(got, want);
         CHECK(memcmp(&best[0], &best[1], sizeof best[0]) == 0);
         CHECK(memcmp(dot[0], dot[1], sizeof dot[0]) == 0);
@@ -145,15 +147,18 @@ static uint32_t direct_victim(const fmoe_store *s, const float *emb, const float
     return best;
 }
 
-/* A trajectory through the store: after each layer, the best entry and its
- * score equal the scalar incremental search's (per layer, P . m_y[l] summed
- * from 0 over j and added to the running dot; |m_y[l]|^2 likewise). */
-static void check_trajectory_exact(fmoe_store *s)
+/* A trajectory through the store, layers in the order given: after each
+ * layer, the best entry and its score equal the scalar incremental search's
+ * (per layer, P . m_y[l] summed from 0 over j and added to the running dot;
+ * |m_y[l]|^2 likewise).  In order 0, 1, 2 the store reads the square roots
+ * of its cached prefix norms; in another order it takes them from norm2. */
+static void check_trajectory_exact(fmoe_store *s, const uint32_t *order)
 {
     double dot[SC_C] = {0}, nn[SC_C] = {0}, tt = 0;
     float P[SC_J], m[SC_L * SC_J];
     fmoe_traj_reset(s);
-    for (uint32_t l = 0; l < SC_L; l++) {
+    for (uint32_t step = 0; step < SC_L; step++) {
+        uint32_t l = order[step];
         for (int j = 0; j < SC_J; j++) {
             P[j] = value();
             tt += (double)P[j] * P[j];
@@ -224,7 +229,10 @@ static void test_store_exact(void)
         CHECK(memcmp(got_map, map, sizeof map) == 0);
         CHECK(memcmp(got_emb, emb, sizeof emb) == 0);
         if (k % 23 == 0) {
-            check_trajectory_exact(&s);
+            static const uint32_t in_order[SC_L] = {0, 1, 2}, shuffled[SC_L] = {1, 0, 2}, repeated[SC_L] = {0, 0, 1};
+            check_trajectory_exact(&s, in_order);
+            check_trajectory_exact(&s, shuffled);
+            check_trajectory_exact(&s, repeated);
             check_semantic_exact(&s);
         }
     }
