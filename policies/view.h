@@ -54,6 +54,7 @@ typedef struct ms_view_ops {
     double (*link_free)(const ms_view *v);
     void (*set_score)(ms_view *v, uint32_t l, uint32_t e, double score);
     double (*score)(const ms_view *v, uint32_t l, uint32_t e);
+    const double *(*scores)(const ms_view *v);
     void (*prefetch)(ms_view *v, uint32_t l, uint32_t e, double priority);
     void (*clear_prefetches)(ms_view *v);
     void (*charge_sync)(ms_view *v, double seconds);
@@ -129,6 +130,9 @@ static inline double ms_view_link_free(const ms_view *v) { return ms_view_ops_of
  * the probability its prefetcher last searched).  NAN when never set. */
 static inline void ms_view_set_score(ms_view *v, uint32_t l, uint32_t e, double score) { ms_view_ops_of(v)->set_score(v, l, e, score); }
 static inline double ms_view_score(const ms_view *v, uint32_t l, uint32_t e) { return ms_view_ops_of(v)->score(v, l, e); }
+/* The whole board, [L * J] by x = l * J + e, read-only (for a policy that
+ * reads every entry in one step: ms_view_score one call at a time). */
+static inline const double *ms_view_scores(const ms_view *v) { return ms_view_ops_of(v)->scores(v); }
 
 /* ---- policy actions ---- */
 /* Queue a prefetch of (l, e); higher priority is served first; resubmitting

@@ -128,10 +128,11 @@ static void visit(fmoe_cache *s, uint32_t x)
     s->last_use[x] = ++s->tick;
 }
 
-/* code: p of x follows the prefetcher's latest listing (a number on the board). */
-static void sample_p(fmoe_cache *s, const ms_view *v, uint32_t x)
+/* code: p of x follows the prefetcher's latest listing (a number on the
+ * board, ms_view_scores). */
+static void sample_p(fmoe_cache *s, const double *board, uint32_t x)
 {
-    double p = ms_view_score(v, x / s->J, x % s->J);
+    double p = board[x];
     if (isnan(p) || p == s->p_code[x])
         return;
     s->p_code[x] = p;
@@ -150,7 +151,7 @@ static void fmoe_cache_insert(void *st, const ms_view *v, uint32_t l, uint32_t e
         visit(s, x);
         return;
     }
-    sample_p(s, v, x); /* code: the copy was counted in admit() */
+    sample_p(s, ms_view_scores(v), x); /* code: the copy was counted in admit() */
     s->last_use[x] = ++s->tick;
 }
 
@@ -196,9 +197,11 @@ static void fmoe_cache_gate(void *st, const ms_view *v, uint32_t l)
     (void)l;
     fmoe_cache *s = st;
     s->gate_step = ms_view_step(v) + 1;
-    if (s->code)
+    if (s->code) {
+        const double *board = ms_view_scores(v);
         for (uint32_t x = 0; x < s->NX; x++)
-            sample_p(s, v, x);
+            sample_p(s, board, x);
+    }
 }
 
 static double evict_key(const fmoe_cache *s, const ms_view *v, uint32_t x)
@@ -281,9 +284,11 @@ static int fmoe_cache_overflow(void *st, const ms_view *v, uint32_t l, uint32_t 
 
 static int victim_code(fmoe_cache *s, const ms_view *v, uint32_t *l, uint32_t *e)
 {
-    if (s->sorted.round) /* a new make-room: the residents' p from the latest listing */
+    if (s->sorted.round) { /* a new make-room: the residents' p from the latest listing */
+        const double *board = ms_view_scores(v);
         for (uint32_t i = 0; i < s->members.n; i++)
-            sample_p(s, v, s->members.items[i]);
+            sample_p(s, board, s->members.items[i]);
+    }
     return ms_sorted_victim_next(&s->sorted, v, 0, code_member, code_key, NULL, s, l, e);
 }
 

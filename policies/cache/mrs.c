@@ -188,10 +188,13 @@ static uint32_t lowest_score(const mrs_state *s, const ms_view *v, uint32_t only
     uint32_t best = MS_NIL;
     for (uint32_t i = 0; i < s->members.n; i++) {
         uint32_t x = s->members.items[i];
-        if ((only != MS_NIL && x / s->J != only) || !ms_view_evictable(v, x / s->J, x % s->J))
+        if (only != MS_NIL && x / s->J != only)
             continue;
-        if (best == MS_NIL || s->S[x] < s->S[best] ||
-            (s->S[x] == s->S[best] && s->last_use[x] < s->last_use[best]))
+        /* the key first: evictability (a call into the engine) only decides
+         * between x and a better-keyed best, so the minimum is the same */
+        if (best != MS_NIL && !(s->S[x] < s->S[best] || (s->S[x] == s->S[best] && s->last_use[x] < s->last_use[best])))
+            continue;
+        if (ms_view_evictable(v, x / s->J, x % s->J))
             best = x;
     }
     return best;

@@ -172,6 +172,11 @@ static double view_score(const ms_view *v, uint32_t l, uint32_t e)
     return l < v->L && e < v->J ? v->score[l * v->J + e] : NAN;
 }
 
+static const double *view_scores(const ms_view *v)
+{
+    return v->score;
+}
+
 static void view_prefetch(ms_view *v, uint32_t l, uint32_t e, double priority)
 {
     if (l >= v->L || e >= v->J || !isfinite(priority))
@@ -262,6 +267,7 @@ const ms_view_ops eng_view_ops = {
     .link_free = view_link_free,
     .set_score = view_set_score,
     .score = view_score,
+    .scores = view_scores,
     .prefetch = view_prefetch,
     .clear_prefetches = view_clear_prefetches,
     .charge_sync = view_charge_sync,
