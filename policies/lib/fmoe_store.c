@@ -4,7 +4,52 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policies/lib/fmoe_scan.h"
 #include "sim/core/err.h"
+
+#define B FMOE_BLOCK
+
+/* ---- layout ---- */
+
+static size_t round64(size_t bytes)
+{
+    return (bytes + 63) & ~(size_t)63;
+}
+
+/* Carves 64-byte aligned arrays out of one zeroed allocation: the first
+ * pass (base NULL) only sums their sizes. */
+typedef struct {
+    char *base;
+    size_t used;
+} carver;
+
+static void *carve(carver *c, size_t n, size_t size)
+{
+    void *p = c->base ? c->base + c->used : NULL;
+    c->used += round64(n * size);
+    return p;
+}
+
+static void carve_all(fmoe_store *s, carver *c)
+{
+    size_t LJ = (size_t)s->L * s->J, S = s->slots, q = LJ > s->D ? LJ : s->D;
+    s->emb = s->D ? carve(c, S * s->D, sizeof *s->emb) : NULL;
+    s->map = carve(c, S * LJ, sizeof *s->map);
+    s->emb_norm2 = carve(c, S, sizeof *s->emb_norm2);
+    s->emb_norm = carve(c, S, sizeof *s->emb_norm);
+    s->map_norm2 = carve(c, S, sizeof *s->map_norm2);
+    s->map_norm = carve(c, S, sizeof *s->map_norm);
+    s->row_norm2 = carve(c, S * s->L, sizeof *s->row_norm2);
+    s->prefix_norm = carve(c, S * s->L, sizeof *s->prefix_norm);
+    s->entry_nonfinite = carve(c, S, sizeof *s->entry_nonfinite);
+    s->dot = carve(c, S, sizeof *s->dot);
+    s->norm2 = carve(c, S, sizeof *s->norm2);
+    s->score = carve(c, S, sizeof *s->score);
+    s->acc = carve(c, S, sizeof *s->acc);
+    s->acc2 = carve(c, S, sizeof *s->acc2);
+    s->cols = carve(c, q ? q : 1, sizeof *s->cols);
+    s->w = carve(c, q ? q : 1, sizeof *s->w);
+}
 
 void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32_t D, uint32_t d)
 {
@@ -14,24 +59,19 @@ void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32
     s->J = J;
     s->D = D;
     s->d = d;
-    s->emb = D ? ms_xcalloc((size_t)cap * D, sizeof *s->emb) : NULL;
-    s->map = ms_xcalloc((size_t)cap * L * J, sizeof *s->map);
-    s->dot = ms_xcalloc(cap, sizeof *s->dot);
-    s->norm2 = ms_xcalloc(cap, sizeof *s->norm2);
-    s->emb_norm2 = ms_xcalloc(cap, sizeof *s->emb_norm2);
-    s->map_norm2 = ms_xcalloc(cap, sizeof *s->map_norm2);
-    s->row_norm2 = ms_xcalloc((size_t)cap * L, sizeof *s->row_norm2);
+    s->slots = (uint32_t)(((uint64_t)cap + B - 1) / B * B);
+    s->kernels = fmoe_kernels_pick();
+    carver c = {NULL, 0};
+    carve_all(s, &c);
+    s->mem = ms_xcalloc(c.used + 63, 1);
+    uintptr_t p = (uintptr_t)s->mem;
+    c = (carver){(char *)s->mem + (round64(p) - p), 0};
+    carve_all(s, &c);
 }
 
 void fmoe_store_free(fmoe_store *s)
 {
-    free(s->emb);
-    free(s->map);
-    free(s->dot);
-    free(s->norm2);
-    free(s->emb_norm2);
-    free(s->map_norm2);
-    free(s->row_norm2);
+    free(s->mem);
     memset(s, 0, sizeof *s);
 }
 
@@ -40,10 +80,58 @@ size_t fmoe_store_bytes(const fmoe_store *s)
     return (size_t)s->n * ((size_t)s->D + (size_t)s->L * s->J) * sizeof(float);
 }
 
-const float *fmoe_store_map(const fmoe_store *s, uint32_t y)
+/* Value i of entry y in a blocked array of `len` values per entry. */
+static size_t at(uint32_t y, size_t i, size_t len)
 {
-    return s->map + (size_t)y * s->L * s->J;
+    return ((size_t)(y / B) * len + i) * B + y % B;
 }
+
+static void gather(const float *blocked, size_t len, uint32_t y, size_t i0, size_t n, float *out)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = blocked[at(y, i0 + i, len)];
+}
+
+void fmoe_store_get_map(const fmoe_store *s, uint32_t y, float *out)
+{
+    gather(s->map, (size_t)s->L * s->J, y, 0, (size_t)s->L * s->J, out);
+}
+
+void fmoe_store_get_row(const fmoe_store *s, uint32_t y, uint32_t l, float *out)
+{
+    gather(s->map, (size_t)s->L * s->J, y, (size_t)l * s->J, s->J, out);
+}
+
+void fmoe_store_get_emb(const fmoe_store *s, uint32_t y, float *out)
+{
+    gather(s->emb, s->D, y, 0, s->D, out);
+}
+
+/* The query's terms to sum: the non-zero ones while every stored value is
+ * finite (a zero term then adds +-0 to a sum that is never -0: no change),
+ * else all of them.  Returns their count. */
+static uint32_t query_terms(fmoe_store *s, const float *q, uint32_t n)
+{
+    uint32_t nc = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (q[i] != 0 || s->nonfinite) {
+            s->cols[nc] = i;
+            s->w[nc++] = q[i];
+        }
+    return nc;
+}
+
+/* out[y] = q[0..n) . (values first .. first + n - 1 of entry y), summed from +0
+ * in index order, for every held entry (out is written up to the end of the
+ * last held block; the empty slots there give 0). */
+static void scan_query(fmoe_store *s, const float *vals, size_t len, size_t first, const float *q, uint32_t n,
+                       double *out)
+{
+    uint32_t nc = query_terms(s, q, n);
+    s->kernels->scan(vals, len, first, (s->n + B - 1) / B, s->cols, s->w, nc, out);
+}
+
+/* ---- formulas ---- */
 
 double fmoe_cosine(const float *a, const float *b, size_t n)
 {
@@ -56,29 +144,6 @@ double fmoe_cosine(const float *a, const float *b, size_t n)
     return aa > 0 && bb > 0 ? ab / (sqrt(aa) * sqrt(bb)) : 0.0;
 }
 
-int fmoe_semantic_search(const fmoe_store *s, const float *e_new, double *score)
-{
-    if (!s->n || !s->D)
-        return -1;
-    int best = -1;
-    double best_score = 0;
-    for (uint32_t y = 0; y < s->n; y++) {
-        double c = fmoe_cosine(e_new, s->emb + (size_t)y * s->D, s->D);
-        if (best < 0 || c > best_score) {
-            best = (int)y;
-            best_score = c;
-        }
-    }
-    *score = best_score;
-    return best;
-}
-
-double fmoe_rdy(uint32_t d, uint32_t L, double score_sem, double score_map)
-{
-    double w = (double)d / L;
-    return w * score_sem + (1.0 - w) * score_map;
-}
-
 /* |a|^2 summed in fmoe_cosine's order. */
 static double norm2_of(const float *a, size_t n)
 {
@@ -88,39 +153,70 @@ static double norm2_of(const float *a, size_t n)
     return aa;
 }
 
-/* fmoe_cosine(a, b, n) given aa = |a|^2 and bb = |b|^2. */
-static double cosine_with_norms(const float *a, double aa, const float *b, double bb, size_t n)
+/* fmoe_cosine's result from its three sums, sqrt(bb) given: the same value,
+ * as sqrt is exact (correctly rounded). */
+static double cosine_of(double ab, double aa, double bb, double sqrt_bb)
 {
-    if (!(aa > 0 && bb > 0))
-        return 0.0;
-    double ab = 0;
-    for (size_t i = 0; i < n; i++)
-        ab += (double)a[i] * b[i];
-    return ab / (sqrt(aa) * sqrt(bb));
+    return aa > 0 && bb > 0 ? ab / (sqrt(aa) * sqrt_bb) : 0.0;
 }
 
-/* RDY against entry y; ee = |emb|^2, mm = |map|^2. */
-static double rdy_cached(const fmoe_store *s, uint32_t y, const float *emb, double ee, const float *map, double mm)
+/* First index of the largest value, as `if (best < 0 || c > best_c)` picks it. */
+static int argmax_first(const double *c, uint32_t n, double *best_c)
 {
-    size_t LJ = (size_t)s->L * s->J;
-    double sem = s->D ? cosine_with_norms(emb, ee, s->emb + (size_t)y * s->D, s->emb_norm2[y], s->D) : 0.0;
-    double map_score = cosine_with_norms(map, mm, s->map + (size_t)y * LJ, s->map_norm2[y], LJ);
-    return fmoe_rdy(s->d, s->L, sem, map_score);
+    int best = -1;
+    double bc = 0;
+    for (uint32_t y = 0; y < n; y++)
+        if (best < 0 || c[y] > bc) {
+            best = (int)y;
+            bc = c[y];
+        }
+    *best_c = bc;
+    return best;
+}
+
+int fmoe_semantic_search(fmoe_store *s, const float *e_new, double *score)
+{
+    if (!s->n || !s->D)
+        return -1;
+    double aa = norm2_of(e_new, s->D);
+    scan_query(s, s->emb, s->D, 0, e_new, s->D, s->acc);
+    for (uint32_t y = 0; y < s->n; y++)
+        s->acc[y] = cosine_of(s->acc[y], aa, s->emb_norm2[y], s->emb_norm[y]);
+    return argmax_first(s->acc, s->n, score);
+}
+
+double fmoe_rdy(uint32_t d, uint32_t L, double score_sem, double score_map)
+{
+    double w = (double)d / L;
+    return w * score_sem + (1.0 - w) * score_map;
 }
 
 double fmoe_store_rdy(const fmoe_store *s, uint32_t y, const float *emb, const float *map)
 {
-    double ee = s->D ? norm2_of(emb, s->D) : 0.0;
-    return rdy_cached(s, y, emb, ee, map, norm2_of(map, (size_t)s->L * s->J));
+    size_t LJ = (size_t)s->L * s->J;
+    float *m = ms_xcalloc(LJ + s->D + 1, sizeof *m), *e = m + LJ;
+    fmoe_store_get_map(s, y, m);
+    fmoe_store_get_emb(s, y, e);
+    double sem = s->D ? fmoe_cosine(emb, e, s->D) : 0.0;
+    double r = fmoe_rdy(s->d, s->L, sem, fmoe_cosine(map, m, LJ));
+    free(m);
+    return r;
 }
 
-static uint32_t most_redundant(const fmoe_store *s, const float *emb, const float *map)
+/* argmax_y RDY((emb, map), y), ties to the lower index: the scans give every
+ * entry's two dot products, then each RDY is fmoe_store_rdy's expression. */
+static uint32_t most_redundant(fmoe_store *s, const float *emb, const float *map)
 {
-    double ee = s->D ? norm2_of(emb, s->D) : 0.0, mm = norm2_of(map, (size_t)s->L * s->J);
+    uint32_t LJ = s->L * s->J;
+    double ee = s->D ? norm2_of(emb, s->D) : 0.0, mm = norm2_of(map, LJ);
+    scan_query(s, s->map, LJ, 0, map, LJ, s->acc);
+    if (s->D)
+        scan_query(s, s->emb, s->D, 0, emb, s->D, s->acc2);
     uint32_t best = 0;
     double best_rdy = -INFINITY;
     for (uint32_t y = 0; y < s->n; y++) {
-        double r = rdy_cached(s, y, emb, ee, map, mm);
+        double sem = s->D ? cosine_of(s->acc2[y], ee, s->emb_norm2[y], s->emb_norm[y]) : 0.0;
+        double r = fmoe_rdy(s->d, s->L, sem, cosine_of(s->acc[y], mm, s->map_norm2[y], s->map_norm[y]));
         if (r > best_rdy) {
             best = y;
             best_rdy = r;
@@ -129,41 +225,67 @@ static uint32_t most_redundant(const fmoe_store *s, const float *emb, const floa
     return best;
 }
 
+static int all_finite(const float *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i]))
+            return 0;
+    return 1;
+}
+
+static void scatter(float *blocked, size_t len, uint32_t y, const float *v)
+{
+    for (size_t i = 0; i < len; i++)
+        blocked[at(y, i, len)] = v[i];
+}
+
 uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map)
 {
     size_t LJ = (size_t)s->L * s->J;
     uint32_t y = s->n < s->cap ? s->n++ : most_redundant(s, emb, map);
     if (s->D)
-        memcpy(s->emb + (size_t)y * s->D, emb, s->D * sizeof *emb);
-    memcpy(s->map + (size_t)y * LJ, map, LJ * sizeof *map);
+        scatter(s->emb, s->D, y, emb);
+    scatter(s->map, LJ, y, map);
     s->emb_norm2[y] = s->D ? norm2_of(emb, s->D) : 0.0;
+    s->emb_norm[y] = sqrt(s->emb_norm2[y]);
     s->map_norm2[y] = norm2_of(map, LJ);
-    for (uint32_t l = 0; l < s->L; l++)
-        s->row_norm2[(size_t)y * s->L + l] = norm2_of(map + (size_t)l * s->J, s->J);
+    s->map_norm[y] = sqrt(s->map_norm2[y]);
+    double prefix = 0; /* summed as the trajectory search sums norm2[y] over layers 0, 1, ... */
+    for (uint32_t l = 0; l < s->L; l++) {
+        double r = norm2_of(map + (size_t)l * s->J, s->J);
+        s->row_norm2[(size_t)l * s->slots + y] = r;
+        prefix += r;
+        s->prefix_norm[(size_t)l * s->slots + y] = sqrt(prefix);
+    }
+    uint8_t bad = !all_finite(map, LJ) || (s->D && !all_finite(emb, s->D));
+    s->nonfinite = s->nonfinite - s->entry_nonfinite[y] + bad;
+    s->entry_nonfinite[y] = bad;
     fmoe_traj_reset(s);
     return y;
 }
 
 void fmoe_traj_reset(fmoe_store *s)
 {
-    memset(s->dot, 0, s->cap * sizeof *s->dot);
-    memset(s->norm2, 0, s->cap * sizeof *s->norm2);
+    memset(s->dot, 0, s->slots * sizeof *s->dot);
+    memset(s->norm2, 0, s->slots * sizeof *s->norm2);
     s->traj_norm2 = 0;
     s->observed = 0;
+    s->in_order = 1;
 }
 
 void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P)
 {
     for (uint32_t j = 0; j < s->J; j++)
         s->traj_norm2 += (double)P[j] * P[j];
-    for (uint32_t y = 0; y < s->n; y++) {
-        const float *row = s->map + ((size_t)y * s->L + l) * s->J;
-        double dot = 0;
-        for (uint32_t j = 0; j < s->J; j++)
-            dot += (double)P[j] * row[j];
-        s->dot[y] += dot;
-        s->norm2[y] += s->row_norm2[(size_t)y * s->L + l]; /* cached |m_y[l]|^2 */
-    }
+    /* acc[y] = P . m_y[l], from 0 over j, then added to the running sums */
+    scan_query(s, s->map, (size_t)s->L * s->J, (size_t)l * s->J, P, s->J, s->acc);
+    const double *rn = s->row_norm2 + (size_t)l * s->slots; /* cached |m_y[l]|^2 */
+    /* layers 0..l observed in order: norm2[y] becomes the cached prefix sum, whose sqrt is cached too */
+    s->in_order = s->in_order && s->observed == l;
+    const double *sq = s->in_order ? s->prefix_norm + (size_t)l * s->slots : NULL;
+    s->best = s->kernels->traj(s->dot, s->norm2, s->score, s->acc, rn, sq, s->n, s->traj_norm2, &s->best_score);
+    if (s->best < 0 && s->n) /* a NaN score: the scalar rule over score[] */
+        s->best = argmax_first(s->score, s->n, &s->best_score);
     s->observed++;
 }
 
@@ -171,17 +293,8 @@ int fmoe_traj_best(const fmoe_store *s, double *score)
 {
     if (!s->n || !s->observed)
         return -1;
-    int best = -1;
-    double best_score = 0;
-    for (uint32_t y = 0; y < s->n; y++) {
-        double c = s->traj_norm2 > 0 && s->norm2[y] > 0 ? s->dot[y] / (sqrt(s->traj_norm2) * sqrt(s->norm2[y])) : 0.0;
-        if (best < 0 || c > best_score) {
-            best = (int)y;
-            best_score = c;
-        }
-    }
-    *score = best_score;
-    return best;
+    *score = s->best_score;
+    return s->best;
 }
 
 double fmoe_delta(double score)

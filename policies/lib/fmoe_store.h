@@ -12,26 +12,57 @@
  * map and each layer's row of it (set when the entry is written), so that
  * deduplication and the trajectory search never recompute them; every cached
  * value is summed in the same order as the direct formula, so the results
- * are the same bit for bit. */
+ * are the same bit for bit.
+ *
+ * Layout (issue 18): every search is a scan over all entries, so the values
+ * are stored entries-minor in blocks of FMOE_BLOCK entries: value i of entry
+ * y (i = l J + j of a map, k of an embedding) sits at
+ * block(y / FMOE_BLOCK)[i x FMOE_BLOCK + y % FMOE_BLOCK].  A scan runs one
+ * query value against FMOE_BLOCK entries at a time, with one accumulator per
+ * entry: vectorised across entries, each entry's own sum still added term by
+ * term in the direct formula's order (no reassociation), so every score is
+ * the scalar formula's bit for bit.  A query's zero terms are skipped while
+ * every stored value is finite (adding the product 0 x finite = +-0 to a
+ * running sum that starts at +0 never changes it); products of two floats
+ * are exact in double, so nothing else differs.  Read entries through
+ * fmoe_store_get_map / _row / _emb. */
 #ifndef MS_FMOE_STORE_H
 #define MS_FMOE_STORE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policies/lib/fmoe_scan.h"
+
 typedef struct {
     uint32_t cap, L, J, D, d; /* capacity C, layers, experts, embedding size, distance (RDY weights) */
     uint32_t n;               /* entries held */
-    float *emb;               /* [cap][D] */
-    float *map;               /* [cap][L][J] */
-    double *emb_norm2;        /* [cap] |e_y|^2 (when D > 0) */
-    double *map_norm2;        /* [cap] |m_y|^2 over the whole map */
-    double *row_norm2;        /* [cap][L] |m_y[l]|^2 */
+    uint32_t slots;           /* cap rounded up to whole blocks: the length of the per-entry arrays */
+    float *emb;               /* [slots / B][D][B], B = FMOE_BLOCK (when D > 0) */
+    float *map;               /* [slots / B][L J][B] */
+    double *emb_norm2;        /* [slots] |e_y|^2 (when D > 0) */
+    double *emb_norm;         /* [slots] sqrt(|e_y|^2) */
+    double *map_norm2;        /* [slots] |m_y|^2 over the whole map */
+    double *map_norm;         /* [slots] sqrt(|m_y|^2) */
+    double *row_norm2;        /* [L][slots] |m_y[l]|^2 */
+    double *prefix_norm;      /* [L][slots] sqrt(|m_y[0..l]|^2), the sum over layers 0..l in order */
+    uint32_t nonfinite;       /* entries holding a NaN or an infinity (then no term is skipped) */
+    uint8_t *entry_nonfinite; /* [slots] */
     /* incremental trajectory search (reset at each iteration) */
-    double *dot;              /* [cap] m_y[0..observed) . traj */
-    double *norm2;            /* [cap] |m_y[0..observed)|^2 */
+    double *dot;              /* [slots] m_y[0..observed) . traj */
+    double *norm2;            /* [slots] |m_y[0..observed)|^2 */
+    double *score;            /* [slots] cos(traj, m_y prefix) after the last observed layer */
+    int best;                 /* argmax of score (ties to the lower index) */
+    double best_score;
     double traj_norm2;        /* |traj|^2 */
     uint32_t observed;        /* layers observed so far */
+    int in_order;             /* they were layers 0, 1, ..., observed - 1: norm2 = the cached prefix */
+    /* scratch of the scans */
+    double *acc, *acc2;       /* [slots] one sum per entry */
+    uint32_t *cols;           /* [max(L J, D)] the query's terms that are summed */
+    double *w;                /* [max(L J, D)] their values */
+    void *mem;                /* the one allocation behind every array */
+    const fmoe_kernels *kernels; /* the loops this CPU runs (the same results on every CPU) */
 } fmoe_store;
 
 void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32_t D, uint32_t d);
@@ -39,18 +70,22 @@ void fmoe_store_free(fmoe_store *s);
 /* Memory of the held entries: n x (D + L x J) x sizeof(float) bytes (the
  * embeddings and maps; the O(C) search scratch is not counted). */
 size_t fmoe_store_bytes(const fmoe_store *s);
-const float *fmoe_store_map(const fmoe_store *s, uint32_t y);
+/* Entry y's map (out[L J], row-major), layer l's row of it (out[J]), its
+ * embedding (out[D]). */
+void fmoe_store_get_map(const fmoe_store *s, uint32_t y, float *out);
+void fmoe_store_get_row(const fmoe_store *s, uint32_t y, uint32_t l, float *out);
+void fmoe_store_get_emb(const fmoe_store *s, uint32_t y, float *out);
 
 /* ---- formulas ---- */
 /* cos(a, b) over n values; 0 when either vector is zero. */
 double fmoe_cosine(const float *a, const float *b, size_t n);
 /* Semantic search (seed 000 Eq. score-sem): y* = argmax_y cos(e_new, e_y),
  * ties to the lower index; -1 when the store is empty or holds no embeddings. */
-int fmoe_semantic_search(const fmoe_store *s, const float *e_new, double *score);
+int fmoe_semantic_search(fmoe_store *s, const float *e_new, double *score);
 /* RDY(x, y) = (d/L) score_sem + ((L-d)/L) score_map (seed 000, "Expert map
  * deduplication"). */
 double fmoe_rdy(uint32_t d, uint32_t L, double score_sem, double score_map);
-/* RDY((emb, map), entry y) from the cached norms of y: equal to
+/* RDY((emb, map), entry y), entry by entry (the reference of the scan):
  * fmoe_rdy(d, L, fmoe_cosine(emb, e_y, D), fmoe_cosine(map, m_y, L J))
  * (the semantic term 0 when D = 0). */
 double fmoe_store_rdy(const fmoe_store *s, uint32_t y, const float *emb, const float *map);
@@ -62,7 +97,8 @@ uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map);
 
 /* Trajectory search (seed 000 Eq. score-map), incremental: reset at the start
  * of an iteration, then observe layers 0, 1, ... in order; each observation
- * adds P_l . m_y[l] to dot[y] and |m_y[l]|^2 to norm2[y] for every entry. */
+ * adds P_l . m_y[l] (summed over j from 0) to dot[y] and |m_y[l]|^2 to
+ * norm2[y] for every entry, and sets score[y]. */
 void fmoe_traj_reset(fmoe_store *s);
 void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P);
 /* y* = argmax_y dot[y] / (|traj| |m_y prefix|) (0 for a zero vector), ties to

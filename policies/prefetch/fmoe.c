@@ -64,7 +64,7 @@ typedef struct {
     double op_s;       /* platform policy_op_s */
     float *cur;        /* [L][J] this iteration's map; hitcount: the request's counts */
     float *emb;        /* [D] */
-    float *row;        /* [J] scratch: a guided layer's normalised row */
+    float *row;        /* [J] scratch: a guided layer's row (hitcount: normalised) */
     uint32_t *order;   /* [J] scratch */
     uint64_t cur_req;  /* hitcount: request whose counts are in cur */
     ms_policy_stats sim; /* best scores of the searches that found a map (stats hook) */
@@ -234,15 +234,16 @@ static void charge(fmoe_pf *s, ms_view *v, double ops)
 /* Layer t's row of map y, as a distribution (hitcount counts are normalised). */
 static const float *guided_row(fmoe_pf *s, int y, uint32_t t)
 {
-    const float *m = fmoe_store_map(&s->store, (uint32_t)y) + (size_t)t * s->J;
+    float *m = s->row;
+    fmoe_store_get_row(&s->store, (uint32_t)y, t, m);
     if (s->track != TRACK_HITCOUNT)
         return m;
     double sum = 0;
     for (uint32_t j = 0; j < s->J; j++)
         sum += m[j];
-    for (uint32_t j = 0; j < s->J; j++)
-        s->row[j] = sum > 0 ? (float)(m[j] / sum) : 0.0f;
-    return s->row;
+    for (uint32_t j = 0; j < s->J; j++) /* in place: each m[j] is read before it is overwritten */
+        m[j] = sum > 0 ? (float)(m[j] / sum) : 0.0f;
+    return m;
 }
 
 static uint32_t selected_count(const fmoe_pf *s, const float *P, double score)

@@ -144,8 +144,11 @@ static void test_rdy_replacement(void)
     CHECK_EQ_INT(fmoe_store_add(&s, e1, m1), 1);
     CHECK_EQ_INT(fmoe_store_add(&s, ex, mx), 1);
     CHECK_EQ_INT(s.n, 2);
-    CHECK_NEAR(fmoe_store_map(&s, 1)[3], 0.8, 1e-7);
-    CHECK_NEAR(fmoe_store_map(&s, 0)[0], 1.0, 0); /* y0 kept */
+    float got[4];
+    fmoe_store_get_map(&s, 1, got);
+    CHECK_NEAR(got[3], 0.8, 1e-7);
+    fmoe_store_get_map(&s, 0, got);
+    CHECK_NEAR(got[0], 1.0, 0); /* y0 kept */
     /* x again: y1 now equals x (RDY 1) -> y1 replaced again */
     CHECK_EQ_INT(fmoe_store_add(&s, ex, mx), 1);
     fmoe_store_free(&s);
@@ -173,9 +176,12 @@ static uint32_t direct_most_redundant(const fmoe_store *s, const float *emb, con
     size_t LJ = (size_t)s->L * s->J;
     uint32_t best = 0;
     double best_rdy = -INFINITY;
+    float e_y[RC_D], m_y[RC_L * RC_J];
     for (uint32_t y = 0; y < s->n; y++) {
-        double sem = s->D ? fmoe_cosine(emb, s->emb + (size_t)y * s->D, s->D) : 0.0;
-        double direct = fmoe_rdy(s->d, s->L, sem, fmoe_cosine(map, fmoe_store_map(s, y), LJ));
+        fmoe_store_get_emb(s, y, e_y);
+        fmoe_store_get_map(s, y, m_y);
+        double sem = s->D ? fmoe_cosine(emb, e_y, s->D) : 0.0;
+        double direct = fmoe_rdy(s->d, s->L, sem, fmoe_cosine(map, m_y, LJ));
         CHECK_NEAR(fmoe_store_rdy(s, y, emb, map), direct, 1e-12);
         if (direct > best_rdy) {
             best = y;
@@ -193,9 +199,11 @@ static void check_prefix_norms(gsl_rng *r, fmoe_store *s)
         random_vec(r, P, RC_J);
         fmoe_traj_observe(s, l, P);
         for (uint32_t y = 0; y < s->n; y++) {
+            float m_y[RC_L * RC_J];
+            fmoe_store_get_map(s, y, m_y);
             double nn = 0;
             for (size_t i = 0; i < (size_t)(l + 1) * RC_J; i++)
-                nn += (double)fmoe_store_map(s, y)[i] * fmoe_store_map(s, y)[i];
+                nn += (double)m_y[i] * m_y[i];
             CHECK_NEAR(s->norm2[y], nn, 1e-12);
         }
     }

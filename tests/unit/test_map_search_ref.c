@@ -36,7 +36,10 @@ static void check_semantic(uint32_t n, uint32_t D, uint32_t q)
     float *queries = malloc(sizeof(float) * D * q);
     fill(queries, (size_t)D * q);
     ms_map_hit *hits = malloc(sizeof *hits * q);
-    ms_map_search_ref(s.emb, s.n, D, D, queries, q, hits);
+    float *rows = malloc(sizeof(float) * D * n); /* the store's embeddings, entry by entry */
+    for (uint32_t y = 0; y < n; y++)
+        fmoe_store_get_emb(&s, y, rows + (size_t)y * D);
+    ms_map_search_ref(rows, s.n, D, D, queries, q, hits);
     for (uint32_t i = 0; i < q; i++) {
         double score = -9;
         int best = fmoe_semantic_search(&s, queries + (size_t)i * D, &score);
@@ -46,6 +49,7 @@ static void check_semantic(uint32_t n, uint32_t D, uint32_t q)
     }
     fmoe_store_free(&s);
     free(emb);
+    free(rows);
     free(queries);
     free(hits);
 }
@@ -62,18 +66,22 @@ static void check_trajectory(uint32_t n, uint32_t L, uint32_t J)
         fmoe_store_add(&s, NULL, map);
     }
     fill(traj, (size_t)L * J);
+    float *maps = malloc(sizeof(float) * L * J * n); /* the store's maps, entry by entry */
+    for (uint32_t y = 0; y < n; y++)
+        fmoe_store_get_map(&s, y, maps + (size_t)y * L * J);
     fmoe_traj_reset(&s);
     for (uint32_t l = 0; l < L; l++) {
         fmoe_traj_observe(&s, l, traj + (size_t)l * J);
         double score = -9;
         int best = fmoe_traj_best(&s, &score);
         ms_map_hit hit;
-        ms_map_search_ref(s.map, s.n, L * J, (l + 1) * J, traj, 1, &hit);
+        ms_map_search_ref(maps, s.n, L * J, (l + 1) * J, traj, 1, &hit);
         CHECK_EQ_INT(hit.index, best);
         CHECK_NEAR(hit.score, score, 1e-6);
     }
     fmoe_store_free(&s);
     free(map);
+    free(maps);
     free(traj);
 }
 

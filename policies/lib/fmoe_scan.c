@@ -1,0 +1,267 @@
+#include "policies/lib/fmoe_scan.h"
+
+#include <math.h>
+
+/* Products and sums rounded one by one: no fused multiply-add (GCC does not
+ * contract in ISO C mode; clang would). */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+#define B FMOE_BLOCK
+
+/* ---- plain C (every target; the reference of the vector versions) ---- */
+
+static void scan1(const float *restrict vals, size_t len, size_t first, uint32_t nb, const uint32_t *restrict cols,
+                  const double *restrict w, uint32_t nc, double *restrict out)
+{
+    for (uint32_t b = 0; b < nb; b++) {
+        const float *blk = vals + ((size_t)b * len + first) * B;
+        double *o = out + (size_t)b * B;
+        for (uint32_t t = 0; t < B; t++)
+            o[t] = 0;
+        for (uint32_t k = 0; k < nc; k++)
+            for (uint32_t t = 0; t < B; t++)
+                o[t] += w[k] * (double)blk[(size_t)cols[k] * B + t];
+    }
+}
+
+/* Trajectory steps of entries [y0, n), one at a time, folded into the best
+ * (*by, *bc) with fmoe_traj_best's rule; returns 1 when a score is NaN. */
+static int traj_tail(double *dot, double *norm2, double *score, const double *acc, const double *rn,
+                     const double *sq, uint32_t y0, uint32_t n, double traj_norm2, int *by, double *bc)
+{
+    double st = sqrt(traj_norm2);
+    int nan = 0;
+    for (uint32_t y = y0; y < n; y++) {
+        dot[y] += acc[y];
+        norm2[y] += rn[y];
+        double c = traj_norm2 > 0 && norm2[y] > 0 ? dot[y] / (st * (sq ? sq[y] : sqrt(norm2[y]))) : 0.0;
+        score[y] = c;
+        nan |= isnan(c);
+        if (*by < 0 || c > *bc) {
+            *by = (int)y;
+            *bc = c;
+        }
+    }
+    return nan;
+}
+
+static int traj1(double *dot, double *norm2, double *score, const double *acc, const double *rn, const double *sq,
+                 uint32_t n, double traj_norm2, double *best)
+{
+    int by = -1;
+    double bc = 0;
+    if (traj_tail(dot, norm2, score, acc, rn, sq, 0, n, traj_norm2, &by, &bc) || by < 0)
+        return -1;
+    *best = bc;
+    return by;
+}
+
+static const fmoe_kernels kernels_c = {scan1, traj1, "c"};
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#include <immintrin.h>
+
+/* The lanes' bests (value v[l], index ix[l], -1 for none: each the first of
+ * its lane's largest) folded into one: the largest, ties to the lower index. */
+static void fold_lanes(const double *v, const double *ix, int lanes, int *by, double *bc)
+{
+    for (int l = 0; l < lanes; l++) {
+        int i = (int)ix[l];
+        if (i >= 0 && (*by < 0 || v[l] > *bc || (v[l] == *bc && i < *by))) {
+            *by = i;
+            *bc = v[l];
+        }
+    }
+}
+
+/* The vector part's bests, then the tail one at a time (higher indices: they
+ * win only when strictly greater). */
+static int traj_finish(const double *v, const double *ix, int lanes, int nan, double *dot, double *norm2,
+                       double *score, const double *acc, const double *rn, const double *sq, uint32_t y0, uint32_t n,
+                       double traj_norm2, double *best)
+{
+    int by = -1;
+    double bc = 0;
+    fold_lanes(v, ix, lanes, &by, &bc);
+    nan |= traj_tail(dot, norm2, score, acc, rn, sq, y0, n, traj_norm2, &by, &bc);
+    if (nan || by < 0)
+        return -1;
+    *best = bc;
+    return by;
+}
+
+/* Two floats at p as two doubles (cvtps2pd of a 64-bit load). */
+static inline __m128d cvt2(const float *p)
+{
+    return _mm_cvtps_pd(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(const void *)p)));
+}
+
+static void scan2(const float *restrict vals, size_t len, size_t first, uint32_t nb, const uint32_t *restrict cols,
+                  const double *restrict w, uint32_t nc, double *restrict out)
+{
+    for (uint32_t b = 0; b < nb; b++) {
+        const float *blk = vals + ((size_t)b * len + first) * B;
+        __m128d a[8];
+        for (int t = 0; t < 8; t++)
+            a[t] = _mm_setzero_pd();
+        for (uint32_t k = 0; k < nc; k++) {
+            const float *v = blk + (size_t)cols[k] * B;
+            __m128d x = _mm_set1_pd(w[k]);
+            a[0] = _mm_add_pd(a[0], _mm_mul_pd(x, cvt2(v + 0)));
+            a[1] = _mm_add_pd(a[1], _mm_mul_pd(x, cvt2(v + 2)));
+            a[2] = _mm_add_pd(a[2], _mm_mul_pd(x, cvt2(v + 4)));
+            a[3] = _mm_add_pd(a[3], _mm_mul_pd(x, cvt2(v + 6)));
+            a[4] = _mm_add_pd(a[4], _mm_mul_pd(x, cvt2(v + 8)));
+            a[5] = _mm_add_pd(a[5], _mm_mul_pd(x, cvt2(v + 10)));
+            a[6] = _mm_add_pd(a[6], _mm_mul_pd(x, cvt2(v + 12)));
+            a[7] = _mm_add_pd(a[7], _mm_mul_pd(x, cvt2(v + 14)));
+        }
+        for (int t = 0; t < 8; t++)
+            _mm_storeu_pd(out + (size_t)b * B + 2 * t, a[t]);
+    }
+}
+
+/* The same with four lanes: AVX (vcvtps2pd, vmulpd, vaddpd; no FMA).  Two
+ * blocks at a time: eight independent sums in flight hide the add latency. */
+#define FMOE_AVX_TERM(acc, blk, off) \
+    acc = _mm256_add_pd(acc, _mm256_mul_pd(x, _mm256_cvtps_pd(_mm_loadu_ps((blk) + (off)))))
+
+__attribute__((target("avx"))) static void scan4(const float *restrict vals, size_t len, size_t first, uint32_t nb,
+                                                 const uint32_t *restrict cols, const double *restrict w,
+                                                 uint32_t nc, double *restrict out)
+{
+    uint32_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        const float *p = vals + ((size_t)b * len + first) * B, *q = p + len * B;
+        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+        for (uint32_t k = 0; k < nc; k++) {
+            size_t c = (size_t)cols[k] * B;
+            __m256d x = _mm256_set1_pd(w[k]);
+            FMOE_AVX_TERM(a0, p + c, 0);
+            FMOE_AVX_TERM(a1, p + c, 4);
+            FMOE_AVX_TERM(a2, p + c, 8);
+            FMOE_AVX_TERM(a3, p + c, 12);
+            FMOE_AVX_TERM(a4, q + c, 0);
+            FMOE_AVX_TERM(a5, q + c, 4);
+            FMOE_AVX_TERM(a6, q + c, 8);
+            FMOE_AVX_TERM(a7, q + c, 12);
+        }
+        double *o = out + (size_t)b * B;
+        _mm256_storeu_pd(o + 0, a0);
+        _mm256_storeu_pd(o + 4, a1);
+        _mm256_storeu_pd(o + 8, a2);
+        _mm256_storeu_pd(o + 12, a3);
+        _mm256_storeu_pd(o + 16, a4);
+        _mm256_storeu_pd(o + 20, a5);
+        _mm256_storeu_pd(o + 24, a6);
+        _mm256_storeu_pd(o + 28, a7);
+    }
+    if (b < nb) {
+        const float *p = vals + ((size_t)b * len + first) * B;
+        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+        for (uint32_t k = 0; k < nc; k++) {
+            size_t c = (size_t)cols[k] * B;
+            __m256d x = _mm256_set1_pd(w[k]);
+            FMOE_AVX_TERM(a0, p + c, 0);
+            FMOE_AVX_TERM(a1, p + c, 4);
+            FMOE_AVX_TERM(a2, p + c, 8);
+            FMOE_AVX_TERM(a3, p + c, 12);
+        }
+        double *o = out + (size_t)b * B;
+        _mm256_storeu_pd(o + 0, a0);
+        _mm256_storeu_pd(o + 4, a1);
+        _mm256_storeu_pd(o + 8, a2);
+        _mm256_storeu_pd(o + 12, a3);
+    }
+}
+
+static int traj2(double *dot, double *norm2, double *score, const double *acc, const double *rn, const double *sq,
+                 uint32_t n, double traj_norm2, double *best)
+{
+    const __m128d zero = _mm_setzero_pd(), st = _mm_set1_pd(sqrt(traj_norm2)), step = _mm_set1_pd(2);
+    __m128d bv = _mm_set1_pd(-INFINITY), bi = _mm_set1_pd(-1), idx = _mm_set_pd(1, 0), bad = zero;
+    int pos = traj_norm2 > 0;
+    uint32_t y = 0;
+    for (; y + 2 <= n; y += 2) {
+        __m128d d = _mm_add_pd(_mm_loadu_pd(dot + y), _mm_loadu_pd(acc + y));
+        __m128d q = _mm_add_pd(_mm_loadu_pd(norm2 + y), _mm_loadu_pd(rn + y));
+        _mm_storeu_pd(dot + y, d);
+        _mm_storeu_pd(norm2 + y, q);
+        /* norm2 = 0 gives 0/0 or x/0 in the lane, then masked to +0 */
+        __m128d r = sq ? _mm_loadu_pd(sq + y) : _mm_sqrt_pd(q);
+        __m128d c = pos ? _mm_and_pd(_mm_cmpgt_pd(q, zero), _mm_div_pd(d, _mm_mul_pd(st, r))) : zero;
+        _mm_storeu_pd(score + y, c);
+        bad = _mm_or_pd(bad, _mm_cmpunord_pd(c, c));
+        __m128d gt = _mm_cmpgt_pd(c, bv);
+        bv = _mm_or_pd(_mm_and_pd(gt, c), _mm_andnot_pd(gt, bv));
+        bi = _mm_or_pd(_mm_and_pd(gt, idx), _mm_andnot_pd(gt, bi));
+        idx = _mm_add_pd(idx, step);
+    }
+    double v[2], ix[2];
+    _mm_storeu_pd(v, bv);
+    _mm_storeu_pd(ix, bi);
+    return traj_finish(v, ix, 2, _mm_movemask_pd(bad) != 0, dot, norm2, score, acc, rn, sq, y, n, traj_norm2, best);
+}
+
+__attribute__((target("avx"))) static int traj4(double *dot, double *norm2, double *score, const double *acc,
+                                                const double *rn, const double *sq, uint32_t n, double traj_norm2,
+                                                double *best)
+{
+    const __m256d zero = _mm256_setzero_pd(), st = _mm256_set1_pd(sqrt(traj_norm2)), step = _mm256_set1_pd(4);
+    __m256d bv = _mm256_set1_pd(-INFINITY), bi = _mm256_set1_pd(-1), idx = _mm256_set_pd(3, 2, 1, 0), bad = zero;
+    int pos = traj_norm2 > 0;
+    uint32_t y = 0;
+    for (; y + 4 <= n; y += 4) {
+        __m256d d = _mm256_add_pd(_mm256_loadu_pd(dot + y), _mm256_loadu_pd(acc + y));
+        __m256d q = _mm256_add_pd(_mm256_loadu_pd(norm2 + y), _mm256_loadu_pd(rn + y));
+        _mm256_storeu_pd(dot + y, d);
+        _mm256_storeu_pd(norm2 + y, q);
+        __m256d r = sq ? _mm256_loadu_pd(sq + y) : _mm256_sqrt_pd(q);
+        __m256d c = pos ? _mm256_and_pd(_mm256_cmp_pd(q, zero, _CMP_GT_OQ), _mm256_div_pd(d, _mm256_mul_pd(st, r)))
+                        : zero;
+        _mm256_storeu_pd(score + y, c);
+        bad = _mm256_or_pd(bad, _mm256_cmp_pd(c, c, _CMP_UNORD_Q));
+        __m256d gt = _mm256_cmp_pd(c, bv, _CMP_GT_OQ);
+        bv = _mm256_or_pd(_mm256_and_pd(gt, c), _mm256_andnot_pd(gt, bv)); /* and/or: GCC 12 lowers blendv badly */
+        bi = _mm256_or_pd(_mm256_and_pd(gt, idx), _mm256_andnot_pd(gt, bi));
+        idx = _mm256_add_pd(idx, step);
+    }
+    double v[4], ix[4];
+    _mm256_storeu_pd(v, bv);
+    _mm256_storeu_pd(ix, bi);
+    return traj_finish(v, ix, 4, _mm256_movemask_pd(bad) != 0, dot, norm2, score, acc, rn, sq, y, n, traj_norm2,
+                       best);
+}
+
+static const fmoe_kernels kernels_sse2 = {scan2, traj2, "sse2"}, kernels_avx = {scan4, traj4, "avx"};
+
+const fmoe_kernels *fmoe_kernels_pick(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx") ? &kernels_avx : &kernels_sse2;
+}
+
+size_t fmoe_kernels_list(const fmoe_kernels **out)
+{
+    __builtin_cpu_init();
+    size_t n = 0;
+    out[n++] = &kernels_c;
+    out[n++] = &kernels_sse2;
+    if (__builtin_cpu_supports("avx"))
+        out[n++] = &kernels_avx;
+    return n;
+}
+#else
+const fmoe_kernels *fmoe_kernels_pick(void)
+{
+    return &kernels_c;
+}
+
+size_t fmoe_kernels_list(const fmoe_kernels **out)
+{
+    out[0] = &kernels_c;
+    return 1;
+}
+#endif
