@@ -10,8 +10,8 @@
 #    fmoe+fmoe takes a few minutes under callgrind).
 # 3. `moesim figures` wall time (its default trace and figures), and
 #    bench/sweep.sh (a 96-point sweep at --jobs 1 and 2).
-# Host wall-clock timing: a benchmark, never a test.  Set SKIP_IR=1,
-# SKIP_FIGURES=1 or SKIP_SWEEP=1 to leave a part out.
+# Host wall-clock timing: a benchmark, never a test.  Set SKIP_REPLAY=1,
+# SKIP_IR=1, SKIP_FIGURES=1 or SKIP_SWEEP=1 to leave a part out.
 set -eu
 B=${1:-build}; N=${2:-1000000}; R=${3:-3}
 IR_STEPS=${IR_STEPS:-100000}
@@ -22,11 +22,13 @@ W=$(mktemp -d /tmp/moesim-bench-perf.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 
 shapes="mixtral-8x7b:64 qwen1.5-moe-a2.7b:256"
-echo "== replay throughput ($N layer-steps, best of $R)"
-for s in $shapes; do
-  "$BR" --model "${s%%:*}" --cache-experts "${s##*:}" --layer-steps "$N" --repeat "$R"
-  echo
-done
+if [ "${SKIP_REPLAY:-0}" != 1 ]; then
+  echo "== replay throughput ($N layer-steps, best of $R)"
+  for s in $shapes; do
+    "$BR" --model "${s%%:*}" --cache-experts "${s##*:}" --layer-steps "$N" --repeat "$R"
+    echo
+  done
+fi
 
 if [ "${SKIP_IR:-0}" != 1 ] && command -v valgrind >/dev/null 2>&1; then
   echo "== instructions per layer-step inside ms_run (callgrind, $IR_STEPS layer-steps)"
