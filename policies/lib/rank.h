@@ -6,6 +6,16 @@
 
 #include "policies/policy.h"
 
+typedef struct {
+    double score;
+    uint32_t e;
+} ms_scored;
+
+/* Puts the k best of s[0..n) (score descending, ties to the lower id; no NaN)
+ * into s[0..k) in that order, by selection: what a full sort would put
+ * there, in O(n k). */
+void ms_rank_first(ms_scored *s, uint32_t n, uint32_t k);
+
 /* Prefetches the k experts of layer t with the highest score (ties to the
  * lower id); the best gets priority k, the next k-1, ... */
 void ms_prefetch_top_scored(ms_view *v, uint32_t t, const double *score, uint32_t J, uint32_t k);

@@ -40,11 +40,6 @@
 enum { PRED_AUTO, PRED_SPEC, PRED_HISTORY };
 
 typedef struct {
-    double score;
-    uint32_t e;
-} scored;
-
-typedef struct {
     int code, predictor, bug;
     uint32_t depth, k, p, prefetch_size, J, L, K, spec_depth;
     double alpha;
@@ -52,7 +47,7 @@ typedef struct {
     double *H;  /* [L][J] MRS running scores (history predictor / code S) */
     float *s;   /* [J] scratch */
     double *q;  /* [J] scratch: predicted scores */
-    scored *ranked; /* [J] scratch: q with ids, the best first */
+    ms_scored *ranked; /* [J] scratch: q with ids, the best first */
 } hyb_state;
 
 static int parse_predictor(const char *name)
@@ -151,40 +146,16 @@ static void predict_layer(hyb_state *s, const ms_view *v, uint32_t l, uint32_t i
     memcpy(s->q, s->H + (size_t)(l + i) * s->J, s->J * sizeof *s->q);
 }
 
-static int by_score_desc(const void *a, const void *b)
-{
-    const scored *x = a, *y = b;
-    if (x->score != y->score)
-        return x->score < y->score ? 1 : -1;
-    return x->e < y->e ? -1 : 1;
-}
-
-/* Puts the first k of c[0..n) in by_score_desc order (a total order: score,
- * then id) into c[0..k), by selection: the same k, in the same order, as a
- * full sort, in O(n k) without one (k is a handful, n up to J). */
-static void rank_first(scored *c, uint32_t n, uint32_t k)
-{
-    for (uint32_t j = 0; j < k && j < n; j++) {
-        uint32_t best = j;
-        for (uint32_t i = j + 1; i < n; i++)
-            if (by_score_desc(&c[i], &c[best]) < 0)
-                best = i;
-        scored t = c[j];
-        c[j] = c[best];
-        c[best] = t;
-    }
-}
-
 /* Queues the k best-predicted experts of layer t, priority = impact. */
 static void prefetch_by_impact(hyb_state *s, ms_view *v, uint32_t t)
 {
     const ms_platform *pf = ms_view_platform(v);
     double bytes = ms_view_expert_bytes(v, t), params = ms_view_expert_params(v, t);
     double rows = ms_view_batch_rows(v), t_copy = ms_t_copy_h2d(pf, bytes);
-    scored *c = s->ranked;
+    ms_scored *c = s->ranked;
     for (uint32_t e = 0; e < s->J; e++)
-        c[e] = (scored){s->q[e], e};
-    rank_first(c, s->J, s->k);
+        c[e] = (ms_scored){s->q[e], e};
+    ms_rank_first(c, s->J, s->k);
     for (uint32_t j = 0; j < s->k && c[j].score > 0; j++) {
         double prob = fmin(1.0, s->K * c[j].score);
         double n = fmax(1.0, prob * rows);
