@@ -75,9 +75,14 @@ void fmoe_store_free(fmoe_store *s)
     memset(s, 0, sizeof *s);
 }
 
+size_t fmoe_store_bytes_of(uint64_t n, uint32_t L, uint32_t J, uint32_t D)
+{
+    return (size_t)n * ((size_t)D + (size_t)L * J) * sizeof(float);
+}
+
 size_t fmoe_store_bytes(const fmoe_store *s)
 {
-    return (size_t)s->n * ((size_t)s->D + (size_t)s->L * s->J) * sizeof(float);
+    return fmoe_store_bytes_of(s->n, s->L, s->J, s->D);
 }
 
 /* Value i of entry y in a blocked array of `len` values per entry. */

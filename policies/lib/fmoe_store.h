@@ -70,6 +70,9 @@ void fmoe_store_free(fmoe_store *s);
 /* Memory of the held entries: n x (D + L x J) x sizeof(float) bytes (the
  * embeddings and maps; the O(C) search scratch is not counted). */
 size_t fmoe_store_bytes(const fmoe_store *s);
+/* The bytes a store of n maps of an L x J model with D-dimensional
+ * embeddings holds (what fmoe_store_bytes says once it has n). */
+size_t fmoe_store_bytes_of(uint64_t n, uint32_t L, uint32_t J, uint32_t D);
 /* Entry y's map (out[L J], row-major), layer l's row of it (out[J]), its
  * embedding (out[D]). */
 void fmoe_store_get_map(const fmoe_store *s, uint32_t y, float *out);

@@ -12,6 +12,7 @@
 #include "sim/engine/engine.h"
 #include "sim/engine/report.h"
 #include "traces/stats/stats.h"
+#include "policies/lib/fmoe_store.h"
 #include "traces/synth/gen.h"
 
 /* ShareGPT turn lengths (../shared/workloads/sharegpt-lengths, 30,731 rows,
@@ -214,6 +215,25 @@ static int entropy_verdict(cl_ctx *c, const char *trace, ms_claim_result *r, ms_
     return 0;
 }
 
+/* ---- the map-store size claim ---- */
+
+/* fMoE's store of axis_vals[0] maps of this trace's shape (L x J expert
+ * probabilities and the trace's embedding, as moesim stores them, fp32): the
+ * bytes follow from the layout, no run needed.  Holds when under the bound. */
+static void store_verdict(const cl_claim *cl, const ms_trace_meta *meta, ms_claim_result *r, ms_verdict *vd)
+{
+    double maps = cl->axis_vals[0], bound = cl->paper_vals[0];
+    double mb = (double)fmoe_store_bytes_of((uint64_t)maps, meta->L, meta->J, meta->embed_dim) / 1e6;
+    double maps_only = (double)fmoe_store_bytes_of((uint64_t)maps, meta->L, meta->J, 0) / 1e6;
+    r->n = 1;
+    r->paper[0] = bound;
+    r->moesim[0] = mb;
+    snprintf(r->item[0], sizeof r->item[0], "MB at %.0f maps", maps);
+    snprintf(r->value_text, sizeof r->value_text, "%.1f MB (%.1f of L x J = %u x %u maps, %.1f of %u-dim embeddings)",
+             mb, maps_only, meta->L, meta->J, mb - maps_only, meta->embed_dim);
+    *vd = mb < bound ? MS_VERDICT_HOLDS : MS_VERDICT_NO;
+}
+
 /* Evaluates claim cl under setting s: its values into r, the verdict in *vd. */
 static int evaluate(cl_ctx *c, const cl_claim *cl, const cl_setting *s, const ms_trace_meta *meta,
                     ms_claim_result *r, ms_verdict *vd)
@@ -221,6 +241,10 @@ static int evaluate(cl_ctx *c, const cl_claim *cl, const cl_setting *s, const ms
     r->value_text[0] = 0;
     if (cl->kind == CL_ENTROPY)
         return entropy_verdict(c, s->trace, r, vd);
+    if (cl->kind == CL_STORE_MB) {
+        store_verdict(cl, meta, r, vd);
+        return 0;
+    }
     double v[MS_CLAIM_MAX_VALUES * 2];
     size_t nx = cl->axis == CL_AX_NONE ? 1 : cl->naxis;
     for (size_t i = 0; i < cl->nsys; i++)
@@ -318,7 +342,8 @@ static int evaluate(cl_ctx *c, const cl_claim *cl, const cl_setting *s, const ms
         snprintf(r->value_text, sizeof r->value_text, "%.1f points (%.3f vs %.3f)", gap, v[0], v[1]);
         break;
     }
-    case CL_ENTROPY: break;
+    case CL_ENTROPY:
+    case CL_STORE_MB: break;
     }
     return 0;
 }
@@ -450,7 +475,7 @@ static int run_claim(cl_ctx *c, const cl_claim *cl, ms_claim_result *r)
     ms_err *saved = c->err;
     c->err = &run_err;
     int rc = evaluate(c, cl, &s, &meta, r, &vd);
-    if (!rc && vd != MS_VERDICT_HOLDS && c->o->sensitivity && cl->kind != CL_ENTROPY)
+    if (!rc && vd != MS_VERDICT_HOLDS && c->o->sensitivity && cl->kind != CL_ENTROPY && cl->kind != CL_STORE_MB)
         rc = sensitivity(c, cl, &s, &meta, r);
     c->err = saved;
     ms_reader_close(rd);

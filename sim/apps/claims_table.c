@@ -47,6 +47,9 @@ static const cl_system fmoe_only[] = {{"fMoE", "fmoe", "fmoe", "gpu", 0}};
 static const double distances[] = {1, 2, 3, 4, 5};
 static const double best_distance[] = {3};
 
+static const double store_maps_32k[] = {32768};
+static const double store_mb_200[] = {200};
+
 /* ---- MoE-Infinity (seed 004 §8) ---- */
 static const cl_system eam_only[] = {{"MoE-Infinity", "eam", "eam", "gpu", 0}};
 static const double bw_8_128[] = {8, 128};
@@ -108,6 +111,10 @@ const cl_claim cl_claims[] = {
     {.id = "fmoe-entropy", .paper = "fMoE", .where = "§2.4 Fig. 3b",
      .statement = "iteration-level expert entropy is below request-level entropy at every layer",
      FMOE, FMOE_CACHE, .kind = CL_ENTROPY},
+    {.id = "fmoe-store-size", .paper = "fMoE", .where = "§6.7 Fig. 16",
+     .statement = "the Expert Map Store needs under 200 MB even at 32K maps (Qwen1.5-MoE: the most experts per layer)",
+     .model = "qwen1.5-moe-a2.7b", .platform = "fmoe-6x3090", .distance = 3, .cache_frac = 0.25,
+     .kind = CL_STORE_MB, .paper_vals = LIST(store_mb_200), .axis_vals = LIST(store_maps_32k)},
     {.id = "moeinf-recall-switch", .paper = "MoE-Infinity", .where = "§8.3 Fig. 10",
      .statement = "prefetch recall rises from 38 % to 98 % between 8 and 128 GB/s (Switch-Large-128)",
      .model = "switch-large-128", .platform = "moeinf-8xa5000", .gpus = 1, .cache_frac = 0.174, .distance = 1,

@@ -29,6 +29,7 @@ typedef enum {
     CL_SPAN,      /* sys[0]'s metric goes from paper_vals[0] to paper_vals[1] between the axis ends (percent) */
     CL_GAP,       /* sys[1] (the bound) is paper_vals[0] points above sys[0] */
     CL_ENTROPY,   /* the trace's iteration-level expert entropy is below the request-level one, per layer */
+    CL_STORE_MB,  /* fMoE's map store holding axis_vals[0] maps of the trace's shape takes under paper_vals[0] MB */
 } cl_kind;
 
 typedef enum { CL_AX_NONE, CL_AX_DISTANCE, CL_AX_BW_GBPS, CL_AX_CACHE_FRAC } cl_axis;
