@@ -39,6 +39,8 @@ typedef struct ms_view_ops {
     double (*capacity_experts)(const ms_view *v, uint32_t l);
     uint64_t (*next_use)(const ms_view *v, uint32_t l, uint32_t e);
     int (*queued)(const ms_view *v, uint32_t l, uint32_t e);
+    const uint8_t *(*cached_all)(const ms_view *v);
+    const uint8_t *(*queued_all)(const ms_view *v);
     int (*prefetched_unused)(const ms_view *v, uint32_t l, uint32_t e);
     int (*incoming)(const ms_view *v, uint32_t *l, uint32_t *e);
     uint32_t (*items)(const ms_view *v);
@@ -93,6 +95,11 @@ static inline double ms_view_capacity_experts(const ms_view *v, uint32_t l) { re
 static inline uint64_t ms_view_next_use(const ms_view *v, uint32_t l, uint32_t e) { return ms_view_ops_of(v)->next_use(v, l, e); }
 /* a prefetch request waits in the queue */
 static inline int ms_view_queued(const ms_view *v, uint32_t l, uint32_t e) { return ms_view_ops_of(v)->queued(v, l, e); }
+/* ms_view_cached and ms_view_queued of every expert at once: [L * J] flags by
+ * x = l * J + e (non-zero = true), read-only and live (they change as the
+ * policy's own actions change them), for a policy that asks of many experts. */
+static inline const uint8_t *ms_view_cached_all(const ms_view *v) { return ms_view_ops_of(v)->cached_all(v); }
+static inline const uint8_t *ms_view_queued_all(const ms_view *v) { return ms_view_ops_of(v)->queued_all(v); }
 /* (l, e) holds a slot a prefetch filled, not used yet, and its target layer
  * (the next run of layer l after the copy started) has not run yet. */
 static inline int ms_view_prefetched_unused(const ms_view *v, uint32_t l, uint32_t e) { return ms_view_ops_of(v)->prefetched_unused(v, l, e); }

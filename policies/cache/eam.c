@@ -178,10 +178,10 @@ static uint32_t victim_paper(const eamc_state *s, const ms_view *v)
     double min_p = INFINITY;
     for (uint32_t i = 0; i < s->members.n; i++) {
         uint32_t x = s->members.items[i], l = x / s->J;
-        if (!ms_view_evictable(v, l, x % s->J))
-            continue;
         double p = eam_priority_paper(s->tr.cur[x], s->n_token[l], l, s->L); /* lines 7-8 */
-        if (p < min_p || (p == min_p && x < best)) {
+        /* the key (p, then x: a total order) first; evictability, a call into
+         * the engine, only for a member that would win: the same minimum */
+        if ((p < min_p || (p == min_p && x < best)) && ms_view_evictable(v, l, x % s->J)) {
             min_p = p;
             best = x;
         }

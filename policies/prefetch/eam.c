@@ -165,6 +165,7 @@ static void prefetch_paper(eam_state *s, ms_view *v, uint32_t l)
 {
     /* lines 16-21: eam_match(&s->eamc, cur, EAM_MODE_PAPER, l), computed incrementally */
     const double *p_eam = eam_set_at(&s->eamc, eam_matcher_match(&s->matcher, &s->eamc, s->tr.cur, NULL));
+    const uint8_t *cached = ms_view_cached_all(v), *queued = ms_view_queued_all(v); /* live */
     for (uint32_t f = l + 1; f < s->L; f++) { /* line 22: fl in layers[cur_l + 1 : n_layers] */
         const double *row = p_eam + (size_t)f * s->J;
         double n_token = 0; /* line 23 */
@@ -172,10 +173,10 @@ static void prefetch_paper(eam_state *s, ms_view *v, uint32_t l)
             n_token += row[e];
         for (uint32_t e = 0; e < s->J; e++) {
             size_t x = (size_t)f * s->J + e;
-            if (ms_view_cached(v, f, e)) /* experts in flight (or resident) are skipped */
+            if (cached[x]) /* experts in flight (or resident) are skipped */
                 continue;
             double prio = eam_priority_paper(row[e], n_token, f, s->L); /* lines 25-26 */
-            if (ms_view_queued(v, f, e) && s->last_prio[x] == prio)
+            if (queued[x] && s->last_prio[x] == prio)
                 continue;
             s->last_prio[x] = prio;
             ms_view_prefetch(v, f, e, prio); /* line 27: q.submit(e, p) */

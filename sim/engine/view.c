@@ -72,6 +72,9 @@ static int view_queued(const ms_view *v, uint32_t l, uint32_t e)
     return l < v->L && e < v->J && v->queued[l * v->J + e];
 }
 
+static const uint8_t *view_cached_all(const ms_view *v) { return v->cached; }
+static const uint8_t *view_queued_all(const ms_view *v) { return v->queued; }
+
 static int view_prefetched_unused(const ms_view *v, uint32_t l, uint32_t e)
 {
     return l < v->L && e < v->J && v->from_prefetch[l * v->J + e] == PF_AHEAD;
@@ -252,6 +255,8 @@ const ms_view_ops eng_view_ops = {
     .capacity_experts = view_capacity_experts,
     .next_use = view_next_use,
     .queued = view_queued,
+    .cached_all = view_cached_all,
+    .queued_all = view_queued_all,
     .prefetched_unused = view_prefetched_unused,
     .incoming = view_incoming,
     .items = view_items,
