@@ -1,4 +1,4 @@
-/* fMoE's map search (POLICIES.md "fMoE"; policies/lib/fmoe_store.h): the cosine
+/* fMoE's map search (docs/policies.md; policies/lib/fmoe_store.h): the cosine
  * similarity of a query against every entry of a store, the best entry and
  * its score, ties to the lowest index.  The semantic search is this over the
  * embeddings (dim = D); the trajectory search after l observed layers is this

@@ -1,5 +1,5 @@
 /* eam: MoE-Infinity activation-aware cache replacement (seed 004,
- * Algorithm 2; POLICIES.md "MoE-Infinity").
+ * Algorithm 2; docs/policies.md).
  *
  * mode=paper: victim = argmin over evictable cached experts (l, e) of
  *   (cur_eam[l][e] / sum cur_eam[l] + 1e-8) (1 - l / L), l 0-based, ties to

@@ -1,5 +1,5 @@
 /* fmoe: fMoE's expert cache (seed 000 "Expert Caching and Eviction", seed
- * 001 section 4.5; POLICIES.md "fMoE").  Meant to run with `--prefetch
+ * 001 section 4.5; docs/policies.md).  Meant to run with `--prefetch
  * fmoe`, which publishes the searched probability p of the experts it guides
  * on the score board; with another prefetcher every p is `eps` and this is
  * LFU.

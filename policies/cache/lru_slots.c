@@ -1,6 +1,6 @@
 /* lru-slots: Mixtral-Offloading's expert cache (seed 001: "Mixtral-Offloading
  * [16] combines a layer-wise speculative expert prefetching and a LRU-based
- * expert cache"; POLICIES.md "Baselines": "per-layer LRU with `slots` per
+ * expert cache"; docs/policies.md: "per-layer LRU with `slots` per
  * layer; requested experts marked most-recent before loading").
  *
  * Every layer is its own eviction group of `slots` experts (Mixtral-

@@ -1,7 +1,7 @@
 /* neighbor: ZeRO-Infinity's neighbor-aware cache as MoE-Infinity evaluates
  * it (seed 004: "NEIGHBOR-AWARE: an approach adopted by ZERO-INFINITY which
- * enforces the neighbors of experts to be cached together"; POLICIES.md
- * "Baselines": "LRU with layers [l, l+3) pinned").
+ * enforces the neighbors of experts to be cached together"; docs/policies.md:
+ * "LRU with layers [l, l+3) pinned").
  *
  * One LRU over all (layer, expert) pairs (a hit or a load makes the expert
  * most recent).  The victim is the least recent evictable expert whose layer

@@ -1,4 +1,4 @@
-/* Pure helpers of four baselines (POLICIES.md "Baselines"): the speculative
+/* Pure helpers of four baselines (docs/policies.md): the speculative
  * and transition prefetchers and the lru-slots and neighbor caches.  No
  * engine state: tests call these directly with hand-computed inputs. */
 #ifndef MS_BASE_PREDICT_H

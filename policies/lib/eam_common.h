@@ -1,5 +1,5 @@
 /* MoE-Infinity machinery shared by prefetch `eam` and cache `eam`
- * (seed 004; POLICIES.md "MoE-Infinity").
+ * (seed 004; docs/policies.md).
  *
  * An Expert Activation Matrix (EAM) is an L x J matrix of routed-token
  * counts, stored row-major as double[L * J]: M[l * J + e] = token rows of a
@@ -30,7 +30,7 @@ int eam_mode_parse(const char *s);
 /* ---- pure formulas ---- */
 
 /* Cosine of two length-J rows after dividing each by its own sum; a zero
- * row (sum 0) gives cosine 0 (Eq. 1 note in POLICIES.md). */
+ * row (sum 0) gives cosine 0 (docs/policies.md). */
 double eam_row_cosine(const double *a, const double *b, uint32_t J);
 /* Eq. (1): 1 - (1/L) sum_l cos(M1[l] / sum M1[l], M2[l] / sum M2[l]). */
 double eam_distance(const double *m1, const double *m2, uint32_t L, uint32_t J);

@@ -1,5 +1,5 @@
 /* fMoE's Expert Map Store and the pure formulas of fMoE (seeds 000, 001;
- * POLICIES.md "fMoE"), shared by prefetch/fmoe.c and cache/fmoe.c.
+ * docs/policies.md), shared by prefetch/fmoe.c and cache/fmoe.c.
  *
  * An entry y holds a semantic embedding e_y[D] (D = 0: no embeddings kept)
  * and an expert map m_y[L][J] (one iteration's gate distributions, or, for

@@ -1,5 +1,5 @@
 /* eam: MoE-Infinity activation-aware prefetching (seed 004, Algorithm 1;
- * POLICIES.md "MoE-Infinity").
+ * docs/policies.md).
  *
  * State: the EAM of every sequence in flight (policies/lib/eam_common.h) and an
  * EAM collection (EAMC) of at most `capacity` entries, built offline from the

@@ -1,4 +1,4 @@
-/* fmoe: fMoE's expert-map prefetcher (seeds 000, 001; POLICIES.md "fMoE").
+/* fmoe: fMoE's expert-map prefetcher (seeds 000, 001; docs/policies.md).
  *
  * Expert Map Store (policies/lib/fmoe_store.h) of capacity C (`capacity`),
  * filled offline from the training split (`store=offline`, --train auto =

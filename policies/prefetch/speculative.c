@@ -1,5 +1,5 @@
 /* speculative: Mixtral-Offloading / ProMoE-style speculative prefetch
- * (POLICIES.md "Baselines": "at layer l prefetch the top experts of
+ * (docs/policies.md: "at layer l prefetch the top experts of
  * gate_{l+d}(h_l) from the trace's speculative gate outputs").
  *
  * After layer l's gate (its hidden state h_l exists by then), the trace's

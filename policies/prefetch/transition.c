@@ -1,6 +1,6 @@
 /* transition: a learned layer-to-layer predictor, ProMoE-like (seed 001:
- * "ProMoE [47] trains predictors per MoE layer"; no public code, so POLICIES.md
- * "Baselines" fixes the predictor: "co-activation counts T[(l,e)->(l+d,e')]
+ * "ProMoE [47] trains predictors per MoE layer"; no public code, so docs/policies.md
+ * fixes the predictor: "co-activation counts T[(l,e)->(l+d,e')]
  * from the training split; predict layer l+d by summing T over layer l's
  * activated experts").
  *

@@ -1,7 +1,7 @@
 /* fiddler: Fiddler-style CPU execution of missed experts.  An activated
  * expert that holds no GPU slot runs on the CPU instead of being copied;
  * cached (hit or in-flight) experts run on the GPU.
- * when=always (POLICIES.md): every miss.  when=faster (Fiddler's latency
+ * when=always (docs/policies.md): every miss.  when=faster (Fiddler's latency
  * test): a miss runs on the CPU only when t_cpu(tokens) < t_copy +
  * t_gpu(tokens) on this platform, else it is copied on demand. */
 #include <stdlib.h>

@@ -14,7 +14,7 @@
 static const char run_usage[] =
     "usage: moesim run --trace FILE (--cache-experts N | --cache-bytes B | --cache-gb G) [options]\n"
     "\n"
-    "  --trace FILE        trace (format v2, or v1 without checksums; see traces/FORMAT.md)\n"
+    "  --trace FILE        trace (format v2, or v1 without checksums; see docs/trace-format.md)\n"
     "  --model NAME|INI    model profile (checks L and J; FLOPs of expert compute); default: none,\n"
     "                      sizes come from the trace and FLOPs assume 2 bytes per parameter\n"
     "  --platform NAME|INI platform profile (default rtx3090-pcie4)\n"

@@ -1,5 +1,5 @@
 /* moesim trace gen (--model NAME | --params P.ini) -o OUT.h5 [...]: writes a
- * seeded synthetic trace (traces/synth/gen.h; every knob in traces/GENERATOR.md;
+ * seeded synthetic trace (traces/synth/gen.h; every knob in docs/generator.md;
  * params files in traces/synth/gen_params.h). */
 #include <gsl/gsl_cdf.h>
 #include <math.h>
@@ -47,11 +47,11 @@ static const char gen_help[] =
     "                      is printed first; a write that fills the disk still ends\n"
     "                      with one line and leaves no file)\n"
     "\n"
-    "OUT is written as trace format v2 (checksummed, traces/FORMAT.md) through a\n"
+    "OUT is written as trace format v2 (checksummed, docs/trace-format.md) through a\n"
     "temporary file beside it, renamed into place at the end; OUT must not be an\n"
     "input, a device or a folder.  On a terminal, a progress line shows on stderr.\n"
     "\n"
-    "knobs (traces/GENERATOR.md explains each and the statistic it controls):\n";
+    "knobs (docs/generator.md explains each and the statistic it controls):\n";
 
 typedef struct {
     const char *model, *out, *params;

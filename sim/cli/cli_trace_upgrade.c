@@ -15,7 +15,7 @@
 static const char upgrade_usage[] =
     "usage: moesim trace upgrade IN.h5 OUT.h5 [--force]\n"
     "\n"
-    "Rewrites the trace IN.h5 as trace format v2 (traces/FORMAT.md): every chunk\n"
+    "Rewrites the trace IN.h5 as trace format v2 (docs/trace-format.md): every chunk\n"
     "checksummed (Fletcher32), HDF5's metadata checksummed, fixed-length strings,\n"
     "the prompt text in /text/utf8 and a content digest (content_sha256) over\n"
     "all values.  The values stay identical: every request is read (and checked,\n"

@@ -1,4 +1,4 @@
-/* The timing model: pure functions of a platform profile (DESIGN.md).
+/* The timing model: pure functions of a platform profile (docs/engine.md).
  * Seconds and bytes throughout. */
 #ifndef MS_TIMING_H
 #define MS_TIMING_H

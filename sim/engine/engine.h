@@ -1,4 +1,4 @@
-/* The discrete-event replay engine (DESIGN.md "Engine semantics").
+/* The discrete-event replay engine (docs/engine.md "Engine semantics").
  *
  * ms_run() streams a trace request by request, forms batches (continuous
  * batching up to max_batch, prefill before decode), and for every iteration

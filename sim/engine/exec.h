@@ -1,5 +1,5 @@
 /* The executor contract: everything the replay engine asks of whatever runs
- * its work (DESIGN.md "Engine semantics").  The engine decides; an executor
+ * its work (docs/engine.md "Engine semantics").  The engine decides; an executor
  * runs.  Three implementations share it:
  *   - the simulated timeline (ms_exec_sim_*, here): op times from the
  *     timing model of a platform profile; what `moesim run` uses;

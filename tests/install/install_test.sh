@@ -19,7 +19,7 @@ now() { date +%s.%N; }
 t0=$(now)
 
 mkdir "$work/src"
-for p in CMakeLists.txt cmake sim traces policies kernels bench plots; do
+for p in CMakeLists.txt cmake sim traces policies kernels bench plots docs; do
     cp -R "$src/$p" "$work/src/"
 done
 cmake -S "$work/src" -B "$work/build" -G "$generator" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE="$build_type" \

@@ -5,7 +5,7 @@ tests/unit/test_trace_io.c).
 
 Usage: read_with_h5py.py TRACE.h5 EXPECTED.json
 
-Follows traces/FORMAT.md only: request table -> global iteration and row
+Follows docs/trace-format.md only: request table -> global iteration and row
 ranges.  Asserts that every numeric dataset is chunked, extendible along
 axis 0 and compressed with filter 32015 (zstd, hdf5plugin's id), in v2
 followed by Fletcher32 (filter 3) on every dataset, and, for v2, recomputes
@@ -94,7 +94,7 @@ def main():
         check(float(col["arrival_s"][i]) == r["arrival_s"], f"{tag}: arrival_s")
         prompt, out = r["prompt_len"], r["output_len"]
         check(int(col["prompt_len"][i]) == prompt and int(col["output_len"][i]) == out, f"{tag}: lengths")
-        # the iteration rule of FORMAT.md: one prefill of prompt_len rows, output_len decodes of 1 row
+        # the iteration rule of docs/trace-format.md: one prefill of prompt_len rows, output_len decodes of 1 row
         n_it, n_rows = int(col["n_iters"][i]), int(col["n_rows"][i])
         check(n_it == out + 1 and n_rows == prompt + out, f"{tag}: n_iters {n_it}, n_rows {n_rows}")
         i0, r0 = int(col["iter_start"][i]), int(col["row_start"][i])

@@ -1,4 +1,4 @@
-"""Trace format v2 with h5py alone, following traces/FORMAT.md only: the
+"""Trace format v2 with h5py alone, following docs/trace-format.md only: the
 content digest ("Content digest") and HDF5's Fletcher32 checksum of a chunk
 (for the raw-chunk fallback of h5zstd.py).  No moesim code.
 """
@@ -9,7 +9,7 @@ import numpy as np
 
 FLETCHER32_ID = 3
 
-# FORMAT.md's dataset table: path and element type, in table (= digest) order.
+# docs/trace-format.md's dataset table: path and element type, in table (= digest) order.
 DATASETS = [
     ("/layers/expert_bytes", "<u8"), ("/layers/dense_bytes", "<u8"),
     ("/requests/id", "<u8"), ("/requests/arrival_s", "<f8"), ("/requests/prompt_len", "<u4"),

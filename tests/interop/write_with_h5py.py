@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes a small moesim trace (format v1, probs_kind full) with h5py alone,
-following traces/FORMAT.md, for `moesim trace validate` to read.
+following docs/trace-format.md, for `moesim trace validate` to read.
 
 Usage: write_with_h5py.py OUT.h5
 

@@ -43,7 +43,7 @@ static void write_trace(const char *path, uint32_t L, uint32_t n_iters, const in
     ms_request r;
     memset(&r, 0, sizeof r);
     r.prompt_len = 1;
-    r.output_len = n_iters - 1; /* decode iterations (traces/FORMAT.md) */
+    r.output_len = n_iters - 1; /* decode iterations (docs/trace-format.md) */
     r.n_iters = n_iters;
     r.n_rows = n_iters;
     ms_request_alloc(&r, &m);

@@ -1,5 +1,5 @@
 /* Synthetic trace generator: knobs, determinism, shapes, and the statistics
- * each knob controls (traces/GENERATOR.md), with stated tolerances. */
+ * each knob controls (docs/generator.md), with stated tolerances. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -365,8 +365,8 @@ static void test_knobs(void)
     CHECK_STR_CONTAINS(text, "gate_alpha       default 1 ");
     CHECK_STR_CONTAINS(text, "probs            default auto ");
 
-    /* GENERATOR.md documents every knob the help lists, as `name` */
-    FILE *doc = fopen(MS_TEST_DATA "/../../traces/GENERATOR.md", "r");
+    /* docs/generator.md documents every knob the help lists, as `name` */
+    FILE *doc = fopen(MS_TEST_DATA "/../../docs/generator.md", "r");
     CHECK(doc != NULL);
     if (doc) {
         char *md = calloc(1, 1 << 20);

@@ -10,7 +10,7 @@
  * The table is built by iterating the registry, so a new policy without
  * golden rows fails this test.  Also checked:
  *  - where a policy has mode=paper|code, the modes differ on some trace and
- *    size (POLICIES.md documents how they differ);
+ *    size (docs/policies.md documents how they differ);
  *  - Belady misses no more than any cold-start cache (no preload) on every
  *    trace and size. */
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* Profiles: every shipped model and platform loads with the figures of
- * REFERENCE.md, and malformed profiles fail with one line naming the file,
+ * the reference sheet (docs/sources.md), and malformed profiles fail with one line naming the file,
  * the key and the value. */
 #include <stdint.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* Trace format v2 (traces/FORMAT.md, issue 13): what the writer puts on
+/* Trace format v2 (docs/trace-format.md, issue 13): what the writer puts on
  * disk (HDF5 1.10 format with checksummed metadata, every dataset chunked
  * with zstd then Fletcher32, fixed-length strings in compact attribute
  * storage, the text as UTF-8 bytes, a content digest), what the reader
@@ -239,7 +239,7 @@ static void test_layout(void)
 
 /* ---- content digest ---- */
 
-/* Computed independently from FORMAT.md by tests/interop/trace_v2.py
+/* Computed independently from docs/trace-format.md by tests/interop/trace_v2.py
  * (content_digest) on v2_a.h5: a change of the documented algorithm breaks
  * every stored digest, so it must show here. */
 #define V2_A_DIGEST "fb09ef45cf2f4fda153e09829e93b16c28d2fbc47c020755f2536181b56969f7"

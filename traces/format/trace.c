@@ -1,7 +1,7 @@
 /* Trace data model helpers: probs-kind names, allocation of the metadata and
  * request arrays, and ms_request_check, the one validation every request
  * passes through (the writer before writing it, the reader before handing it
- * out).  The on-disk format is in trace_h5.c and FORMAT.md. */
+ * out).  The on-disk format is in trace_h5.c and docs/trace-format.md. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>

@@ -5,7 +5,7 @@
  * decode per generated token); an iteration holds token rows; every token row
  * has, per MoE layer, the router's top-k ids and weights and, when
  * probs_kind == MS_PROBS_FULL, the full distribution over J experts.
- * traces/FORMAT.md gives the on-disk HDF5 layout.
+ * docs/trace-format.md gives the on-disk HDF5 layout.
  *
  * The reader streams one request at a time (a trace larger than memory
  * replays) and validates every value it hands out, so a consumer never sees a
@@ -20,7 +20,7 @@
 #include "sim/core/digest.h"
 #include "sim/core/err.h"
 
-/* The version every writer writes; readers read 1 and 2.  v2 (FORMAT.md):
+/* The version every writer writes; readers read 1 and 2.  v2 (docs/trace-format.md):
  * every chunk carries HDF5's Fletcher32 checksum, the HDF5 metadata its own
  * checksums (superblock v3, object header v2), strings are fixed-length and
  * the root attribute content_sha256 holds a digest of the whole content. */
@@ -180,7 +180,7 @@ int ms_reader_read(ms_trace_reader *r, uint64_t i, ms_request *out, ms_err *err)
 void ms_reader_rewind(ms_trace_reader *r);
 void ms_reader_close(ms_trace_reader *r);
 
-/* Content digest (FORMAT.md "Content digest").  After ms_reader_digest_begin
+/* Content digest (docs/trace-format.md "Content digest").  After ms_reader_digest_begin
  * (before the first read, or right after a rewind), the reader digests every
  * request it returns; once all were read, in order, ms_reader_digest_check
  * compares the result with the stored content_sha256: 0 when they agree,

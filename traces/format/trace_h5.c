@@ -1,7 +1,7 @@
 /* Trace format v2 (v1 still reads) on HDF5: the streaming reader and the
  * writer.
  *
- * Layout (traces/FORMAT.md is the reference): root attributes hold the
+ * Layout (docs/trace-format.md is the reference): root attributes hold the
  * metadata; /layers holds per-layer sizes; /requests is a columnar table with
  * one entry per request; /iterations and /rows hold the routing, indexed by
  * the request table's iter_start / row_start; /tokens/ids the prompt tokens,
@@ -293,10 +293,10 @@ int ms_trace_v1_note(const char *path, const ms_trace_meta *m, char *buf, size_t
     return 1;
 }
 
-/* ---- content digest (FORMAT.md "Content digest") ----
+/* ---- content digest (docs/trace-format.md "Content digest") ----
  *
  * One SHA-256 per dataset a v2 file holds, over its elements in row-major
- * order, each little-endian in the type FORMAT.md names (so the digest does
+ * order, each little-endian in the type docs/trace-format.md names (so the digest does
  * not depend on chunking, compression or the stored integer width), then one
  * SHA-256 over a header (the root attributes) and, per dataset in table
  * order, its path, a 0 byte and its hex digest.  The writer and the reader

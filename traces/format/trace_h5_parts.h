@@ -43,7 +43,7 @@ enum { FLAG_TOKEN_IDS = 1u, FLAG_TEXT = 2u, FLAG_RECORDED_HITS = 4u, FLAG_KNOWN 
 typedef enum { AX_LAYER, AX_REQ, AX_ITER, AX_ROW, AX_TOK, AX_TEXT } axis_kind;
 typedef enum { T_U8, T_I8, T_I32, T_U32, T_U64, T_F32, T_F64, T_STR } elem_type;
 
-/* In the order of FORMAT.md's dataset table, which is also the order of the
+/* In the order of docs/trace-format.md's dataset table, which is also the order of the
  * content digest. */
 typedef enum {
     D_EXPERT_BYTES, D_DENSE_BYTES,
@@ -63,16 +63,16 @@ typedef struct {
     const char *shape; /* for messages */
 } ds_desc;
 
-/* The datasets (FORMAT.md's table) and the groups that hold them. */
+/* The datasets (docs/trace-format.md's table) and the groups that hold them. */
 extern const ds_desc h5p_ds_table[D_COUNT];
 extern const char *const h5p_group_names[6];
 
 /* Dimensions after the first axis; returns their number. */
 
-/* ---- content digest (FORMAT.md "Content digest") ----
+/* ---- content digest (docs/trace-format.md "Content digest") ----
  *
  * One SHA-256 per dataset a v2 file holds, over its elements in row-major
- * order, each little-endian in the type FORMAT.md names (so the digest does
+ * order, each little-endian in the type docs/trace-format.md names (so the digest does
  * not depend on chunking, compression or the stored integer width), then one
  * SHA-256 over a header (the root attributes) and, per dataset in table
  * order, its path, a 0 byte and its hex digest.  The writer and the reader

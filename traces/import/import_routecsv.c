@@ -18,7 +18,7 @@
 #define RC_MAGIC "# route_trace v1"
 #define RC_COLUMNS "turn,phase,step,layer,slot,expert,weight,residency,expert_bytes"
 #define RC_NFIELDS 9
-/* Limits of trace format v1 (traces/FORMAT.md); they also keep a corrupt
+/* Limits of trace format v1 (docs/trace-format.md); they also keep a corrupt
  * header from asking for absurd allocations. */
 #define RC_MAX_LAYERS 4096u
 #define RC_MAX_EXPERTS 65536u
@@ -446,7 +446,7 @@ static int check_turn_steps(rc_parser *p, uint32_t *P, uint32_t *D, ms_err *err)
 
 /* Checks one (step, layer) group r[0..n): distinct experts, weights summing
  * to 1 when all k slots are present and to at most 1 when some are missing
- * (the rules of traces/FORMAT.md, reported here with a line number). */
+ * (the rules of docs/trace-format.md, reported here with a line number). */
 static int check_group(rc_parser *p, const rc_row *r, size_t n, ms_err *err)
 {
     double sum = 0;

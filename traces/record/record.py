@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Records a moesim trace (traces/FORMAT.md, version 1) from a Hugging Face
+"""Records a moesim trace (docs/trace-format.md, version 1) from a Hugging Face
 `transformers` MoE model.
 
 The model runs greedy generation on the prompts of a JSONL or CSV file, one
@@ -20,7 +20,7 @@ Usage:
 --config ARCH builds a tiny randomly initialised model from the architecture's
 config class (2 MoE layers, 4 experts, hidden 32; nothing is downloaded) and
 tokenises prompts as UTF-8 bytes; --model-id loads a model and its tokenizer
-with from_pretrained (a hub id or a local folder).  See traces/record/README.md.
+with from_pretrained (a hub id or a local folder).  See docs/recorder.md.
 
 Errors print one line `record.py: ...` on stderr and exit 1 (2 for usage).
 """

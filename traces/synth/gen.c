@@ -1,5 +1,5 @@
 /* Seeded synthetic trace generator: the model behind `moesim trace gen`.
- * traces/GENERATOR.md describes every knob and the statistic it controls. */
+ * docs/generator.md describes every knob and the statistic it controls. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>

@@ -13,7 +13,7 @@
  *     Dirichlet around the row's preference, with decode steps reusing or
  *     mixing in the previous step's routing, and speculative gate outputs as
  *     noisy views of the next spec_depth layers.
- * traces/GENERATOR.md documents every knob and the statistic it controls.
+ * docs/generator.md documents every knob and the statistic it controls.
  * Same knobs + same seed => the same requests and a byte-identical file. */
 #ifndef MS_GEN_H
 #define MS_GEN_H

@@ -1,6 +1,6 @@
 /* The generator's knobs (table, text form, defaults, validation) and the
  * trace metadata a generation run writes: the half of `moesim trace gen`
- * that draws nothing.  traces/GENERATOR.md describes every knob. */
+ * that draws nothing.  docs/generator.md describes every knob. */
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>

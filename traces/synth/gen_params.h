@@ -11,7 +11,7 @@
  *   shared_experts, hidden, vocab   optional (0, 0, 32000)
  *   expert_bytes = B | B0 B1 .. B(L-1)   one value for every layer or L values
  *   dense_bytes  = B | B0 B1 .. B(L-1)   (both required in [model])
- *   [gen]              any knob of traces/GENERATOR.md, each at most once
+ *   [gen]              any knob of docs/generator.md, each at most once
  *   [popularity]       optional; layer0 .. layer(L-1), J non-negative weights
  *                      each (normalised per layer, at least one > 0)
  *   [decode_popularity] optional, the same form: the popularity of decode rows
