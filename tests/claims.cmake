@@ -12,3 +12,5 @@ add_test(NAME claims.refuses_input COMMAND sh -c "d=${CMAKE_CURRENT_BINARY_DIR}/
 # fMoE's map store at 32K maps of Qwen1.5-MoE's shape, by hand: 32,768 x (24 x 60 + 64) x 4 B =
 # 197,132,288 B (188,743,680 of them the maps): under the paper's 200 MB
 add_test(NAME claims.store_size COMMAND sh -c "$<TARGET_FILE:moesim> claims --only fmoe-store-size --requests 4 --no-sensitivity --out ${CMAKE_CURRENT_BINARY_DIR}/claims_store > ${CMAKE_CURRENT_BINARY_DIR}/claims_store.txt 2>&1 && grep -q '^fmoe-store-size  *holds' ${CMAKE_CURRENT_BINARY_DIR}/claims_store.txt && grep -q 'moesim: 197.1 MB (188.7 of L x J = 24 x 60 maps, 8.4 of 64-dim embeddings)' ${CMAKE_CURRENT_BINARY_DIR}/claims_store.txt")
+# the serverless claim computes from the same study `moesim serverless` runs (tests/cli/claims_serverless.sh)
+add_test(NAME claims.serverless COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/claims_serverless.sh $<TARGET_FILE:moesim> ${CMAKE_CURRENT_BINARY_DIR}/claims_serverless)

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "sim/apps/claims_table.h"
+#include "sim/apps/claims_serverless.h"
 #include "sim/core/profile.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/report.h"
@@ -343,7 +344,8 @@ static int evaluate(cl_ctx *c, const cl_claim *cl, const cl_setting *s, const ms
         break;
     }
     case CL_ENTROPY:
-    case CL_STORE_MB: break;
+    case CL_STORE_MB:
+    case CL_SERVERLESS: break;
     }
     return 0;
 }
@@ -444,12 +446,47 @@ static int sensitivity(cl_ctx *c, const cl_claim *cl, const cl_setting *s, const
     return 0;
 }
 
+/* A run this trace cannot make (a cache too small, a missing dataset): the
+ * claim is skipped, with the error, cut to the note's room, as its note. */
+static void skip_with(ms_claim_result *r, const ms_err *run_err)
+{
+    r->verdict = MS_VERDICT_SKIPPED;
+    size_t len = strnlen(run_err->msg, sizeof r->note - 1);
+    memcpy(r->note, run_err->msg, len);
+    r->note[len] = 0;
+}
+
+/* The serverless claim: on its serverless profile (--platform names GPU
+ * testbeds and does not apply; the note says so) and the claim's trace. */
+static int run_serverless_claim(cl_ctx *c, const cl_claim *cl, ms_claim_result *r)
+{
+    const char *trace;
+    ms_model model;
+    if (c->o->trace)
+        trace = c->o->trace;
+    else if (ms_model_load(cl->model, &model, c->err) || synthetic_trace(c, &model, &trace))
+        return ms_fail_prefix(c->err, "claim %s", cl->id);
+    ms_err run_err;
+    ms_verdict vd;
+    if (cl_serverless_evaluate(cl, trace, c->o->seed, c->o->sensitivity, r, &vd, &run_err)) {
+        skip_with(r, &run_err);
+        return 0;
+    }
+    r->verdict = vd;
+    snprintf(r->note, sizeof r->note, "%s%s%s%s", c->o->trace ? "on the given trace" : cl->model_note,
+             c->o->platform ? "; on the serverless profile " : "", c->o->platform ? cl->platform : "",
+             c->o->platform ? ", not --platform" : "");
+    return 0;
+}
+
 static int run_claim(cl_ctx *c, const cl_claim *cl, ms_claim_result *r)
 {
     memset(r, 0, sizeof *r);
     r->id = cl->id;
     ms_model model;
     ms_platform plat;
+    if (cl->kind == CL_SERVERLESS)
+        return run_serverless_claim(c, cl, r);
     const char *plat_name = c->o->platform ? c->o->platform : cl->platform;
     if (ms_platform_load(plat_name, &plat, c->err))
         return ms_fail_prefix(c->err, "claim %s", cl->id);
@@ -479,11 +516,8 @@ static int run_claim(cl_ctx *c, const cl_claim *cl, ms_claim_result *r)
         rc = sensitivity(c, cl, &s, &meta, r);
     c->err = saved;
     ms_reader_close(rd);
-    if (rc) { /* a run this trace cannot make (a cache too small, a missing dataset): the claim is skipped */
-        r->verdict = MS_VERDICT_SKIPPED;
-        size_t len = strnlen(run_err.msg, sizeof r->note - 1); /* the error, cut to the note's room */
-        memcpy(r->note, run_err.msg, len);
-        r->note[len] = 0;
+    if (rc) {
+        skip_with(r, &run_err);
         return 0;
     }
     r->verdict = vd;

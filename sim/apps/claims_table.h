@@ -30,6 +30,8 @@ typedef enum {
     CL_GAP,       /* sys[1] (the bound) is paper_vals[0] points above sys[0] */
     CL_ENTROPY,   /* the trace's iteration-level expert entropy is below the request-level one, per layer */
     CL_STORE_MB,  /* fMoE's map store holding axis_vals[0] maps of the trace's shape takes under paper_vals[0] MB */
+    CL_SERVERLESS,/* seed 002 Fig. 14 on the platform's serverless profile: cost >= paper_vals[0] % below LambdaML,
+                   * throughput <= paper_vals[1] % below it, cost >= paper_vals[2] % below a CPU cluster */
 } cl_kind;
 
 typedef enum { CL_AX_NONE, CL_AX_DISTANCE, CL_AX_BW_GBPS, CL_AX_CACHE_FRAC } cl_axis;
@@ -38,7 +40,7 @@ typedef struct {
     const char *id, *paper, *where, *statement;
     const char *model;     /* the paper's model (a profile); the trace is shaped like it */
     const char *model_note;/* the mapping when the profile stands in for the paper's model */
-    const char *platform;  /* the testbed profile */
+    const char *platform;  /* the testbed profile (CL_SERVERLESS: a serverless profile) */
     uint32_t gpus;         /* 0: the testbed's; MoE-Infinity reports one GPU of its server */
     double cache_frac;     /* of the trace's L x J experts; 0: cache_gb */
     double cache_gb;

@@ -16,16 +16,17 @@ static const char claims_usage[] =
     "usage: moesim claims [--only ID|PAPER[,...]] [--out DIR] [--trace FILE] [--platform P]\n"
     "                     [--requests N] [--seed N] [--no-sensitivity] [--json] [--list]\n"
     "\n"
-    "Runs every quantitative claim of the seed papers (fMoE, MoE-Infinity, HybriMoE) that moesim can\n"
-    "check, on the paper's testbed profile and model, and says whether it holds (within the stated\n"
-    "tolerance), holds in direction only, or does not hold.  A claim that does not fully hold is re-run\n"
-    "with the H2D bandwidth, the cache size or the prefetch distance changed, one at a time, to show\n"
-    "where it would flip.  Each model's trace is a seeded synthetic trace shaped like the paper's\n"
-    "workload (semantic clusters; ShareGPT prompt and output lengths), DIR/claims-<model>.h5; --trace\n"
-    "replays the given trace for every claim instead (its own model).  Writes DIR/claims.csv,\n"
-    "DIR/claims_values.csv and DIR/claims.png (paper vs moesim).  docs/claims.md holds each claim's\n"
-    "source and the measured table.\n"
-    "Defaults: --out moesim-claims --requests 8 --seed 1; each claim's testbed (--platform replaces it).\n";
+    "Runs every quantitative claim of the seed papers (fMoE, MoE-Infinity, HybriMoE, serverless MoE)\n"
+    "that moesim can check, on the paper's testbed profile and model, and says whether it holds\n"
+    "(within the stated tolerance), holds in direction only, or does not hold.  A claim that does not\n"
+    "fully hold is re-run with the H2D bandwidth, the cache size or the prefetch distance changed, one\n"
+    "at a time, to show where it would flip (the serverless claim: its latency target).  Each model's\n"
+    "trace is a seeded synthetic trace shaped like the paper's workload (semantic clusters; ShareGPT\n"
+    "prompt and output lengths), DIR/claims-<model>.h5; --trace replays the given trace for every\n"
+    "claim instead (its own model).  Writes DIR/claims.csv, DIR/claims_values.csv and DIR/claims.png\n"
+    "(paper vs moesim).  docs/claims.md holds each claim's source and the measured table.\n"
+    "Defaults: --out moesim-claims --requests 8 --seed 1; each claim's testbed (--platform replaces it;\n"
+    "the serverless claim keeps its serverless profile and says so).\n";
 
 typedef struct {
     ms_claims_opts o;

@@ -18,8 +18,7 @@
 #include "sim/core/params.h"
 #include "sim/core/paths.h"
 #include "sim/core/profile.h"
-#include "sim/serverless/serverless_bo.h"
-#include "sim/serverless/serverless_ods.h"
+#include "sim/serverless/serverless_study.h"
 
 static const char sl_usage[] =
     "usage: moesim serverless --trace F --profile P --latency-target MS [--model M] [--out DIR]\n"
@@ -80,33 +79,11 @@ static int parse_flags(int argc, char **argv, sl_flags *f)
     return 0;
 }
 
-typedef struct {
-    const char *name;
-    ms_sl_eval ev;
-    int meets;
-} scenario;
-
-static void write_row(FILE *csv, const scenario *s, double target_s)
+static void write_row(FILE *csv, const char *name, const ms_sl_eval *ev, double target_s)
 {
-    double thr = s->ev.latency > 0 ? s->ev.tokens / s->ev.latency : 0;
-    fprintf(csv, "%s,%.9f,%.6f,%.6f,%.9f,%llu,%u,%d\n", s->name, s->ev.cost, s->ev.latency, thr,
-            thr > 0 ? 1 / thr : 0, (unsigned long long)s->ev.tokens, s->ev.fixes,
-            s->ev.latency <= target_s * (1 + 1e-12));
-}
-
-static int model_shape(const sl_flags *f, const char *trace_model, uint32_t L, uint32_t J, uint32_t K,
-                       const ms_sl_platform *p, ms_sl_model *m, ms_err *err)
-{
-    ms_model mp;
-    const char *name = f->model ? f->model : trace_model;
-    if (ms_model_load(name, &mp, err))
-        return -1;
-    if (mp.moe_layers != L || mp.experts != J || mp.top_k != K)
-        return ms_fail(err, "serverless: model '%s' has L=%u J=%u K=%u but the trace has L=%u J=%u K=%u", name,
-                       mp.moe_layers, mp.experts, mp.top_k, L, J, K);
-    *m = (ms_sl_model){L, J, K, (double)mp.expert_bytes, 2.0 * mp.expert_params, (double)mp.dense_bytes,
-                       2.0 * mp.dense_params, mp.hidden * p->act_bytes};
-    return 0;
+    double thr = ev->latency > 0 ? ev->tokens / ev->latency : 0;
+    fprintf(csv, "%s,%.9f,%.6f,%.6f,%.9f,%llu,%u,%d\n", name, ev->cost, ev->latency, thr, thr > 0 ? 1 / thr : 0,
+            (unsigned long long)ev->tokens, ev->fixes, ev->latency <= target_s * (1 + 1e-12));
 }
 
 static int render(const char *dir, ms_err *err)
@@ -135,157 +112,73 @@ static FILE *open_out(const sl_flags *f, const char *name, ms_out **o, ms_err *e
     return fp;
 }
 
-/* Everything one run holds, freed in one place on every path. */
-typedef struct {
-    ms_sl_batch train, bo, test;
-    ms_sl_table table, learnt[3];
-    ms_sl_plan plan;
-    uint32_t *real, *pred;
-    ms_out *pc, *bl, *csv;   /* the CSVs: committed when written whole, else removed */
-} sl_run;
-
-static void sl_run_free(sl_run *r)
+/* prediction.csv: the three predictors, then the chosen one after BO per sampler (Fig. 10, 13). */
+static int write_prediction(const sl_flags *f, const ms_sl_study *s, ms_err *err)
 {
-    ms_out_abort(r->pc);
-    ms_out_abort(r->bl);
-    ms_out_abort(r->csv);
-    ms_sl_plan_free(&r->plan);
-    for (int s = 0; s < 3; s++)
-        ms_sl_table_free(&r->learnt[s]);
-    ms_sl_table_free(&r->table);
-    ms_sl_batch_free(&r->train);
-    ms_sl_batch_free(&r->bo);
-    ms_sl_batch_free(&r->test);
-    free(r->real);
-    free(r->pred);
-}
-
-static int run_stages(const sl_flags *f, sl_run *r, ms_err *err);
-
-static int run(const sl_flags *f, ms_err *err)
-{
-    sl_run r;
-    memset(&r, 0, sizeof r);
-    int rc = run_stages(f, &r, err);
-    sl_run_free(&r);
-    return rc ? -1 : render(f->out, err);
-}
-
-static int run_stages(const sl_flags *f, sl_run *r, ms_err *err)
-{
-    ms_sl_platform plat;
-    if (ms_out_make_dir("serverless: --out", f->out, err) || ms_sl_platform_load(f->profile, &plat, err))
-        return -1;
-    uint64_t nreq;
-    uint32_t L, J, K;
-    char mname[128];
-    if (ms_sl_trace_shape(f->trace, &nreq, &L, &J, &K, mname, sizeof mname, err))
-        return -1;
-    ms_sl_model m;
-    if (model_shape(f, mname, L, J, K, &plat, &m, err))
-        return -1;
-    uint64_t n_train = (uint64_t)floor(f->train * nreq), n_bo = (uint64_t)floor(f->bo_split * nreq);
-    if (!n_train || !n_bo || n_train + n_bo >= nreq)
-        return ms_fail(err, "serverless: %llu requests cannot be split into training (%g), BO (%g) and test requests",
-                       (unsigned long long)nreq, f->train, f->bo_split);
-    if (ms_sl_batch_load(f->trace, 0, n_train, &r->train, err) ||
-        ms_sl_batch_load(f->trace, n_train, n_train + n_bo, &r->bo, err) ||
-        ms_sl_batch_load(f->trace, n_train + n_bo, nreq, &r->test, err))
-        return -1;
-    ms_sl_table_init(&r->table, L, J, K);
-    ms_sl_table_profile(&r->table, &r->train);
-    if (!r->table.n || !r->test.n || !r->bo.n)
-        return ms_fail(err, "serverless: empty key-value table or batch (training %zu, BO %zu, test %zu tokens)",
-                       r->train.n, r->bo.n, r->test.n);
-    ms_sl_pred_kind kind = !strcmp(f->predictor, "lina") ? MS_SL_PRED_LINA
-                           : !strcmp(f->predictor, "position") ? MS_SL_PRED_POSITION : MS_SL_PRED_PAPER;
-    double target = f->target_ms * 1e-3;
-    size_t LJ = (size_t)L * J;
-    uint32_t *real = r->real = ms_xcalloc(LJ, sizeof *real), *pred = r->pred = ms_xcalloc(LJ, sizeof *pred);
-    ms_sl_real_counts(&r->test, real);
-    /* prediction accuracy (Fig. 10) on the test batch */
-    FILE *pc = open_out(f, "prediction.csv", &r->pc, err);
+    ms_out *o;
+    FILE *pc = open_out(f, "prediction.csv", &o, err);
     if (!pc)
         return -1;
     fputs("predictor,mean_abs_diff_per_expert,tokens\n", pc);
-    static const char *pn[] = {"paper", "position", "lina"};
-    printf("test batch: %zu prompt tokens (requests %llu..%llu); table from %zu tokens, %zu keys\n", r->test.n,
-           (unsigned long long)(n_train + n_bo), (unsigned long long)nreq - 1, r->train.n, r->table.n);
-    for (int k = 0; k < 3; k++) {
-        ms_sl_predict(&r->table, (ms_sl_pred_kind)k, &r->test, pred);
-        double e = ms_sl_pred_error(pred, real, LJ);
-        fprintf(pc, "%s,%.6f,%zu\n", pn[k], e, r->test.n);
-        printf("prediction error (%-8s): %.3f tokens per expert\n", pn[k], e);
-    }
-    /* BO (Alg. 2) with the three samplers on the BO batch */
-    FILE *bl = open_out(f, "bo.csv", &r->bl, err);
-    if (!bl)
-        return -1;
-    fputs("sampler,iter,cost_usd,best_usd\n", bl);
-    ms_sl_bo_params bp;
-    ms_sl_bo_defaults(&bp);
-    bp.iters = (int)f->bo_iters;
-    bp.seed = (unsigned long)f->seed;
-    bp.grid = (int)f->grid;
-    bp.target_s = target;
-    ms_sl_table *learnt = r->learnt;
-    double test_cost[3];
-    ms_sl_plan *plan = &r->plan;
-    ms_sl_plan_alloc(plan, L, J);
-    for (int s = 0; s < 3; s++) {
-        bp.sampler = (ms_sl_sampler)s;
-        if (ms_sl_bo(&plat, &m, &r->table, kind, &r->bo, &bp, &learnt[s], bl, err))
-            return -1;
-        test_cost[s] = ms_sl_table_cost(&plat, &m, &learnt[s], kind, &r->test, target, bp.grid, pred, plan);
-        ms_sl_predict(&learnt[s], kind, &r->test, pred);
-        fprintf(pc, "%s+bo-%s,%.6f,%zu\n", f->predictor, s == 0 ? "multi-eps" : s == 1 ? "single-eps" : "random",
-                ms_sl_pred_error(pred, real, LJ), r->test.n);
-    }
-    int wrc = ms_out_commit(r->bl, err);
-    r->bl = NULL;
-    wrc |= wrc ? 0 : ms_out_commit(r->pc, err);
-    r->pc = NULL;
-    if (wrc)
-        return -1;
-    /* the five deployments, billed on the test batch's real counts */
-    static const char *scn[5] = {"predicted+BO", "real", "predicted-noBO", "LambdaML", "CPU-cluster"};
-    scenario sc[5];
-    memset(sc, 0, sizeof sc);
-    for (int s = 0; s < 5; s++)
-        sc[s].name = scn[s];
-    ms_sl_ods_info info;
-    const ms_sl_table *tabs[3] = {&learnt[0], NULL, &r->table};
-    for (int s = 0; s < 3; s++) {
-        if (tabs[s])
-            ms_sl_predict(tabs[s], kind, &r->test, pred);
-        if (ms_sl_ods(&plat, &m, tabs[s] ? pred : real, r->test.n, target, bp.grid, plan, &info, err) ||
-            ms_sl_evaluate(&plat, &m, plan, real, r->test.n, &sc[s].ev, err))
-            return ms_fail_prefix(err, "%s", sc[s].name);
-    }
-    ms_sl_platform lam = plat;
-    ms_sl_fixed_plan(&lam, plat.lambdaml_mb, MS_SL_INDIRECT, plan);
-    if (ms_sl_evaluate(&lam, &m, plan, real, r->test.n, &sc[3].ev, err))
-        return ms_fail_prefix(err, "LambdaML");
-    ms_sl_cluster(&plat, &m, real, r->test.n, &sc[4].ev);
-    FILE *csv = open_out(f, "serverless.csv", &r->csv, err);
+    for (int k = 0; k < 3; k++)
+        fprintf(pc, "%s,%.6f,%zu\n", ms_sl_predictor_name(k), s->pred_error[k], s->test_tokens);
+    for (int k = 0; k < 3; k++)
+        fprintf(pc, "%s+bo-%s,%.6f,%zu\n", f->predictor, ms_sl_sampler_name(k), s->bo_pred_error[k], s->test_tokens);
+    return ms_out_commit(o, err);
+}
+
+/* serverless.csv and the table on the terminal: the five deployments. */
+static int write_deployments(const sl_flags *f, const ms_sl_study *s, ms_err *err)
+{
+    ms_out *o;
+    FILE *csv = open_out(f, "serverless.csv", &o, err);
     if (!csv)
         return -1;
+    double target = f->target_ms * 1e-3;
     fputs("scenario,cost_usd,latency_s,throughput_tok_s,inv_throughput_s_per_tok,tokens,serving_fixes,meets_target\n",
           csv);
     printf("\n%-16s %14s %12s %14s %6s\n", "deployment", "cost (USD)", "latency (s)", "tokens/s", "fixes");
-    for (int s = 0; s < 5; s++) {
-        write_row(csv, &sc[s], target);
-        printf("%-16s %14.6g %12.3f %14.2f %6u\n", sc[s].name, sc[s].ev.cost, sc[s].ev.latency,
-               sc[s].ev.latency > 0 ? sc[s].ev.tokens / sc[s].ev.latency : 0, sc[s].ev.fixes);
+    for (int d = 0; d < MS_SL_N_DEP; d++) {
+        const ms_sl_eval *ev = &s->dep[d];
+        write_row(csv, ms_sl_dep_name(d), ev, target);
+        printf("%-16s %14.6g %12.3f %14.2f %6u\n", ms_sl_dep_name(d), ev->cost, ev->latency,
+               ev->latency > 0 ? ev->tokens / ev->latency : 0, ev->fixes);
     }
-    wrc = ms_out_commit(r->csv, err);
-    r->csv = NULL;
-    if (wrc)
+    return ms_out_commit(o, err);
+}
+
+static int run(const sl_flags *f, ms_err *err)
+{
+    if (ms_out_make_dir("serverless: --out", f->out, err))
         return -1;
+    ms_out *bo_out;
+    FILE *bl = open_out(f, "bo.csv", &bo_out, err);
+    if (!bl)
+        return -1;
+    fputs("sampler,iter,cost_usd,best_usd\n", bl);
+    ms_sl_study_opts o = {.trace = f->trace, .profile = f->profile, .model = f->model, .predictor = f->predictor,
+                          .target_s = f->target_ms * 1e-3, .train = f->train, .bo_split = f->bo_split,
+                          .bo_iters = (unsigned)f->bo_iters, .grid = (unsigned)f->grid,
+                          .seed = (unsigned long)f->seed, .bo_log = bl};
+    ms_sl_study s;
+    if (ms_sl_study_run(&o, &s, err)) {
+        ms_out_abort(bo_out);
+        return -1;
+    }
+    if (ms_out_commit(bo_out, err))
+        return -1;
+    printf("test batch: %zu prompt tokens (requests %llu..%llu); table from %zu tokens, %zu keys\n", s.test_tokens,
+           (unsigned long long)s.test_first, (unsigned long long)s.test_last, s.train_tokens, s.table_keys);
+    for (int k = 0; k < 3; k++)
+        printf("prediction error (%-8s): %.3f tokens per expert\n", ms_sl_predictor_name(k), s.pred_error[k]);
+    if (write_prediction(f, &s, err) || write_deployments(f, &s, err))
+        return -1;
+    const ms_sl_eval *dep = s.dep;
     printf("\nvs LambdaML: predicted+BO costs %.1f %% less; test-batch cost after BO: multi-eps %.6g, "
            "single-eps %.6g, random %.6g USD\n",
-           100 * (1 - sc[0].ev.cost / sc[3].ev.cost), test_cost[0], test_cost[1], test_cost[2]);
-    return 0;
+           100 * (1 - dep[MS_SL_DEP_PRED_BO].cost / dep[MS_SL_DEP_LAMBDAML].cost), s.bo_test_cost[0],
+           s.bo_test_cost[1], s.bo_test_cost[2]);
+    return render(f->out, err);
 }
 
 int ms_cli_serverless(int argc, char **argv)

@@ -13,7 +13,7 @@
 #include "sim/core/profile.h"
 
 static const char *const shipped_models[] = {
-    "deepseek-v2-lite", "gpt-oss-120b", "mixtral-8x7b", "nllb-moe-128", "olmoe-1b-7b",
+    "bert-moe-4e", "deepseek-v2-lite", "gpt-oss-120b", "mixtral-8x7b", "nllb-moe-128", "olmoe-1b-7b",
     "phi-3.5-moe", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "switch-base-128", "switch-large-128",
 };
 static const char *const shipped_platforms[] = {
@@ -130,6 +130,8 @@ static uint64_t expert_bias_params(const char *name)
         return 8192 + 2048; /* fc1 + fc2 bias */
     if (!strcmp(name, "gpt-oss-120b"))
         return 5760 + 2880; /* gate_up + down bias */
+    if (!strcmp(name, "bert-moe-4e"))
+        return 3072 + 768; /* intermediate.dense + output.dense bias */
     return 0;
 }
 
@@ -169,6 +171,15 @@ static void test_model_figures(void)
     CHECK_EQ_INT(m.bytes_fp32, 0); /* not listed */
     /* attention 2*4096*4096 + 2*4096*1024, norms 2*4096, router 4096*8 */
     CHECK_EQ_INT(m.dense_params, 2LL * 4096 * 4096 + 2LL * 4096 * 1024 + 2 * 4096 + 4096 * 8);
+
+    /* seed 002's basic Bert MoE: 2*768*3072 + 3072 + 768 parameters per expert, fp32; per layer
+     * attention 4*768*768 + 4*768, two LayerNorms 4*768, router 768*4 */
+    CHECK(ms_model_load("bert-moe-4e", &m, &err) == 0);
+    CHECK_EQ_INT(m.expert_params, 2LL * 768 * 3072 + 3072 + 768);
+    CHECK_EQ_INT(m.expert_bytes, 4 * (2LL * 768 * 3072 + 3072 + 768));
+    CHECK_EQ_INT(m.dense_params, 4LL * 768 * 768 + 4 * 768 + 4 * 768 + 768 * 4);
+    CHECK_EQ_INT(m.experts, 4);
+    CHECK_EQ_INT(m.top_k, 1);
 
     CHECK(ms_model_load("qwen3-30b-a3b", &m, &err) == 0);
     CHECK_EQ_INT(m.moe_layers, 48);
@@ -302,7 +313,7 @@ static void test_unknown_name(void)
     ms_platform p;
     ms_err err = {{0}};
     CHECK(ms_model_load("foo", &m, &err) == -1);
-    CHECK_STR_CONTAINS(err.msg, "unknown model 'foo' (known: deepseek-v2-lite, gpt-oss-120b, mixtral-8x7b,");
+    CHECK_STR_CONTAINS(err.msg, "unknown model 'foo' (known: bert-moe-4e, deepseek-v2-lite, gpt-oss-120b, mixtral-8x7b,");
     CHECK_STR_CONTAINS(err.msg, "switch-base-128, switch-large-128)");
     CHECK(ms_platform_load("rtx4090", &p, &err) == -1);
     CHECK_STR_CONTAINS(err.msg, "unknown platform 'rtx4090' (known: a5000-pcie4, fmoe-6x3090, gh200, h100-pcie5, h200,");
