@@ -79,3 +79,10 @@ params_fail(lengths_value 2 "bad_lengths_value.ini:10: \\[lengths\\] prompt: val
   trace gen --params ${FIT_DATA}/bad_lengths_value.ini -o ${FIT_OUT})
 params_fail(late_without_decode 2 "bad_late_only.ini: \\[late_decode_popularity\\] needs \\[decode_popularity\\]"
   trace gen --params ${FIT_DATA}/bad_late_only.ini -o ${FIT_OUT})
+# [periods] (repeated tokens, traces/synth/gen_repeat.c): one-line errors.
+params_fail(periods_value 2 "bad_periods_value.ini:11: \\[periods\\] repeat: value 1 \\(1.5\\) is not a probability in \\[0, 1\\]"
+  trace gen --params ${FIT_DATA}/bad_periods_value.ini -o ${FIT_OUT})
+params_fail(periods_count 2 "bad_periods_count.ini:10: \\[periods\\] period has 2 values, repeat 1: expected the same number"
+  trace gen --params ${FIT_DATA}/bad_periods_count.ini -o ${FIT_OUT})
+params_fail(period_repeat_alone 1 "period_repeat = 0.5 needs decode_period >= 1"
+  trace gen --model mixtral-8x7b --set period_repeat=0.5 -o ${FIT_OUT})
