@@ -65,10 +65,13 @@ foreach(t qwen gptoss)
 endforeach()
 # The recorded trace: traces/record/record.py on a randomly initialised tiny
 # Mixtral (16 experts, 4 layers; no trained MoE weights can be downloaded
-# here), tests/data/record/README.md.  Its gaps are large and documented.
+# here), tests/data/record/README.md.  With the repeated-token knobs (looping
+# decode routing, tokens of earlier requests) the remaining gaps are LRU at
+# 1/4 (+0.056), fMoE (-0.170, -0.090) and the LRU / EAM order at 1/4,
+# documented in docs/traces.md.
 add_test(NAME fit.twin.recorded COMMAND sh ${FIT_TWIN} $<TARGET_FILE:moesim> recorded
   ${CMAKE_CURRENT_SOURCE_DIR}/data/record/tiny-mixtral-j16.h5
-  "4:none+lru:0.2 4:none+lfu:0.13 4:eam+eam:0.11 4:fmoe+fmoe:0.3 2:none+lfu:0.08 2:eam+eam:0.1 2:fmoe+fmoe:0.22 4:rank 2:rank")
+  "4:none+lru:0.07 4:fmoe+fmoe:0.19 2:fmoe+fmoe:0.11 4:rank")
 set_tests_properties(fit.twin.recorded PROPERTIES WORKING_DIRECTORY ${FIT_TWIN_DIR} TIMEOUT 300)
 
 # [lengths] and [late_decode_popularity]: one-line errors (good_phases.ini,
