@@ -11,6 +11,7 @@
 #include "traces/synth/fit.h"
 #include "traces/synth/fit_search.h"
 #include "traces/synth/gen_params.h"
+#include "traces/stats/repeats.h"
 
 #define FIT_ONE_REQUEST_CONC 1e6 /* request_conc with one request: requests = the popularity */
 #define FIT_MAX_CLUSTERS 8       /* clusters with several requests (the generator's default) */
@@ -37,6 +38,7 @@ void ms_fit_stats_from_report(const ms_stats_report *rep, ms_fit_stats *out)
     out->mi_top1 = m->mi_top1;
     out->h_iter = m->h_iter;
     out->gini = m->gini;
+    out->xreq = NAN;
 }
 
 ms_stats *ms_fit_stats_of_trace(const char *path, ms_err *err)
@@ -85,6 +87,39 @@ ms_stats *ms_fit_stats_of_gen(const ms_gen_params *p, const ms_model *model, ms_
     }
     ms_trace_meta_free(&meta);
     return s;
+}
+
+static int emit_to_both(const ms_request *req, const ms_gen_info *info, void *ctx)
+{
+    (void)info;
+    void **c = ctx;
+    if (c[2])
+        ms_xreq_add((ms_xreq *)c[2], req);
+    return ms_stats_add((ms_stats *)c[0], req, (ms_err *)c[1]) ? -1 : 0;
+}
+
+int ms_fit_measure_gen(const ms_gen_params *p, const ms_model *model, int with_xreq, ms_fit_stats *out, ms_err *err)
+{
+    ms_trace_meta meta;
+    if (ms_gen_meta(p, model, &meta, err))
+        return -1;
+    ms_stats *s = ms_stats_new(&meta, err);
+    ms_xreq *x = with_xreq ? ms_xreq_new(&meta) : NULL;
+    int rc = -1;
+    if (s) {
+        void *ctx[3] = {s, err, x};
+        if (ms_gen_run(p, model, &meta, emit_to_both, ctx, NULL, err) == 0) {
+            ms_stats_finish(s);
+            ms_fit_stats_from_report(ms_stats_report_get(s), out);
+            if (x)
+                out->xreq = ms_xreq_mean(x);
+            rc = 0;
+        }
+    }
+    ms_stats_free(s);
+    ms_xreq_free(x);
+    ms_trace_meta_free(&meta);
+    return rc;
 }
 
 /* ------------------------------------------------------- copied / measured */
@@ -273,6 +308,52 @@ static int count_activations(const char *path, double *pre, double *dec, double 
     return rc < 0 ? -1 : 0;
 }
 
+/* Repeated tokens (repeats.h): each request's decode routing period and
+ * repeat probability ([periods] when a request loops and the source has at
+ * most MS_FIT_MAX_LENGTHS requests), and the source's xreq_overlap. */
+static int measure_repeats(const char *path, ms_fit_result *r, ms_err *err)
+{
+    ms_trace_reader *rd = ms_reader_open(path, err);
+    if (!rd)
+        return -1;
+    const ms_trace_meta *m = ms_reader_meta(rd);
+    uint64_t n = m->n_requests;
+    int lists = n <= MS_FIT_MAX_LENGTHS;
+    uint32_t *per = lists ? ms_xcalloc(n ? n : 1, sizeof *per) : NULL;
+    double *rep = lists ? ms_xcalloc(n ? n : 1, sizeof *rep) : NULL;
+    ms_xreq *x = ms_xreq_new(m);
+    ms_request req;
+    memset(&req, 0, sizeof req);
+    int rc;
+    uint64_t i = 0;
+    while ((rc = ms_reader_next(rd, &req, err)) == 1) {
+        ms_xreq_add(x, &req);
+        ms_period pd;
+        if (lists && i < n) {
+            ms_period_of_request(m, &req, &pd);
+            per[i] = pd.period;
+            rep[i] = pd.repeat;
+            r->n_loops += pd.period > 0 && pd.repeat > 0;
+        }
+        i++;
+    }
+    r->source.xreq = ms_xreq_mean(x);
+    ms_xreq_free(x);
+    ms_request_free(&req);
+    ms_reader_close(rd);
+    if (rc == 0 && r->n_loops) {
+        r->periods = per;
+        r->period_repeats = rep;
+        r->p.periods = per;
+        r->p.period_repeats = rep;
+        r->p.n_periods = (uint32_t)n;
+    } else {
+        free(per);
+        free(rep);
+    }
+    return rc < 0 ? -1 : 0;
+}
+
 static void popularities(ms_fit_result *r, double *pre, const double *dec, const double *late, const double *all_dec,
                          uint64_t n_pre_rows, int halves);
 
@@ -371,7 +452,7 @@ int ms_fit_trace(const char *path, const ms_fit_options *o, ms_fit_result *r, ms
     r->p.layer_expert_bytes = r->expert_bytes;
     r->p.layer_dense_bytes = r->dense_bytes;
     uint32_t max_token;
-    if (measure_popularity(path, r, &max_token, err))
+    if (measure_popularity(path, r, &max_token, err) || measure_repeats(path, r, err))
         goto fail;
     if (r->p.token_ids) {
         uint32_t need = max_token > r->p.clusters ? max_token : r->p.clusters;
@@ -418,6 +499,15 @@ void ms_fit_print(const ms_fit_result *r, FILE *out)
     fprintf(out, "  measured: popularity of prompt rows%s (coverage-smoothed), arrival rate %.4g/s\n",
             r->late_decode_popularity ? ", of the first and of the second half of the decode steps"
             : r->decode_popularity ? " and of decode rows" : "", p->arrival_rate);
+    if (r->n_loops) {
+        fprintf(out, "  measured: looping decode routing in %u of %llu requests (period:repeat by moments of the "
+                     "exact-lag reuse):", r->n_loops, (unsigned long long)p->requests);
+        for (uint32_t i = 0; i < p->n_periods && i < 16; i++)
+            fprintf(out, " %u:%.2f", p->periods[i], p->period_repeats[i]);
+        fprintf(out, "%s\n", p->n_periods > 16 ? " ..." : "");
+    } else {
+        fprintf(out, "  measured: no looping decode routing (periods not used)\n");
+    }
     fprintf(out, "  %-26s %10s  %-16s %9s %9s\n", "searched knob", "value", "statistic", "source", "twin");
     for (uint32_t i = 0; i < r->n_searched; i++) {
         const ms_fit_knob *k = &r->searched[i];
@@ -441,6 +531,13 @@ void ms_fit_free(ms_fit_result *r)
     free(r->late_decode_popularity);
     free(r->prompt_lens);
     free(r->output_lens);
+    free(r->periods);
+    free(r->period_repeats);
+    r->periods = NULL;
+    r->period_repeats = NULL;
+    r->p.periods = NULL;
+    r->p.period_repeats = NULL;
+    r->p.n_periods = 0;
     free(r->expert_bytes);
     free(r->dense_bytes);
     r->popularity = r->decode_popularity = r->late_decode_popularity = NULL;

@@ -27,6 +27,11 @@
  *              lognormal lengths: medians = geometric means, sigmas = standard
  *              deviations of the log lengths, clip ranges widened to the
  *              observed ones; arrival rate = (n-1) / span;
+ *   measured, repeated tokens (traces/stats/repeats.h): per request, the
+ *              period of its decode routing and the probability that a step
+ *              repeats the step one period back ([periods], by moments from
+ *              the exact-lag reuse profile), when at least one request has a
+ *              loop and the source has at most MS_FIT_MAX_LENGTHS requests;
  *   searched:  1-D root finding (GSL Brent) on small trial generations with
  *              fixed seeds, so the result is deterministic, one knob per
  *              statistic (means over layers, stats.h definitions):
@@ -34,6 +39,8 @@
  *                locality t [-1, 1] -> previous-step reuse reuse_prev
  *                   (t >= 0: decode_reuse = t, decode_mix = 0.4;
  *                    t < 0: decode_reuse = 0, decode_mix = 0.4 (1 + t))
+ *                token_repeat       -> cross-request overlap xreq_overlap
+ *                   (two or more requests)
  *                decode_recall      -> reuse within 8 decode steps reuse_w8
  *                layer_corr         -> layer l -> l+1 top-1 MI mi_top1
  *                weight_power (log) -> weighted iteration entropy hw_iter
@@ -75,6 +82,7 @@ typedef struct {
 /* The fitted statistics: means over layers (stats.h definitions). */
 typedef struct {
     double hw_iter, h_req, h_trace, reuse_prev, reuse_w8, reuse_half, mi_top1, succ_hit, h_iter, gini;
+    double xreq;            /* xreq_overlap (traces/stats/repeats.h); NaN when not measured */
 } ms_fit_stats;
 
 /* One searched knob: its name, the statistic it matches and whether the
@@ -89,7 +97,7 @@ typedef struct {
     const char *why;        /* reason when skipped */
 } ms_fit_knob;
 
-#define MS_FIT_MAX_SEARCHED 8
+#define MS_FIT_MAX_SEARCHED 12
 
 typedef struct {
     ms_gen_params p;            /* fitted knobs; p.popularity / layer bytes point below */
@@ -98,6 +106,9 @@ typedef struct {
     double *decode_popularity;  /* [L][J] decode rows (the first half of each request's), or NULL */
     double *late_decode_popularity; /* [L][J] the second half of each request's decode rows, or NULL */
     uint32_t *prompt_lens, *output_lens; /* [requests] or NULL */
+    uint32_t *periods;          /* [requests] decode routing periods, or NULL (no loop found) */
+    double *period_repeats;     /* [requests] their repeat probabilities */
+    uint32_t n_loops;           /* requests with a period and a repeat probability > 0 */
     uint64_t *expert_bytes, *dense_bytes; /* [L] */
     ms_fit_stats source;        /* measured on the trace */
     ms_fit_stats fitted;        /* mean over the trial seeds at the fitted knobs */
@@ -121,6 +132,9 @@ void ms_fit_free(ms_fit_result *r);
 ms_stats *ms_fit_stats_of_trace(const char *path, ms_err *err);
 ms_stats *ms_fit_stats_of_gen(const ms_gen_params *p, const ms_model *model, ms_err *err);
 void ms_fit_stats_from_report(const ms_stats_report *rep, ms_fit_stats *out);
+/* The fitted statistics of a generation run: the stats module's means plus,
+ * when with_xreq, xreq_overlap (else NaN). */
+int ms_fit_measure_gen(const ms_gen_params *p, const ms_model *model, int with_xreq, ms_fit_stats *out, ms_err *err);
 
 /* Pseudo-count a >= 0 for counts c[0..J) such that N = sum c draws from
  * (c + a) / (N + a J) are expected to touch as many distinct experts as c

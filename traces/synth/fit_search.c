@@ -18,7 +18,7 @@
 /* search order:
  * weight_power shapes the weights the layer tilt follows, so it
  * comes before layer_corr */
-typedef enum { S_GATE, S_PREF, S_WEIGHT, S_LOCALITY, S_RECALL, S_LAYER, S_TRANS, N_SEARCH } search_knob;
+typedef enum { S_GATE, S_PREF, S_WEIGHT, S_TOKEN, S_LOCALITY, S_RECALL, S_LAYER, S_TRANS, N_SEARCH } search_knob;
 
 typedef struct {
     const char *knob, *statistic;
@@ -34,6 +34,7 @@ static const knob_def defs[N_SEARCH] = {
     [S_LAYER] = {"layer_corr", "mi_top1", 0, FIT_MAX_LAYER_CORR, 0},
     [S_TRANS] = {"trans_alpha", "succ_hit", 0.01, 100, 1},
     [S_WEIGHT] = {"weight_power", "hw_iter", 0.05, 20, 1},
+    [S_TOKEN] = {"token_repeat", "xreq_overlap", 0, 1, 0},
 };
 
 typedef struct {
@@ -63,6 +64,7 @@ static void set_search_knob(ms_gen_params *p, search_knob k, double x)
     case S_RECALL: p->decode_recall = x; break;
     case S_LAYER: p->layer_corr = x; break;
     case S_TRANS: p->trans_alpha = exp(x); break;
+    case S_TOKEN: p->token_repeat = x; break;
     default: p->weight_power = exp(x); break;
     }
 }
@@ -76,6 +78,7 @@ static double knob_value(const ms_gen_params *p, search_knob k)
     case S_RECALL: return p->decode_recall;
     case S_LAYER: return p->layer_corr;
     case S_TRANS: return p->trans_alpha;
+    case S_TOKEN: return p->token_repeat;
     default: return p->weight_power;
     }
 }
@@ -89,6 +92,7 @@ static double stat_of(const ms_fit_stats *s, search_knob k)
     case S_RECALL: return s->reuse_w8;
     case S_LAYER: return s->mi_top1;
     case S_TRANS: return s->succ_hit;
+    case S_TOKEN: return s->xreq;
     default: return s->hw_iter;
     }
 }
@@ -97,24 +101,23 @@ static double stat_of(const ms_fit_stats *s, search_knob k)
 static int evaluate(search_ctx *c, ms_fit_stats *out)
 {
     ms_gen_params p = c->r->p;
-    double sum[10] = {0};
+    double sum[11] = {0};
+    int with_xreq = !isnan(c->r->source.xreq);
     for (uint32_t t = 0; t < c->o->trial_seeds; t++) {
         p.seed = c->o->seed + 1 + t;
-        ms_stats *s = ms_fit_stats_of_gen(&p, &c->r->model, c->err);
-        if (!s)
-            return -1;
         ms_fit_stats one;
-        ms_fit_stats_from_report(ms_stats_report_get(s), &one);
-        ms_stats_free(s);
-        double v[10] = {one.hw_iter, one.h_req, one.h_trace, one.reuse_prev, one.reuse_w8,
-                        one.reuse_half, one.mi_top1, one.succ_hit, one.h_iter, one.gini};
-        for (int i = 0; i < 10; i++)
+        if (ms_fit_measure_gen(&p, &c->r->model, with_xreq, &one, c->err))
+            return -1;
+        double v[11] = {one.hw_iter, one.h_req, one.h_trace, one.reuse_prev, one.reuse_w8,
+                        one.reuse_half, one.mi_top1, one.succ_hit, one.h_iter, one.gini, one.xreq};
+        for (int i = 0; i < 11; i++)
             sum[i] += nan_to(v[i], 0);
         c->r->trials++;
     }
     double n = c->o->trial_seeds;
     *out = (ms_fit_stats){sum[0] / n, sum[1] / n, sum[2] / n, sum[3] / n, sum[4] / n,
-                          sum[5] / n, sum[6] / n, sum[7] / n, sum[8] / n, sum[9] / n};
+                          sum[5] / n, sum[6] / n, sum[7] / n, sum[8] / n, sum[9] / n,
+                          with_xreq ? sum[10] / n : NAN};
     return 0;
 }
 
@@ -247,6 +250,9 @@ int ms_fit_search(ms_fit_result *r, const ms_fit_options *o, ms_err *err)
         estimate_pref_alpha(r);
     if (one_layer)
         skip(r, S_LAYER, "one MoE layer");
+    int no_xreq = isnan(r->source.xreq);
+    if (no_xreq)
+        skip(r, S_TOKEN, one_request ? "one request: no earlier request to repeat" : "no decode steps to compare");
     int ids_only = r->p.probs == MS_PROBS_TOPK_IDS;
     if (ids_only)
         skip(r, S_WEIGHT, "ids-only trace (topk_ids): no weights to match");
@@ -259,7 +265,8 @@ int ms_fit_search(ms_fit_result *r, const ms_fit_options *o, ms_err *err)
     int rc = 0;
     for (uint32_t pass = 0; pass < o->passes && rc == 0; pass++)
         for (search_knob k = 0; k < N_SEARCH && rc == 0; k++) {
-            if (k == S_PREF || (k == S_LAYER && one_layer) || k == S_TRANS || (k == S_WEIGHT && ids_only))
+            if (k == S_PREF || (k == S_LAYER && one_layer) || k == S_TRANS || (k == S_WEIGHT && ids_only) ||
+                (k == S_TOKEN && no_xreq))
                 continue;
             rc = search_one(&c, k);
         }

@@ -9,41 +9,11 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
-#include "traces/synth/gen.h"
+#include "traces/synth/gen_state.h"
 
 #define PREF_FLOOR 1e-9         /* keeps every Dirichlet parameter > 0 */
 #define SINKHORN_MAX_ITERS 2000
 #define SINKHORN_TOL 1e-12
-
-/* ------------------------------------------------------ generator state */
-
-typedef struct {
-    const ms_gen_params *p;
-    const ms_trace_meta *meta;
-    uint32_t L, J, K, C, D, S;
-    gsl_rng *rng;
-    gsl_ran_discrete_t *cluster_table;
-    double *cluster_w;   /* [C] popularity, sums to 1 */
-    double *pref;        /* [C][L][J] cluster preferences */
-    double *trans;       /* [L][J][J] row-stochastic maps from layer l-1 to l (l = 0 unused) */
-    double *centroid;    /* [C][D] unit vectors */
-    /* per-request / per-row scratch */
-    double *req_pref;    /* [L][J] */
-    double *req_pref_dec; /* [L][J] decode rows' preference (decode_popularity), else NULL */
-    double *dec_tilt;    /* [L][J] decode_popularity / popularity, else NULL */
-    double *req_pref_late, *late_tilt; /* the same for late_decode_popularity */
-    const double *row_pref; /* req_pref or req_pref_dec: the current row's */
-    uint32_t row_lag;    /* decode_recall: the current row's lag, 0 = not drawn yet */
-    double *cur, *prev;  /* [L][J] gate of the current / previous token row */
-    double *alpha, *base;  /* [J] Dirichlet parameters, row preference */
-    double *trans_mix;     /* [J] transition rows of the experts chosen at l-1 */
-    float *pf;           /* [J] float view of one gate */
-    double *req_emb;     /* [D] */
-    double *emb_tmp;     /* [D] */
-    double *spec_eta;    /* [S+1] noise weight at distance i */
-    int32_t *cand;       /* [2K] speculative candidates */
-    double *cand_val;    /* [2K] */
-} gen_state;
 
 /* Dirichlet with every parameter equal to a. */
 static void dirichlet_symmetric(gsl_rng *rng, uint32_t n, double a, double *alpha, double *out)
@@ -206,6 +176,7 @@ static void gen_state_free(gen_state *g)
     free(g->req_pref); free(g->req_pref_dec); free(g->dec_tilt); free(g->req_pref_late); free(g->late_tilt); free(g->cur); free(g->prev); free(g->alpha); free(g->base);
     free(g->trans_mix); free(g->pf); free(g->req_emb); free(g->emb_tmp);
     free(g->spec_eta); free(g->cand); free(g->cand_val);
+    gen_repeat_free(g);
 }
 
 static void gen_state_init(gen_state *g, const ms_gen_params *p, const ms_trace_meta *meta)
@@ -264,6 +235,7 @@ static void gen_state_init(gen_state *g, const ms_gen_params *p, const ms_trace_
         build_decode_tilt(g, g->p->decode_popularity, g->dec_tilt);
     if (g->late_tilt)
         build_decode_tilt(g, g->p->late_decode_popularity, g->late_tilt);
+    gen_repeat_init(g);
 }
 
 /* --------------------------------------------------------- one token row */
@@ -357,6 +329,24 @@ static void ids_only_weights(const ms_trace_meta *m, const int32_t *ids, float *
         w[k] = ids[k] >= 0 ? (float)(1.0 / m->K) : 0.0f;
 }
 
+void gen_gate_from_view(const gen_state *g, const float *probs, const int32_t *ids, const float *w, double *gate)
+{
+    uint32_t J = g->J, K = g->K;
+    double inv = 1.0 / g->p->weight_power, s = 0;
+    if (probs) {
+        for (uint32_t j = 0; j < J; j++)
+            s += gate[j] = probs[j] > 0 ? pow(probs[j], inv) : 0;
+    } else {
+        for (uint32_t j = 0; j < J; j++)
+            gate[j] = 0;
+        for (uint32_t k = 0; k < K; k++)
+            if (ids[k] >= 0)
+                s += gate[ids[k]] = w[k] > 0 ? pow(w[k], inv) : 0;
+    }
+    for (uint32_t j = 0; j < J; j++)
+        gate[j] = s > 0 ? gate[j] / s : 1.0 / J;
+}
+
 /* The gate of layer l in an earlier row of the request, d rows back with
  * P(d) ~ 1/d on [1, row] (d = floor((row+1)^u), u uniform): as many recalls
  * from 2-3 rows back as from 4-7 or 8-15, the scale-free recency of real
@@ -368,28 +358,26 @@ static void ids_only_weights(const ms_trace_meta *m, const int32_t *ids, float *
 static void recall_gate(gen_state *g, const ms_request *r, uint32_t row, uint32_t l, double *gate)
 {
     const ms_trace_meta *m = g->meta;
-    uint32_t J = g->J, K = g->K;
     if (!g->row_lag) {
         uint32_t d = (uint32_t)floor(exp(gsl_rng_uniform(g->rng) * log(row + 1.0)));
         g->row_lag = d < 1 ? 1 : d > row ? row : d;
     }
     uint32_t src = row - g->row_lag;
-    double inv = 1.0 / g->p->weight_power, s = 0;
-    if (m->probs_kind == MS_PROBS_FULL) {
-        const float *pf = r->probs + ms_probs_index(m, src, l);
-        for (uint32_t j = 0; j < J; j++)
-            s += gate[j] = pf[j] > 0 ? pow(pf[j], inv) : 0;
-    } else {
-        const int32_t *ids = r->topk_ids + ms_topk_index(m, src, l);
-        const float *w = r->topk_w + ms_topk_index(m, src, l);
-        for (uint32_t j = 0; j < J; j++)
-            gate[j] = 0;
-        for (uint32_t k = 0; k < K; k++)
-            if (ids[k] >= 0)
-                s += gate[ids[k]] = w[k] > 0 ? pow(w[k], inv) : 0;
-    }
-    for (uint32_t j = 0; j < J; j++)
-        gate[j] = s > 0 ? gate[j] / s : 1.0 / J;
+    gen_gate_from_view(g, m->probs_kind == MS_PROBS_FULL ? r->probs + ms_probs_index(m, src, l) : NULL,
+                       r->topk_ids + ms_topk_index(m, src, l), r->topk_w + ms_topk_index(m, src, l), gate);
+}
+
+void gen_store_layer(gen_state *g, ms_request *r, uint32_t row, uint32_t l, const double *gate)
+{
+    const ms_trace_meta *m = g->meta;
+    uint32_t J = g->J, K = g->K;
+    float *pf = m->probs_kind == MS_PROBS_FULL ? r->probs + ms_probs_index(m, row, l) : g->pf;
+    store_gate(g->p->weight_power, gate, J, pf);
+    int32_t *ids = r->topk_ids + ms_topk_index(m, row, l);
+    float *w = r->topk_w + ms_topk_index(m, row, l);
+    topk_float(pf, J, K, ids);
+    topk_weights(pf, ids, K, m->probs_kind == MS_PROBS_TOPK_RENORM, w);
+    ids_only_weights(m, ids, w);
 }
 
 /* Draws the gate of every layer for one token row into g->cur and fills the
@@ -397,8 +385,7 @@ static void recall_gate(gen_state *g, const ms_request *r, uint32_t row, uint32_
 static void gen_row(gen_state *g, ms_request *r, uint32_t row, int decode)
 {
     const ms_trace_meta *m = g->meta;
-    uint32_t L = g->L, J = g->J, K = g->K;
-    int renorm = m->probs_kind == MS_PROBS_TOPK_RENORM;
+    uint32_t L = g->L, J = g->J;
     const int32_t *prev_ids = NULL;
     const float *prev_w = NULL;
     for (uint32_t l = 0; l < L; l++) {
@@ -418,15 +405,9 @@ static void gen_row(gen_state *g, ms_request *r, uint32_t row, int decode)
             }
             gsl_ran_dirichlet(g->rng, J, g->alpha, gate);
         }
-        float *pf = m->probs_kind == MS_PROBS_FULL ? r->probs + ms_probs_index(m, row, l) : g->pf;
-        store_gate(g->p->weight_power, gate, J, pf);
-        int32_t *ids = r->topk_ids + ms_topk_index(m, row, l);
-        float *w = r->topk_w + ms_topk_index(m, row, l);
-        topk_float(pf, J, K, ids);
-        topk_weights(pf, ids, K, renorm, w);
-        ids_only_weights(m, ids, w);
-        prev_ids = ids;
-        prev_w = w;
+        gen_store_layer(g, r, row, l, gate);
+        prev_ids = r->topk_ids + ms_topk_index(m, row, l);
+        prev_w = r->topk_w + ms_topk_index(m, row, l);
     }
 }
 
@@ -599,6 +580,7 @@ static void gen_request(gen_state *g, const ms_model *model, uint64_t id, double
         r->iters[t] = (ms_iteration){MS_PHASE_DECODE, prompt + t - 1, 1};
 
     draw_request_prefs(g, cluster);
+    gen_repeat_request_start(g, r);
     if (g->D)
         draw_request_embedding(g, cluster);
     if (p->token_ids)
@@ -610,7 +592,8 @@ static void gen_request(gen_state *g, const ms_model *model, uint64_t id, double
         if (decode && g->req_pref_late && row - prompt + 1 > output / 2)
             g->row_pref = g->req_pref_late;
         g->row_lag = 0;
-        gen_row(g, r, row, decode);
+        if (!(decode && gen_repeat_row(g, r, row)))
+            gen_row(g, r, row, decode);
         if (g->S)
             gen_spec(g, r, row);
         double *t = g->prev;
@@ -622,8 +605,10 @@ static void gen_request(gen_state *g, const ms_model *model, uint64_t id, double
          * averages down by sqrt(prompt); decode: the current token's */
         draw_embedding(g, p->embed_tok_noise / sqrt((double)prompt), r->embedding);
         for (uint32_t t = 1; t <= output; t++)
-            draw_embedding(g, p->embed_tok_noise, r->embedding + (size_t)t * g->D);
+            if (!gen_repeat_embedding(g, r, t))
+                draw_embedding(g, p->embed_tok_noise, r->embedding + (size_t)t * g->D);
     }
+    gen_repeat_request_end(g, r);
     *cluster_out = cluster;
 }
 

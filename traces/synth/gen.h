@@ -62,6 +62,13 @@ typedef struct {
     uint32_t token_ids;      /* 1: store prompt token ids drawn from the cluster's vocabulary slice */
     double token_affinity;   /* probability a prompt token comes from its cluster's slice */
     double weight_power;     /* stored gate = gate^weight_power renormalised (1 = as drawn) */
+    /* repeated tokens (traces/synth/gen_repeat.c; 0 = off: no draws, no memory) */
+    uint32_t decode_period;  /* P: a request's decode routing loops with period P (0 = none) */
+    double period_repeat;    /* probability a decode step s > P copies every layer's gate and the
+                                embedding of step s - P (a greedy loop repeating its tokens) */
+    double token_repeat;     /* probability a decode row repeats a decode row of an earlier request
+                                (every layer's gate and the embedding: the same token again),
+                                drawn uniformly from the first MS_GEN_TOKEN_POOL such rows */
     /* Not knobs (no text form; a params file carries them, traces/synth/gen_params.h).
      * Borrowed: the caller keeps them alive while the params are used. */
     const double *popularity;        /* [L][J] per-layer expert popularity (each layer's
@@ -77,7 +84,14 @@ typedef struct {
     const uint32_t *prompt_lens, *output_lens; /* [n_lens]: request i takes entry i mod n_lens
                                                   instead of lognormal draws; NULL = draws */
     uint32_t n_lens;
+    const uint32_t *periods;         /* [n_periods]: request i loops with period entry i mod n */
+    const double *period_repeats;    /* [n_periods]: and copies with this probability (instead of
+                                        decode_period / period_repeat); NULL = the knobs */
+    uint32_t n_periods;
 } ms_gen_params;
+
+#define MS_GEN_TOKEN_POOL 2048 /* decode rows token_repeat draws from (the trace's first) */
+#define MS_GEN_MAX_PERIOD 4096
 
 /* Totals of one generation run. */
 typedef struct {

@@ -92,6 +92,12 @@ static const knob knobs[] = {
      "probability that a prompt token id comes from its cluster's slice of the vocabulary"},
     {"weight_power", KNOB_DOUBLE, AT(weight_power), "1", 0.05, 20,
      "stored gate = gate^weight_power renormalised: > 1 sharper, < 1 flatter weights; ids unchanged"},
+    {"decode_period", KNOB_U32, AT(decode_period), "0", 0, MS_GEN_MAX_PERIOD,
+     "period P of a request's looping decode routing (with period_repeat); 0 = none"},
+    {"period_repeat", KNOB_DOUBLE, AT(period_repeat), "0", 0, 1,
+     "probability a decode step s > P copies every layer's gate and the embedding of step s - P; 0 = off"},
+    {"token_repeat", KNOB_DOUBLE, AT(token_repeat), "0", 0, 1,
+     "probability a decode row repeats a decode row (gates, embedding) of an earlier request; 0 = off"},
 };
 
 #define N_KNOBS (sizeof knobs / sizeof knobs[0])
@@ -211,6 +217,16 @@ int ms_gen_validate(const ms_gen_params *p, const ms_model *m, ms_err *err)
             return ms_fail(err, "trace gen: length list entry %u: prompt %u, output %u out of range "
                                 "(prompt 1 .. %u, output 0 .. %u)", i, p->prompt_lens[i], p->output_lens[i],
                            GEN_MAX_LEN, GEN_MAX_LEN);
+    if (p->period_repeat > 0 && p->decode_period == 0 && !p->n_periods)
+        return ms_fail(err, "trace gen: period_repeat = %g needs decode_period >= 1 (or a [periods] list)",
+                       p->period_repeat);
+    if (p->n_periods && (!p->periods || !p->period_repeats))
+        return ms_fail(err, "trace gen: a period list without its periods or repeat probabilities (a bug)");
+    for (uint32_t i = 0; i < p->n_periods; i++)
+        if (p->periods[i] > MS_GEN_MAX_PERIOD || !(p->period_repeats[i] >= 0 && p->period_repeats[i] <= 1))
+            return ms_fail(err, "trace gen: period list entry %u: period %u, repeat %g out of range "
+                                "(period 0 .. %u, repeat 0 .. 1)", i, p->periods[i], p->period_repeats[i],
+                           MS_GEN_MAX_PERIOD);
     if (p->spec_depth >= m->moe_layers)
         return ms_fail(err, "trace gen: spec_depth = %u must be below the model's %u MoE layers (model %s)",
                        p->spec_depth, m->moe_layers, m->name);
@@ -284,7 +300,9 @@ static void describe_source(const ms_gen_params *p, char *out, size_t cap)
     if (p->late_decode_popularity && len + 40 < cap)
         len += (size_t)snprintf(out + len, cap - len, " late_decode_popularity=per-layer");
     if (p->n_lens && len + 32 < cap)
-        snprintf(out + len, cap - len, " lengths=list(%u)", p->n_lens);
+        len += (size_t)snprintf(out + len, cap - len, " lengths=list(%u)", p->n_lens);
+    if (p->n_periods && len + 32 < cap)
+        snprintf(out + len, cap - len, " periods=list(%u)", p->n_periods);
 }
 
 int ms_gen_meta(const ms_gen_params *p, const ms_model *m, ms_trace_meta *meta, ms_err *err)

@@ -41,6 +41,8 @@ typedef struct {
     num_list *pop, *dpop, *lpop; /* [PARAMS_MAX_LAYERS] each */
     /* [lengths] */
     num_list len_prompt, len_output;
+    /* [periods] */
+    num_list per_period, per_repeat;
     char last_key[64];
 } parse_ctx;
 
@@ -186,6 +188,29 @@ static int lengths_value(parse_ctx *c, const char *key, const char *value)
     return 0;
 }
 
+/* [periods] period = P0 P1 ... (whole numbers), repeat = q0 q1 ... in [0, 1]. */
+static int periods_value(parse_ctx *c, const char *key, const char *value)
+{
+    num_list *nl = !strcmp(key, "period") ? &c->per_period : !strcmp(key, "repeat") ? &c->per_repeat : NULL;
+    if (!nl)
+        return ctx_fail(c, "unknown key '%s' in [periods] (expected period, repeat)", key);
+    if (!c->cont && nl->line)
+        return ctx_fail(c, "[periods] %s given twice", key);
+    if (!nl->line)
+        nl->line = c->line;
+    uint32_t from = nl->n;
+    if (list_append(c, nl, key, value))
+        return -1;
+    for (uint32_t i = from; i < nl->n; i++) {
+        if (nl == &c->per_period && (nl->v[i] != floor(nl->v[i]) || nl->v[i] > MS_GEN_MAX_PERIOD))
+            return ctx_fail(c, "[periods] period: value %u (%g) is not a whole number in [0, %d]", i, nl->v[i],
+                            MS_GEN_MAX_PERIOD);
+        if (nl == &c->per_repeat && nl->v[i] > 1)
+            return ctx_fail(c, "[periods] repeat: value %u (%g) is not a probability in [0, 1]", i, nl->v[i]);
+    }
+    return 0;
+}
+
 static int on_value(ms_ini *ini, void *user, const char *section, const char *name, const char *value)
 {
     parse_ctx *c = user;
@@ -202,6 +227,8 @@ static int on_value(ms_ini *ini, void *user, const char *section, const char *na
         return gen_value(c, name, value);
     if (!strcmp(section, "lengths"))
         return lengths_value(c, name, value);
+    if (!strcmp(section, "periods"))
+        return periods_value(c, name, value);
     return popularity_value(c, !strcmp(section, "popularity") ? c->pop : !strcmp(section, "decode_popularity") ? c->dpop : c->lpop,
                             name, value);
 }
@@ -318,8 +345,36 @@ static int finish_lengths(parse_ctx *c)
     return 0;
 }
 
+/* [periods]: both lists, of the same length. */
+static int finish_periods(parse_ctx *c)
+{
+    ms_gen_file *f = c->f;
+    num_list *pl = &c->per_period, *ql = &c->per_repeat;
+    if (!pl->line && !ql->line)
+        return 0;
+    c->line = pl->line ? pl->line : ql->line;
+    if (!pl->line || !ql->line)
+        return ctx_fail(c, "[periods] needs both period and repeat (one entry per request)");
+    if (pl->n != ql->n || pl->n == 0)
+        return ctx_fail(c, "[periods] period has %u values, repeat %u: expected the same number, at least 1",
+                        pl->n, ql->n);
+    f->n_periods = pl->n;
+    f->periods = ms_xcalloc(pl->n, sizeof *f->periods);
+    f->period_repeats = ms_xcalloc(pl->n, sizeof *f->period_repeats);
+    for (uint32_t i = 0; i < pl->n; i++) {
+        f->periods[i] = (uint32_t)pl->v[i];
+        f->period_repeats[i] = ql->v[i];
+    }
+    f->p.periods = f->periods;
+    f->p.period_repeats = f->period_repeats;
+    f->p.n_periods = f->n_periods;
+    return 0;
+}
+
 static void ctx_free(parse_ctx *c)
 {
+    free(c->per_period.v);
+    free(c->per_repeat.v);
     free(c->expert_bytes.v);
     free(c->dense_bytes.v);
     for (uint32_t l = 0; l < PARAMS_MAX_LAYERS; l++) {
@@ -347,7 +402,7 @@ int ms_gen_file_load(const char *path, const ms_model *shape, ms_gen_file *f, ms
     c.dpop = ms_xcalloc(PARAMS_MAX_LAYERS, sizeof *c.dpop);
     c.lpop = ms_xcalloc(PARAMS_MAX_LAYERS, sizeof *c.lpop);
     static const char *const sections[] = {"model", "gen", "popularity", "decode_popularity", "late_decode_popularity",
-                                           "lengths", NULL};
+                                           "lengths", "periods", NULL};
     ms_ini_spec spec = {.what = "params file", .sections = sections, .on_value = on_value, .user = &c};
     if (ms_ini_parse(path, &spec, err))
         c.failed = 1;
@@ -366,6 +421,8 @@ int ms_gen_file_load(const char *path, const ms_model *shape, ms_gen_file *f, ms
     }
     if (!c.failed)
         finish_lengths(&c);
+    if (!c.failed)
+        finish_periods(&c);
     ctx_free(&c);
     if (c.failed) {
         ms_gen_file_free(f);
@@ -381,6 +438,14 @@ void ms_gen_file_free(ms_gen_file *f)
     free(f->late_decode_popularity);
     free(f->prompt_lens);
     free(f->output_lens);
+    free(f->periods);
+    free(f->period_repeats);
+    f->periods = NULL;
+    f->period_repeats = NULL;
+    f->n_periods = 0;
+    f->p.periods = NULL;
+    f->p.period_repeats = NULL;
+    f->p.n_periods = 0;
     free(f->expert_bytes);
     free(f->dense_bytes);
     f->popularity = f->decode_popularity = f->late_decode_popularity = NULL;
@@ -464,6 +529,15 @@ int ms_gen_file_write(FILE *out, const char *comment, const ms_model *m, const u
         for (uint32_t i = 0; i < p->n_lens; i++)
             v[i] = p->output_lens[i];
         write_list(out, "output", v, p->n_lens, "%.0f");
+        free(v);
+    }
+    if (p->n_periods) {
+        double *v = ms_xcalloc(p->n_periods, sizeof *v);
+        fputs("\n[periods]\n", out);
+        for (uint32_t i = 0; i < p->n_periods; i++)
+            v[i] = p->periods[i];
+        write_list(out, "period", v, p->n_periods, "%.0f");
+        write_list(out, "repeat", p->period_repeats, p->n_periods, "%.6g");
         free(v);
     }
     return ferror(out) ? -1 : 0;

@@ -24,6 +24,11 @@
  *   [lengths]          optional; prompt = P0 P1 .., output = O0 O1 .., one
  *                      entry per request (the same count): request i takes
  *                      entry i mod n instead of lognormal draws
+ *   [periods]          optional; period = P0 P1 .. (whole numbers 0 .. 4096),
+ *                      repeat = q0 q1 .. (probabilities), the same count:
+ *                      request i loops with period entry i mod n, copying
+ *                      with probability q (instead of the knobs
+ *                      decode_period / period_repeat; period 0 = no loop)
  *
  * A value may continue on indented lines (inih multi-line values): lists are
  * whitespace-separated.  Every error is one line "FILE:LINE: ..." naming the
@@ -48,6 +53,9 @@ typedef struct {
     double *late_decode_popularity; /* [L][J] or NULL */
     uint32_t *prompt_lens, *output_lens; /* [n_lens] or NULL */
     uint32_t n_lens;
+    uint32_t *periods;        /* [n_periods] or NULL */
+    double *period_repeats;   /* [n_periods] or NULL */
+    uint32_t n_periods;
     uint64_t *expert_bytes;   /* [L] or NULL */
     uint64_t *dense_bytes;    /* [L] or NULL */
 } ms_gen_file;
@@ -60,7 +68,7 @@ void ms_gen_file_free(ms_gen_file *f);
 
 /* Writes a params file: comment lines (each line of `comment` prefixed "; "),
  * [model] from `model` with per-layer bytes when given, [gen] with every knob,
- * [popularity], [decode_popularity] and [lengths] when p carries them.  Returns 0 or -1 on a write error. */
+ * [popularity], [decode_popularity], [lengths] and [periods] when p carries them.  Returns 0 or -1 on a write error. */
 int ms_gen_file_write(FILE *out, const char *comment, const ms_model *model, const uint64_t *expert_bytes,
                       const uint64_t *dense_bytes, const ms_gen_params *p);
 
