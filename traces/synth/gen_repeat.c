@@ -1,4 +1,4 @@
-/* Repeated tokens in generated decode routing (traces/GENERATOR.md,
+/* Repeated tokens in generated decode routing (docs/generator.md,
  * "Repeated tokens"; gen_state.h has the hooks).
  *
  * A token's routing is mostly a function of the token: when generation
