@@ -14,3 +14,7 @@ add_test(NAME claims.refuses_input COMMAND sh -c "d=${CMAKE_CURRENT_BINARY_DIR}/
 add_test(NAME claims.store_size COMMAND sh -c "$<TARGET_FILE:moesim> claims --only fmoe-store-size --requests 4 --no-sensitivity --out ${CMAKE_CURRENT_BINARY_DIR}/claims_store > ${CMAKE_CURRENT_BINARY_DIR}/claims_store.txt 2>&1 && grep -q '^fmoe-store-size  *holds' ${CMAKE_CURRENT_BINARY_DIR}/claims_store.txt && grep -q 'moesim: 197.1 MB (188.7 of L x J = 24 x 60 maps, 8.4 of 64-dim embeddings)' ${CMAKE_CURRENT_BINARY_DIR}/claims_store.txt")
 # the serverless claim computes from the same study `moesim serverless` runs (tests/cli/claims_serverless.sh)
 add_test(NAME claims.serverless COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/claims_serverless.sh $<TARGET_FILE:moesim> ${CMAKE_CURRENT_BINARY_DIR}/claims_serverless)
+# the batch-size and EAMC-capacity axes reach the runs, and their verdicts follow from the printed values
+add_test(NAME claims.axes COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/claims_axes.sh $<TARGET_FILE:moesim> ${CMAKE_CURRENT_BINARY_DIR}/claims_axes)
+# a host-time claim is not simulated: skipped, with the benchmark that measures it
+add_test(NAME claims.host_time COMMAND sh -c "$<TARGET_FILE:moesim> claims --only moeinf-eamc-search --out ${CMAKE_CURRENT_BINARY_DIR}/claims_host | grep -A2 '^moeinf-eamc-search  *skipped' | grep -q 'note: a host-time figure, not simulated: bench/bench_eamc_search'")

@@ -9,11 +9,11 @@
 
 #include "sim/apps/claims_table.h"
 #include "sim/apps/claims_serverless.h"
+#include "sim/apps/claims_verdict.h"
 #include "sim/core/profile.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/report.h"
 #include "traces/stats/stats.h"
-#include "policies/lib/fmoe_store.h"
 #include "traces/synth/gen.h"
 
 /* ShareGPT turn lengths (../shared/workloads/sharegpt-lengths, 30,731 rows,
@@ -24,6 +24,12 @@
 #define SHAREGPT_PROMPT_SIGMA "1.63"
 #define SHAREGPT_OUTPUT_MEDIAN "415"
 #define SHAREGPT_OUTPUT_SIGMA "1.0"
+/* MoE-Infinity's requests (BIGBench, FLAN, MMLU mixed, seed 004 §8) are
+ * question answering; the paper gives no lengths.  Estimate: prompts of
+ * median 128 tokens, answers of 32, log-space deviation 0.5. */
+#define QA_PROMPT_MEDIAN "128"
+#define QA_OUTPUT_MEDIAN "32"
+#define QA_SIGMA "0.5"
 #define CLAIMS_TRAIN 0.7 /* fMoE's 7:3 split of the prompts (§6.1), for every claim */
 
 /* ---- one run, memoised: claims share most of their runs ---- */
@@ -36,6 +42,8 @@ typedef struct {
     double cache_frac, cache_gb;
     uint32_t distance;
     uint32_t gpus;           /* 0: the testbed's */
+    uint32_t batch;          /* 0: 1 */
+    double eam_capacity;     /* > 0: the prefetch spec's capacity= (MoE-Infinity's EAMC) */
 } cl_setting;
 
 typedef struct {
@@ -48,7 +56,7 @@ typedef struct {
     memo_entry *memo;
     size_t nmemo, capmemo;
     char traces[16][1200];
-    char trace_models[16][MS_NAME_MAX];
+    char trace_models[16][MS_NAME_MAX + 32];
     int ntraces;
     ms_err *err;
 } cl_ctx;
@@ -82,9 +90,15 @@ static int run_system(cl_ctx *c, const cl_setting *s, const cl_system *sys, uint
                       const ms_trace_meta *meta, double *v)
 {
     uint32_t d = sys->distance ? sys->distance : s->distance ? s->distance : claim_distance;
-    char key[1024];
-    snprintf(key, sizeof key, "%s|%s|%s|%g|%g|%g|%s|%s|%s|%u|%u", s->trace, s->model ? s->model->name : "-",
-             s->plat->name, s->bw_gbps, s->cache_frac, s->cache_gb, sys->prefetch, sys->cache, sys->sched, d, s->gpus);
+    char key[1024], prefetch[256];
+    if (s->eam_capacity > 0) /* capacity= appended to the prefetcher's own parameters */
+        snprintf(prefetch, sizeof prefetch, "%s%scapacity=%g", sys->prefetch, strchr(sys->prefetch, ':') ? "," : ":",
+                 s->eam_capacity);
+    else
+        snprintf(prefetch, sizeof prefetch, "%s", sys->prefetch);
+    uint32_t batch = s->batch ? s->batch : 1;
+    snprintf(key, sizeof key, "%s|%s|%s|%g|%g|%g|%s|%s|%s|%u|%u|%u", s->trace, s->model ? s->model->name : "-",
+             s->plat->name, s->bw_gbps, s->cache_frac, s->cache_gb, prefetch, sys->cache, sys->sched, d, s->gpus, batch);
     for (size_t i = 0; i < c->nmemo; i++)
         if (!strcmp(c->memo[i].key, key)) {
             *v = c->memo[i].v[k];
@@ -94,8 +108,8 @@ static int run_system(cl_ctx *c, const cl_setting *s, const cl_system *sys, uint
     if (s->bw_gbps > 0)
         plat.h2d_bw = s->bw_gbps * 1e9;
     ms_run_config cfg = {.trace_path = s->trace, .model = s->model, .platform = &plat,
-                         .prefetch_spec = sys->prefetch, .cache_spec = sys->cache, .sched_spec = sys->sched,
-                         .distance = d, .max_batch = 1, .offline = 1, .seed = 1, .train_set = 1,
+                         .prefetch_spec = prefetch, .cache_spec = sys->cache, .sched_spec = sys->sched,
+                         .distance = d, .max_batch = batch, .offline = 1, .seed = 1, .train_set = 1,
                          .train_frac = CLAIMS_TRAIN, .gpus = s->gpus};
     if (s->cache_gb > 0) {
         cfg.cap_kind = MS_CAP_BYTES;
@@ -106,7 +120,7 @@ static int run_system(cl_ctx *c, const cl_setting *s, const cl_system *sys, uint
     }
     ms_metrics m;
     if (ms_run(&cfg, &m, c->err))
-        return ms_fail_prefix(c->err, "%s (%s+%s+%s)", sys->label, sys->prefetch, sys->cache, sys->sched);
+        return ms_fail_prefix(c->err, "%s (%s+%s+%s)", sys->label, prefetch, sys->cache, sys->sched);
     if (c->nmemo == c->capmemo) {
         c->capmemo = c->capmemo ? 2 * c->capmemo : 64;
         c->memo = ms_xrealloc(c->memo, c->capmemo, sizeof *c->memo);
@@ -118,63 +132,6 @@ static int run_system(cl_ctx *c, const cl_setting *s, const cl_system *sys, uint
     ms_metrics_free(&m);
     *v = e->v[k];
     return 0;
-}
-
-/* ---- verdicts ---- */
-
-static ms_verdict worst(ms_verdict a, ms_verdict b)
-{
-    return a > b ? a : b;
-}
-
-/* sys[0] against sys[1..]: reduction (or gain) in percent, each compared
- * with the paper's within tol; direction: every sign as the paper's. */
-static ms_verdict versus(const cl_claim *cl, const double *v, ms_claim_result *r)
-{
-    ms_verdict out = MS_VERDICT_HOLDS;
-    r->n = cl->npaper;
-    for (size_t i = 0; i < cl->npaper; i++) {
-        double base = v[i + 1], x = v[0];
-        double got = cl->kind == CL_REDUCTION ? 100.0 * (1.0 - x / base) : 100.0 * (x / base - 1.0);
-        r->paper[i] = cl->paper_vals[i];
-        r->moesim[i] = got;
-        snprintf(r->item[i], sizeof r->item[i], "vs %.44s", cl->sys[i + 1].label);
-        ms_verdict one = !isfinite(got) ? MS_VERDICT_NO
-                         : fabs(got - cl->paper_vals[i]) <= cl->tol ? MS_VERDICT_HOLDS
-                         : (got > 0) == (cl->paper_vals[i] > 0) ? MS_VERDICT_DIRECTION
-                                                             : MS_VERDICT_NO;
-        out = worst(out, one);
-    }
-    return out;
-}
-
-/* the metric rises in table order: holds when strictly, direction when the
- * last is above the first */
-static ms_verdict order(const double *v, size_t n)
-{
-    int strict = 1;
-    for (size_t i = 1; i < n; i++)
-        strict &= v[i] > v[i - 1];
-    return strict ? MS_VERDICT_HOLDS : v[n - 1] > v[0] ? MS_VERDICT_DIRECTION : MS_VERDICT_NO;
-}
-
-static ms_verdict falls(const double *v, size_t n)
-{
-    int mono = 1;
-    for (size_t i = 1; i < n; i++)
-        mono &= v[i] <= v[i - 1];
-    return mono ? MS_VERDICT_HOLDS : v[n - 1] < v[0] ? MS_VERDICT_DIRECTION : MS_VERDICT_NO;
-}
-
-static void text_values(ms_claim_result *r, const char *sep, const double *v, size_t n, const char *fmt)
-{
-    size_t u = strlen(r->value_text);
-    for (size_t i = 0; i < n && u < sizeof r->value_text; i++) {
-        if (i)
-            u += (size_t)snprintf(r->value_text + u, sizeof r->value_text - u, "%s", sep);
-        if (u < sizeof r->value_text)
-            u += (size_t)snprintf(r->value_text + u, sizeof r->value_text - u, fmt, v[i]);
-    }
 }
 
 /* ---- the trace statistics claim ---- */
@@ -216,25 +173,6 @@ static int entropy_verdict(cl_ctx *c, const char *trace, ms_claim_result *r, ms_
     return 0;
 }
 
-/* ---- the map-store size claim ---- */
-
-/* fMoE's store of axis_vals[0] maps of this trace's shape (L x J expert
- * probabilities and the trace's embedding, as moesim stores them, fp32): the
- * bytes follow from the layout, no run needed.  Holds when under the bound. */
-static void store_verdict(const cl_claim *cl, const ms_trace_meta *meta, ms_claim_result *r, ms_verdict *vd)
-{
-    double maps = cl->axis_vals[0], bound = cl->paper_vals[0];
-    double mb = (double)fmoe_store_bytes_of((uint64_t)maps, meta->L, meta->J, meta->embed_dim) / 1e6;
-    double maps_only = (double)fmoe_store_bytes_of((uint64_t)maps, meta->L, meta->J, 0) / 1e6;
-    r->n = 1;
-    r->paper[0] = bound;
-    r->moesim[0] = mb;
-    snprintf(r->item[0], sizeof r->item[0], "MB at %.0f maps", maps);
-    snprintf(r->value_text, sizeof r->value_text, "%.1f MB (%.1f of L x J = %u x %u maps, %.1f of %u-dim embeddings)",
-             mb, maps_only, meta->L, meta->J, mb - maps_only, meta->embed_dim);
-    *vd = mb < bound ? MS_VERDICT_HOLDS : MS_VERDICT_NO;
-}
-
 /* Evaluates claim cl under setting s: its values into r, the verdict in *vd. */
 static int evaluate(cl_ctx *c, const cl_claim *cl, const cl_setting *s, const ms_trace_meta *meta,
                     ms_claim_result *r, ms_verdict *vd)
@@ -243,7 +181,7 @@ static int evaluate(cl_ctx *c, const cl_claim *cl, const cl_setting *s, const ms
     if (cl->kind == CL_ENTROPY)
         return entropy_verdict(c, s->trace, r, vd);
     if (cl->kind == CL_STORE_MB) {
-        store_verdict(cl, meta, r, vd);
+        cl_store_verdict(cl, meta, r, vd);
         return 0;
     }
     double v[MS_CLAIM_MAX_VALUES * 2];
@@ -255,123 +193,54 @@ static int evaluate(cl_ctx *c, const cl_claim *cl, const cl_setting *s, const ms
                 t.distance = (uint32_t)cl->axis_vals[a];
             else if (cl->axis == CL_AX_BW_GBPS)
                 t.bw_gbps = cl->axis_vals[a];
+            else if (cl->axis == CL_AX_EAM_CAPACITY)
+                t.eam_capacity = cl->axis_vals[a];
+            else if (cl->axis == CL_AX_BATCH)
+                t.batch = (uint32_t)cl->axis_vals[a];
             if (run_system(c, &t, &cl->sys[i], cl->distance, cl->metric, meta, &v[i * nx + a]))
                 return -1;
         }
-    int pct = cl->metric != CL_M_TPOT_MS && cl->metric != CL_M_TTFT_MS;
-    const char *fmt = pct ? "%.3f" : "%.2f ms";
-    switch (cl->kind) {
-    case CL_REDUCTION:
-    case CL_GAIN:
-        *vd = versus(cl, v, r);
-        text_values(r, "/", r->moesim, r->n, "%.0f");
-        strcat(r->value_text, cl->kind == CL_REDUCTION ? " % lower" : " % higher");
-        break;
-    case CL_ABOVE: {
-        int above = 1, any = 0;
-        for (size_t i = 1; i < cl->nsys; i++)
-            above &= v[0] > v[i], any |= v[0] > v[i];
-        *vd = above ? MS_VERDICT_HOLDS : any ? MS_VERDICT_DIRECTION : MS_VERDICT_NO;
-        r->n = cl->nsys;
-        memcpy(r->moesim, v, cl->nsys * sizeof *v);
-        for (size_t i = 0; i < r->n; i++)
-            r->paper[i] = NAN;
-        text_values(r, " vs ", v, cl->nsys, fmt);
-        break;
-    }
-    case CL_ORDER:
-        *vd = order(v, cl->nsys);
-        r->n = cl->nsys;
-        memcpy(r->moesim, v, cl->nsys * sizeof *v);
-        for (size_t i = 0; i < r->n; i++)
-            r->paper[i] = NAN;
-        text_values(r, " | ", v, cl->nsys, fmt); /* in the order the paper states */
-        break;
-    case CL_FALLS: {
-        ms_verdict w = MS_VERDICT_HOLDS;
-        for (size_t i = 0; i < cl->nsys; i++)
-            w = worst(w, falls(v + i * nx, nx));
-        for (size_t a = 0; a < nx && cl->nsys == 2; a++)
-            if (!(v[a] > v[nx + a]))
-                w = worst(w, MS_VERDICT_DIRECTION);
-        *vd = w;
-        r->n = nx < MS_CLAIM_MAX_VALUES ? nx : MS_CLAIM_MAX_VALUES;
-        memcpy(r->moesim, v, r->n * sizeof *v);
-        for (size_t i = 0; i < r->n; i++)
-            r->paper[i] = NAN;
-        text_values(r, ", ", v, nx, "%.3f");
-        strcat(r->value_text, " (fine); ");
-        text_values(r, ", ", v + nx, cl->nsys == 2 ? nx : 0, "%.3f");
-        if (cl->nsys == 2)
-            strcat(r->value_text, " (coarse)");
-        break;
-    }
-    case CL_BEST_AT: {
-        size_t best = 0;
-        for (size_t a = 1; a < nx; a++)
-            if (v[a] < v[best])
-                best = a;
-        double at = cl->axis_vals[best];
-        *vd = at == cl->paper_vals[0] ? MS_VERDICT_HOLDS : fabs(at - cl->paper_vals[0]) <= 1 ? MS_VERDICT_DIRECTION : MS_VERDICT_NO;
-        r->n = 1;
-        r->paper[0] = cl->paper_vals[0];
-        r->moesim[0] = at;
-        snprintf(r->item[0], sizeof r->item[0], "best distance");
-        snprintf(r->value_text, sizeof r->value_text, "lowest at %g: ", at);
-        text_values(r, ", ", v, nx, "%.1f");
-        break;
-    }
-    case CL_SPAN: {
-        r->n = 2;
-        for (size_t i = 0; i < 2; i++) {
-            r->paper[i] = cl->paper_vals[i];
-            r->moesim[i] = 100.0 * v[i == 0 ? 0 : nx - 1];
-            snprintf(r->item[i], sizeof r->item[i], "at %g GB/s", cl->axis_vals[i == 0 ? 0 : nx - 1]);
-        }
-        int within = fabs(r->moesim[0] - r->paper[0]) <= cl->tol && fabs(r->moesim[1] - r->paper[1]) <= cl->tol;
-        *vd = within ? MS_VERDICT_HOLDS : r->moesim[1] > r->moesim[0] ? MS_VERDICT_DIRECTION : MS_VERDICT_NO;
-        snprintf(r->value_text, sizeof r->value_text, "%.0f %% -> %.0f %%", r->moesim[0], r->moesim[1]);
-        break;
-    }
-    case CL_GAP: {
-        double gap = 100.0 * (v[1] - v[0]);
-        r->n = 1;
-        r->paper[0] = cl->paper_vals[0];
-        r->moesim[0] = gap;
-        snprintf(r->item[0], sizeof r->item[0], "gap to %.36s", cl->sys[1].label);
-        *vd = fabs(gap - cl->paper_vals[0]) <= cl->tol ? MS_VERDICT_HOLDS : gap > 0 ? MS_VERDICT_DIRECTION : MS_VERDICT_NO;
-        snprintf(r->value_text, sizeof r->value_text, "%.1f points (%.3f vs %.3f)", gap, v[0], v[1]);
-        break;
-    }
-    case CL_ENTROPY:
-    case CL_STORE_MB:
-    case CL_SERVERLESS: break;
-    }
+    *vd = cl_values_verdict(cl, v, nx, r);
     return 0;
 }
 
 /* ---- traces and settings ---- */
 
-static int synthetic_trace(cl_ctx *c, const ms_model *model, const char **path)
+/* The claim's synthetic trace (one per model and request shape, shared by
+ * the claims that ask for the same): ShareGPT lengths and --requests, or, for
+ * a claim with short_requests, QA-like short requests and requests_x times
+ * as many (docs/claims.md). */
+static int synthetic_trace(cl_ctx *c, const ms_model *model, const cl_claim *cl, const char **path)
 {
+    char name[MS_NAME_MAX + 32];
+    unsigned n = c->o->requests * (cl->requests_x ? cl->requests_x : 1);
+    if (cl->short_requests)
+        snprintf(name, sizeof name, "%s-qa%u", model->name, n);
+    else
+        snprintf(name, sizeof name, "%s", model->name);
     for (int i = 0; i < c->ntraces; i++)
-        if (!strcmp(c->trace_models[i], model->name)) {
+        if (!strcmp(c->trace_models[i], name)) {
             *path = c->traces[i];
             return 0;
         }
     if (c->ntraces == 16)
-        return ms_fail(c->err, "claims: more than 16 models");
+        return ms_fail(c->err, "claims: more than 16 traces");
     int i = c->ntraces++;
-    snprintf(c->trace_models[i], sizeof c->trace_models[i], "%s", model->name);
-    snprintf(c->traces[i], sizeof c->traces[i], "%s/claims-%s.h5", c->o->out_dir, model->name);
+    snprintf(c->trace_models[i], sizeof c->trace_models[i], "%s", name);
+    snprintf(c->traces[i], sizeof c->traces[i], "%s/claims-%s.h5", c->o->out_dir, name);
     ms_gen_params p;
     ms_gen_defaults(&p);
     char num[32];
-    snprintf(num, sizeof num, "%u", c->o->requests);
-    const char *set[][2] = {{"prompt_median", SHAREGPT_PROMPT_MEDIAN}, {"prompt_sigma", SHAREGPT_PROMPT_SIGMA},
-                            {"prompt_max", "8192"},   {"output_median", SHAREGPT_OUTPUT_MEDIAN},
-                            {"output_sigma", SHAREGPT_OUTPUT_SIGMA}, {"output_max", "1024"},
-                            {"requests", num},        {"arrival_rate", "0"}};
+    snprintf(num, sizeof num, "%u", n);
+    int qa = cl->short_requests;
+    const char *set[][2] = {{"prompt_median", qa ? QA_PROMPT_MEDIAN : SHAREGPT_PROMPT_MEDIAN},
+                            {"prompt_sigma", qa ? QA_SIGMA : SHAREGPT_PROMPT_SIGMA},
+                            {"prompt_max", "8192"},
+                            {"output_median", qa ? QA_OUTPUT_MEDIAN : SHAREGPT_OUTPUT_MEDIAN},
+                            {"output_sigma", qa ? QA_SIGMA : SHAREGPT_OUTPUT_SIGMA},
+                            {"output_max", "1024"},
+                            {"requests", num},
+                            {"arrival_rate", "0"}};
     for (size_t k = 0; k < sizeof set / sizeof set[0]; k++)
         if (ms_gen_set(&p, set[k][0], set[k][1], c->err))
             return -1;
@@ -464,7 +333,7 @@ static int run_serverless_claim(cl_ctx *c, const cl_claim *cl, ms_claim_result *
     ms_model model;
     if (c->o->trace)
         trace = c->o->trace;
-    else if (ms_model_load(cl->model, &model, c->err) || synthetic_trace(c, &model, &trace))
+    else if (ms_model_load(cl->model, &model, c->err) || synthetic_trace(c, &model, cl, &trace))
         return ms_fail_prefix(c->err, "claim %s", cl->id);
     ms_err run_err;
     ms_verdict vd;
@@ -487,6 +356,11 @@ static int run_claim(cl_ctx *c, const cl_claim *cl, ms_claim_result *r)
     ms_platform plat;
     if (cl->kind == CL_SERVERLESS)
         return run_serverless_claim(c, cl, r);
+    if (cl->kind == CL_HOST_TIME) { /* not simulated: the simulation never reads the clock */
+        r->verdict = MS_VERDICT_SKIPPED;
+        snprintf(r->note, sizeof r->note, "%s", cl->host_note);
+        return 0;
+    }
     const char *plat_name = c->o->platform ? c->o->platform : cl->platform;
     if (ms_platform_load(plat_name, &plat, c->err))
         return ms_fail_prefix(c->err, "claim %s", cl->id);
@@ -498,7 +372,7 @@ static int run_claim(cl_ctx *c, const cl_claim *cl, ms_claim_result *r)
         if (ms_model_load(cl->model, &model, c->err))
             return ms_fail_prefix(c->err, "claim %s", cl->id);
         s.model = &model;
-        if (synthetic_trace(c, &model, &s.trace))
+        if (synthetic_trace(c, &model, cl, &s.trace))
             return -1;
         if (cl->model_note)
             snprintf(r->note, sizeof r->note, "%s", cl->model_note);

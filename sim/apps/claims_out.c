@@ -20,7 +20,7 @@ void ms_claims_table(FILE *out, const ms_claim_result *r, size_t n)
         fprintf(out, "%-22s %-14s %s\n", cl->id, ms_verdict_name(r[i].verdict), cl->statement);
         fprintf(out, "%-22s %-14s moesim: %s", "", "", r[i].value_text);
         if (cl->tol > 0)
-            fprintf(out, " (tolerance %g points)", cl->tol);
+            fprintf(out, cl->kind == CL_PLATEAU ? " (tolerance %g %%, relative)" : " (tolerance %g points)", cl->tol);
         fputc('\n', out);
         if (r[i].sensitivity[0])
             fprintf(out, "%-22s %-14s sensitivity: %s\n", "", "", r[i].sensitivity);

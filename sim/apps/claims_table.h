@@ -32,9 +32,20 @@ typedef enum {
     CL_STORE_MB,  /* fMoE's map store holding axis_vals[0] maps of the trace's shape takes under paper_vals[0] MB */
     CL_SERVERLESS,/* seed 002 Fig. 14 on the platform's serverless profile: cost >= paper_vals[0] % below LambdaML,
                    * throughput <= paper_vals[1] % below it, cost >= paper_vals[2] % below a CPU cluster */
+    CL_PLATEAU,   /* sys[0]'s metric stops improving at axis value paper_vals[0]: from there on within tol %
+                   * (relative) of its value at the last axis value */
+    CL_LOWEST,    /* sys[0]'s metric is the lowest of the systems at most axis values (more than half) */
+    CL_HOST_TIME, /* a host-time figure: not simulated; the note names the benchmark that measures it */
 } cl_kind;
 
-typedef enum { CL_AX_NONE, CL_AX_DISTANCE, CL_AX_BW_GBPS, CL_AX_CACHE_FRAC } cl_axis;
+typedef enum {
+    CL_AX_NONE,
+    CL_AX_DISTANCE,
+    CL_AX_BW_GBPS,
+    CL_AX_CACHE_FRAC,
+    CL_AX_EAM_CAPACITY, /* the prefetcher's capacity= (MoE-Infinity's EAMC entries) */
+    CL_AX_BATCH,        /* the batch size (offline: every request waits at time 0) */
+} cl_axis;
 
 typedef struct {
     const char *id, *paper, *where, *statement;
@@ -55,6 +66,9 @@ typedef struct {
     cl_axis axis;
     const double *axis_vals;
     size_t naxis;
+    const char *host_note;  /* CL_HOST_TIME: where it is measured */
+    unsigned requests_x;    /* the claim's trace has requests_x times --requests (0: 1) */
+    int short_requests;     /* QA-like short requests instead of ShareGPT lengths */
 } cl_claim;
 
 extern const cl_claim cl_claims[];
