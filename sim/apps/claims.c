@@ -286,6 +286,10 @@ static int sensitivity(cl_ctx *c, const cl_claim *cl, const cl_setting *s, const
         if ((axes[a].kind == 0 && cl->axis == CL_AX_BW_GBPS) || (axes[a].kind == 2 && cl->axis == CL_AX_DISTANCE) ||
             (axes[a].kind == 1 && cl->cache_gb > 0))
             continue;
+        /* the EAMC's capacity decides what is predicted; bandwidth and distance only when the
+         * prefetches land, so the cache (how much a prediction can matter) is the one to vary */
+        if (cl->kind == CL_PLATEAU && axes[a].kind != 1)
+            continue;
         double flip = NAN;
         int unrunnable = 0;
         for (size_t i = 0; i < axes[a].n && isnan(flip); i++) {

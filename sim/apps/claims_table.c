@@ -70,8 +70,8 @@ static const cl_system eam_vs_belady[] = {
 static const double gap_switch[] = {10};
 static const double gap_nllb[] = {9};
 /* Fig. 12: latency stops improving at an EAMC capacity of 100 (Switch) and 110 (NLLB) */
-static const double eamc_switch[] = {25, 50, 100, 200, 300};
-static const double eamc_nllb[] = {25, 55, 110, 220, 300};
+static const double eamc_switch[] = {25, 50, 100, 200};
+static const double eamc_nllb[] = {25, 55, 110, 220};
 static const double eamc_knee_switch[] = {100};
 static const double eamc_knee_nllb[] = {110};
 

@@ -25,12 +25,12 @@ want=$(awk -v w="$wins" 'BEGIN { print (2 * w > 4) ? "holds" : (w > 0) ? "direct
 t1=$(echo "$line" | sed -n 's/.*fMoE: 1: \([0-9.]*\) vs.*/\1/p')
 t4=$(echo "$line" | sed -n 's/.*; 4: \([0-9.]*\) vs.*/\1/p')
 [ -n "$t1" ] && [ "$t1" != "$t4" ] || fail "batch 1 and 4 give the same TPOT ($t1): the batch does not reach the run"
-# plateau: values at capacities 25, 50, 100, 200, 300; levels off where every later value is within 1 % of the last
+# plateau: values at capacities 25, 50, 100, 200; levels off where every later value is within 1 % of the last
 line=$(grep -A1 '^moeinf-eamc-capacity-switch' c.txt | tail -1)
 vals=$(echo "$line" | sed 's/ (tolerance.*//; s/.*: //; s/ ms//g; s/,//g')
 want=$(echo "$vals" | awk '{ n = NF; last = $n; band = (last < 0 ? -last : last) * 0.01; k = n
     while (k > 1) { d = $(k-1) - last; if (d < 0) d = -d; if (d > band) break; k-- }
-    split("25 50 100 200 300", ax, " "); gain = $1 - last
+    split("25 50 100 200", ax, " "); gain = $1 - last
     if (gain > band && ax[k] == 100) print "holds"; else if (gain > band && k < n) print "direction"; else print "does" }')
 verdict=$(grep '^moeinf-eamc-capacity-switch' c.txt | awk '{print $2}')
 [ "$verdict" = "$want" ] || fail "eamc: verdict $verdict, values $vals say $want"
