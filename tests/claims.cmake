@@ -18,3 +18,5 @@ add_test(NAME claims.serverless COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/claims_s
 add_test(NAME claims.axes COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/claims_axes.sh $<TARGET_FILE:moesim> ${CMAKE_CURRENT_BINARY_DIR}/claims_axes)
 # a host-time claim is not simulated: skipped, with the benchmark that measures it
 add_test(NAME claims.host_time COMMAND sh -c "$<TARGET_FILE:moesim> claims --only moeinf-eamc-search --out ${CMAKE_CURRENT_BINARY_DIR}/claims_host | grep -A2 '^moeinf-eamc-search  *skipped' | grep -q 'note: a host-time figure, not simulated: bench/bench_eamc_search'")
+# a claim that asks for twice --requests gets its own trace, not the model's shared one
+add_test(NAME claims.trace_per_shape COMMAND sh -c "d=${CMAKE_CURRENT_BINARY_DIR}/claims_shape && rm -rf $d && $<TARGET_FILE:moesim> claims --only fmoe-entropy,fmoe-batch-tpot --requests 4 --no-sensitivity --out $d > /dev/null && $<TARGET_FILE:moesim> trace info $d/claims-mixtral-8x7b.h5 | grep -q '^requests: *4$' && $<TARGET_FILE:moesim> trace info $d/claims-mixtral-8x7b-r8.h5 | grep -q '^requests: *8$'")

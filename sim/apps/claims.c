@@ -216,6 +216,8 @@ static int synthetic_trace(cl_ctx *c, const ms_model *model, const cl_claim *cl,
     unsigned n = c->o->requests * (cl->requests_x ? cl->requests_x : 1);
     if (cl->short_requests)
         snprintf(name, sizeof name, "%s-qa%u", model->name, n);
+    else if (n != c->o->requests)
+        snprintf(name, sizeof name, "%s-r%u", model->name, n);
     else
         snprintf(name, sizeof name, "%s", model->name);
     for (int i = 0; i < c->ntraces; i++)
