@@ -43,7 +43,7 @@ typedef struct {
     uint32_t distance;
     uint32_t gpus;           /* 0: the testbed's */
     uint32_t batch;          /* 0: 1 */
-    double eam_capacity;     /* > 0: the prefetch spec's capacity= (MoE-Infinity's EAMC) */
+    double capacity;         /* > 0: the prefetch spec's capacity= (MoE-Infinity's EAMC, fMoE's store) */
 } cl_setting;
 
 typedef struct {
@@ -74,6 +74,8 @@ static double metric_of(const ms_metrics *m, cl_metric k)
                    : NAN;
     case CL_M_RECALL_IN_TIME: return act ? (double)(m->prefetch_useful - m->prefetch_late) / (double)act : NAN;
     case CL_M_RECALL_MOEINF: return ms_metrics_hit_def(m, MS_HIT_RECALL_MOEINF, -1);
+    case CL_M_SIM_SEMANTIC: return ms_metrics_ratio(m->policy_stats.sem_sum, (double)m->policy_stats.sem_n);
+    case CL_M_SIM_TRAJECTORY: return ms_metrics_ratio(m->policy_stats.traj_sum, (double)m->policy_stats.traj_n);
     case CL_M_N: break;
     }
     return NAN;
@@ -91,9 +93,9 @@ static int run_system(cl_ctx *c, const cl_setting *s, const cl_system *sys, uint
 {
     uint32_t d = sys->distance ? sys->distance : s->distance ? s->distance : claim_distance;
     char key[1024], prefetch[256];
-    if (s->eam_capacity > 0) /* capacity= appended to the prefetcher's own parameters */
+    if (s->capacity > 0) /* capacity= appended to the prefetcher's own parameters */
         snprintf(prefetch, sizeof prefetch, "%s%scapacity=%g", sys->prefetch, strchr(sys->prefetch, ':') ? "," : ":",
-                 s->eam_capacity);
+                 s->capacity);
     else
         snprintf(prefetch, sizeof prefetch, "%s", sys->prefetch);
     uint32_t batch = s->batch ? s->batch : 1;
@@ -193,8 +195,8 @@ static int evaluate(cl_ctx *c, const cl_claim *cl, const cl_setting *s, const ms
                 t.distance = (uint32_t)cl->axis_vals[a];
             else if (cl->axis == CL_AX_BW_GBPS)
                 t.bw_gbps = cl->axis_vals[a];
-            else if (cl->axis == CL_AX_EAM_CAPACITY)
-                t.eam_capacity = cl->axis_vals[a];
+            else if (cl->axis == CL_AX_CAPACITY)
+                t.capacity = cl->axis_vals[a];
             else if (cl->axis == CL_AX_BATCH)
                 t.batch = (uint32_t)cl->axis_vals[a];
             if (run_system(c, &t, &cl->sys[i], cl->distance, cl->metric, meta, &v[i * nx + a]))
@@ -284,6 +286,11 @@ static int sensitivity(cl_ctx *c, const cl_claim *cl, const cl_setting *s, const
     } axes[] = {{"H2D GB/s", bws, 5, 0}, {"cache fraction", fracs, 4, 1}, {"distance", dists, 3, 2}};
     size_t u = 0;
     r->sensitivity[0] = 0;
+    if (cl->metric == CL_M_SIM_SEMANTIC || cl->metric == CL_M_SIM_TRAJECTORY) {
+        snprintf(r->sensitivity, sizeof r->sensitivity, "none applies: the matched similarity depends on the "
+                 "trace and the store, not on bandwidth, cache or distance");
+        return 0;
+    }
     for (size_t a = 0; a < 3; a++) {
         if ((axes[a].kind == 0 && cl->axis == CL_AX_BW_GBPS) || (axes[a].kind == 2 && cl->axis == CL_AX_DISTANCE) ||
             (axes[a].kind == 1 && cl->cache_gb > 0))

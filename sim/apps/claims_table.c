@@ -52,6 +52,9 @@ static const cl_system fmoe_vs_three[] = {
     {"MoE-Infinity", "eam", "eam", "gpu", 0},
 };
 static const double batch_1_4[] = {1, 2, 3, 4};
+/* Fig. 14a: similarity rises with the map store's capacity, diminishing above 1K */
+static const double store_caps[] = {125, 250, 500, 1000, 2000, 4000};
+static const double store_knee[] = {1000};
 static const double distances[] = {1, 2, 3, 4, 5};
 static const double best_distance[] = {3};
 
@@ -132,6 +135,14 @@ const cl_claim cl_claims[] = {
      .statement = "lowest TPOT of fMoE / Mixtral-Offloading / ProMoE / MoE-Infinity in most cases, batch 1 to 4",
      FMOE, FMOE_CACHE, .kind = CL_LOWEST, .metric = CL_M_TPOT_MS, .sys = LIST(fmoe_vs_three),
      .axis = CL_AX_BATCH, .axis_vals = LIST(batch_1_4), .requests_x = 2},
+    {.id = "fmoe-store-semantic", .paper = "fMoE", .where = "§6.6 Fig. 14a",
+     .statement = "the matched maps' semantic similarity rises with the store's capacity up to 1K, then levels off",
+     FMOE, FMOE_CACHE, .kind = CL_PLATEAU, .metric = CL_M_SIM_SEMANTIC, .sys = LIST(fmoe_only),
+     .paper_vals = LIST(store_knee), .tol = 2, .axis = CL_AX_CAPACITY, .axis_vals = LIST(store_caps)},
+    {.id = "fmoe-store-trajectory", .paper = "fMoE", .where = "§6.6 Fig. 14a",
+     .statement = "the matched maps' trajectory similarity rises with the store's capacity up to 1K, then levels off",
+     FMOE, FMOE_CACHE, .kind = CL_PLATEAU, .metric = CL_M_SIM_TRAJECTORY, .sys = LIST(fmoe_only),
+     .paper_vals = LIST(store_knee), .tol = 2, .axis = CL_AX_CAPACITY, .axis_vals = LIST(store_caps)},
     {.id = "fmoe-entropy", .paper = "fMoE", .where = "§2.4 Fig. 3b",
      .statement = "iteration-level expert entropy is below request-level entropy at every layer",
      FMOE, FMOE_CACHE, .kind = CL_ENTROPY},
@@ -163,12 +174,12 @@ const cl_claim cl_claims[] = {
      .statement = "latency stops improving once the EAMC holds 100 EAMs (Switch-Large-128)",
      .model = "switch-large-128", .platform = "moeinf-8xa5000", .gpus = 1, .cache_frac = 0.174, .distance = 1,
      .kind = CL_PLATEAU, .metric = CL_M_TPOT_MS, .sys = LIST(eam_only), .paper_vals = LIST(eamc_knee_switch),
-     .tol = 1, .axis = CL_AX_EAM_CAPACITY, .axis_vals = LIST(eamc_switch), .requests_x = 40, .short_requests = 1},
+     .tol = 1, .axis = CL_AX_CAPACITY, .axis_vals = LIST(eamc_switch), .requests_x = 40, .short_requests = 1},
     {.id = "moeinf-eamc-capacity-nllb", .paper = "MoE-Infinity", .where = "§8.5 Fig. 12",
      .statement = "latency stops improving once the EAMC holds 110 EAMs (NLLB-MoE-128)",
      .model = "nllb-moe-128", .platform = "moeinf-8xa5000", .gpus = 1, .cache_frac = 0.039, .distance = 1,
      .kind = CL_PLATEAU, .metric = CL_M_TPOT_MS, .sys = LIST(eam_only), .paper_vals = LIST(eamc_knee_nllb),
-     .tol = 1, .axis = CL_AX_EAM_CAPACITY, .axis_vals = LIST(eamc_nllb), .requests_x = 40, .short_requests = 1},
+     .tol = 1, .axis = CL_AX_CAPACITY, .axis_vals = LIST(eamc_nllb), .requests_x = 40, .short_requests = 1},
     {.id = "moeinf-eamc-search", .paper = "MoE-Infinity", .where = "§8.5",
      .statement = "searching an EAMC of 300 EAMs (1.8 MB) for the most similar EAM takes 21 us",
      .model = "switch-large-128", .platform = "moeinf-8xa5000", .kind = CL_HOST_TIME,

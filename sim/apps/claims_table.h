@@ -16,6 +16,8 @@ typedef enum {
     CL_M_TTFT_MS,         /* time to first token: the prefill iteration's latency, without queueing */
     CL_M_RECALL_IN_TIME,  /* activations whose prefetch arrived before the gate / activations */
     CL_M_RECALL_MOEINF,   /* MoE-Infinity's prefetch recall: activated experts a prefetch request named (docs/metrics.md) */
+    CL_M_SIM_SEMANTIC,    /* fMoE: mean semantic similarity of the matched maps */
+    CL_M_SIM_TRAJECTORY,  /* fMoE: mean trajectory similarity of the matched maps */
     CL_M_N
 } cl_metric;
 
@@ -43,7 +45,7 @@ typedef enum {
     CL_AX_DISTANCE,
     CL_AX_BW_GBPS,
     CL_AX_CACHE_FRAC,
-    CL_AX_EAM_CAPACITY, /* the prefetcher's capacity= (MoE-Infinity's EAMC entries) */
+    CL_AX_CAPACITY,     /* the prefetcher's capacity= (MoE-Infinity's EAMC entries, fMoE's map store) */
     CL_AX_BATCH,        /* the batch size (offline: every request waits at time 0) */
 } cl_axis;
 
