@@ -382,7 +382,7 @@ static void test_knobs(void)
             CHECK_STR_CONTAINS(md, quoted);
             knobs++;
         }
-        CHECK_EQ_INT(knobs, 35);
+        CHECK_EQ_INT(knobs, 36);
         free(md);
     }
     free(text);

@@ -103,8 +103,10 @@ static void xreq(void)
     decode_request(&m, 1, ib, 3, &b);
     ms_xreq_add(x, &a);
     CHECK(isnan(ms_xreq_mean(x)));
+    CHECK(isnan(ms_xreq_exact(x)));
     ms_xreq_add(x, &b);
     CHECK_NEAR(ms_xreq_mean(x), 2.0 / 3, 1e-12);
+    CHECK_NEAR(ms_xreq_exact(x), 2.0 / 3, 1e-12); /* steps 1 and 0 are found whole */
     ms_xreq_free(x);
     ms_request_free(&a);
     ms_request_free(&b);
@@ -231,6 +233,59 @@ static void generator(void)
     CHECK_STR_CONTAINS(err.msg, "knob token_repeat=1.5 is out of range [0, 1]");
 }
 
+/* xreq_exact of a generation kept in k. */
+static double kept_exact(const kept *k)
+{
+    ms_xreq *x = ms_xreq_new(&k->meta);
+    for (uint32_t i = 0; i < k->n; i++)
+        ms_xreq_add(x, &k->req[i]);
+    double e = ms_xreq_exact(x);
+    ms_xreq_free(x);
+    return e;
+}
+
+/* token_noise: a token_repeat copy keeps its token (the embedding of an
+ * earlier request's decode step) but not always its whole routing: the share
+ * of decode steps found whole in an earlier request (xreq_exact) is 1 for
+ * exact copies and falls as the noise grows. */
+static void token_noise(void)
+{
+    ms_model m = tiny_model();
+    kept k;
+    double exact[3];
+    const double noise[3] = {0, 0.3, 3};
+    for (int n = 0; n < 3; n++) {
+        ms_gen_params p = base_params();
+        p.requests = 6;
+        p.token_repeat = 1;
+        p.token_noise = noise[n];
+        gen_into(&p, &m, &k);
+        exact[n] = kept_exact(&k);
+        if (n == 2) /* the token, its embedding, comes back whole */
+            for (uint32_t i = 1; i < k.n; i++)
+                for (uint32_t s = 1; s <= 20; s++) {
+                    int found = 0;
+                    for (uint32_t j = 0; j < i && !found; j++)
+                        for (uint32_t t = 1; t <= 20 && !found; t++)
+                            found = same_emb(&k, &k.req[i], s, &k.req[j], t);
+                    CHECK(found);
+                }
+        kept_free(&k);
+    }
+    CHECK_NEAR(exact[0], 1, 0);
+    CHECK(exact[1] < 1);
+    CHECK(exact[2] < exact[1]);
+    CHECK(exact[2] < 0.5);
+    /* validation */
+    ms_gen_params p = base_params();
+    p.token_noise = 0.5;
+    ms_err err = {""};
+    CHECK(ms_gen_validate(&p, &m, &err) == -1);
+    CHECK_STR_CONTAINS(err.msg, "token_noise = 0.5 needs token_repeat > 0");
+    CHECK(ms_gen_set(&p, "token_noise", "11", &err) == -1);
+    CHECK_STR_CONTAINS(err.msg, "knob token_noise=11 is out of range [0, 10]");
+}
+
 /* [periods] written by ms_gen_file_write reads back; request i takes entry i mod n. */
 static void params_periods(void)
 {
@@ -273,6 +328,7 @@ int main(void)
     periods();
     xreq();
     generator();
+    token_noise();
     params_periods();
     CHECK_DONE();
 }

@@ -119,7 +119,7 @@ struct ms_xreq {
     uint64_t *stored;     /* [MS_XREQ_STEPS][words] decode steps of earlier requests */
     uint32_t n_stored, seen; /* stored steps; decode steps met so far (evaluated or not) */
     double sum;
-    uint64_t count;
+    uint64_t count, whole;
 };
 
 ms_xreq *ms_xreq_new(const ms_trace_meta *m)
@@ -148,6 +148,7 @@ void ms_xreq_add(ms_xreq *x, const ms_request *r)
             most = c > most ? c : most;
         }
         x->sum += (double)most / size;
+        x->whole += most == size;
         x->count++;
     }
     if (!x->stored)
@@ -160,6 +161,11 @@ void ms_xreq_add(ms_xreq *x, const ms_request *r)
 double ms_xreq_mean(const ms_xreq *x)
 {
     return x->count ? x->sum / (double)x->count : NAN;
+}
+
+double ms_xreq_exact(const ms_xreq *x)
+{
+    return x->count ? (double)x->whole / (double)x->count : NAN;
 }
 
 void ms_xreq_free(ms_xreq *x)

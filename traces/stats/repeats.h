@@ -23,7 +23,9 @@
  * decode steps of the trace, each step of a request after the first is
  * compared with every stored step of the earlier requests; xreq_overlap is the
  * mean over such steps of max_j |S_t & S_j| / |S_t| (1 = the step's routing
- * occurred, whole, in an earlier request: the same token again). */
+ * occurred, whole, in an earlier request: the same token again), and
+ * xreq_exact the share of those steps whose best overlap is 1 (token_noise:
+ * a token repeated in another context comes back near, not whole). */
 #ifndef MS_STATS_REPEATS_H
 #define MS_STATS_REPEATS_H
 
@@ -50,6 +52,8 @@ ms_xreq *ms_xreq_new(const ms_trace_meta *m);
 void ms_xreq_add(ms_xreq *x, const ms_request *r);
 /* Mean max overlap; NaN when no step had an earlier request to compare with. */
 double ms_xreq_mean(const ms_xreq *x);
+/* Share of those steps found whole in an earlier request; NaN as above. */
+double ms_xreq_exact(const ms_xreq *x);
 void ms_xreq_free(ms_xreq *x);
 
 #endif

@@ -39,6 +39,7 @@ void ms_fit_stats_from_report(const ms_stats_report *rep, ms_fit_stats *out)
     out->h_iter = m->h_iter;
     out->gini = m->gini;
     out->xreq = NAN;
+    out->xreq_exact = NAN;
 }
 
 ms_stats *ms_fit_stats_of_trace(const char *path, ms_err *err)
@@ -111,8 +112,10 @@ int ms_fit_measure_gen(const ms_gen_params *p, const ms_model *model, int with_x
         if (ms_gen_run(p, model, &meta, emit_to_both, ctx, NULL, err) == 0) {
             ms_stats_finish(s);
             ms_fit_stats_from_report(ms_stats_report_get(s), out);
-            if (x)
+            if (x) {
                 out->xreq = ms_xreq_mean(x);
+                out->xreq_exact = ms_xreq_exact(x);
+            }
             rc = 0;
         }
     }
@@ -338,6 +341,7 @@ static int measure_repeats(const char *path, ms_fit_result *r, ms_err *err)
         i++;
     }
     r->source.xreq = ms_xreq_mean(x);
+    r->source.xreq_exact = ms_xreq_exact(x);
     ms_xreq_free(x);
     ms_request_free(&req);
     ms_reader_close(rd);
@@ -519,6 +523,10 @@ void ms_fit_print(const ms_fit_result *r, FILE *out)
                 k->source_value, k->fitted_value,
                 k->at_bound < 0 ? "  (at the low end of its range)" : k->at_bound > 0 ? "  (at the high end of its range)" : "");
     }
+    if (!isnan(r->source.xreq_exact))
+        fprintf(out, "  token_noise                         -  xreq_exact       %9.4f %9.4f  not fitted: "
+                     "docs/traces.md \"Near repeats\" (default 0: copies are whole)\n",
+                r->source.xreq_exact, r->fitted.xreq_exact);
     fprintf(out, "  not fitted (defaults): cluster_skew, request_conc%s, balance, spec_noise, embed_req_noise, "
                  "embed_tok_noise, token_affinity; clusters = %u\n",
             p->requests < 2 ? " (10^6: one request)" : "", p->clusters);

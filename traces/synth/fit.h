@@ -41,6 +41,8 @@
  *                    t < 0: decode_reuse = 0, decode_mix = 0.4 (1 + t))
  *                token_repeat       -> cross-request overlap xreq_overlap
  *                   (two or more requests)
+ *                token_noise        -> share of whole cross-request repeats
+ *                   xreq_exact (when token_repeat > 0)
  *                decode_recall      -> reuse within 8 decode steps reuse_w8
  *                layer_corr         -> layer l -> l+1 top-1 MI mi_top1
  *                weight_power (log) -> weighted iteration entropy hw_iter
@@ -83,6 +85,7 @@ typedef struct {
 typedef struct {
     double hw_iter, h_req, h_trace, reuse_prev, reuse_w8, reuse_half, mi_top1, succ_hit, h_iter, gini;
     double xreq;            /* xreq_overlap (traces/stats/repeats.h); NaN when not measured */
+    double xreq_exact;      /* xreq_exact (repeats.h); NaN when not measured */
 } ms_fit_stats;
 
 /* One searched knob: its name, the statistic it matches and whether the

@@ -101,23 +101,24 @@ static double stat_of(const ms_fit_stats *s, search_knob k)
 static int evaluate(search_ctx *c, ms_fit_stats *out)
 {
     ms_gen_params p = c->r->p;
-    double sum[11] = {0};
+    double sum[12] = {0};
     int with_xreq = !isnan(c->r->source.xreq);
     for (uint32_t t = 0; t < c->o->trial_seeds; t++) {
         p.seed = c->o->seed + 1 + t;
         ms_fit_stats one;
         if (ms_fit_measure_gen(&p, &c->r->model, with_xreq, &one, c->err))
             return -1;
-        double v[11] = {one.hw_iter, one.h_req, one.h_trace, one.reuse_prev, one.reuse_w8,
-                        one.reuse_half, one.mi_top1, one.succ_hit, one.h_iter, one.gini, one.xreq};
-        for (int i = 0; i < 11; i++)
+        double v[12] = {one.hw_iter, one.h_req, one.h_trace, one.reuse_prev, one.reuse_w8,
+                        one.reuse_half, one.mi_top1, one.succ_hit, one.h_iter, one.gini, one.xreq,
+                        one.xreq_exact};
+        for (int i = 0; i < 12; i++)
             sum[i] += nan_to(v[i], 0);
         c->r->trials++;
     }
     double n = c->o->trial_seeds;
     *out = (ms_fit_stats){sum[0] / n, sum[1] / n, sum[2] / n, sum[3] / n, sum[4] / n,
                           sum[5] / n, sum[6] / n, sum[7] / n, sum[8] / n, sum[9] / n,
-                          with_xreq ? sum[10] / n : NAN};
+                          with_xreq ? sum[10] / n : NAN, with_xreq ? sum[11] / n : NAN};
     return 0;
 }
 

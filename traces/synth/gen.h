@@ -69,6 +69,8 @@ typedef struct {
     double token_repeat;     /* probability a decode row repeats a decode row of an earlier request
                                 (every layer's gate and the embedding: the same token again),
                                 drawn uniformly from the first MS_GEN_TOKEN_POOL such rows */
+    double token_noise;      /* sd of the log-weight noise on every expert of a token_repeat copy
+                                (the same token in another context: close ranks swap); 0 = exact */
     /* Not knobs (no text form; a params file carries them, traces/synth/gen_params.h).
      * Borrowed: the caller keeps them alive while the params are used. */
     const double *popularity;        /* [L][J] per-layer expert popularity (each layer's

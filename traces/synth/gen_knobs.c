@@ -98,6 +98,8 @@ static const knob knobs[] = {
      "probability a decode step s > P copies every layer's gate and the embedding of step s - P; 0 = off"},
     {"token_repeat", KNOB_DOUBLE, AT(token_repeat), "0", 0, 1,
      "probability a decode row repeats a decode row (gates, embedding) of an earlier request; 0 = off"},
+    {"token_noise", KNOB_DOUBLE, AT(token_noise), "0", 0, 10,
+     "sd of the log-weight noise on each expert of a token_repeat copy (another context); 0 = exact"},
 };
 
 #define N_KNOBS (sizeof knobs / sizeof knobs[0])
@@ -220,6 +222,8 @@ int ms_gen_validate(const ms_gen_params *p, const ms_model *m, ms_err *err)
     if (p->period_repeat > 0 && p->decode_period == 0 && !p->n_periods)
         return ms_fail(err, "trace gen: period_repeat = %g needs decode_period >= 1 (or a [periods] list)",
                        p->period_repeat);
+    if (p->token_noise > 0 && !(p->token_repeat > 0))
+        return ms_fail(err, "trace gen: token_noise = %g needs token_repeat > 0", p->token_noise);
     if (p->n_periods && (!p->periods || !p->period_repeats))
         return ms_fail(err, "trace gen: a period list without its periods or repeat probabilities (a bug)");
     for (uint32_t i = 0; i < p->n_periods; i++)

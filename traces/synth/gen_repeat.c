@@ -13,11 +13,16 @@
  *     uniformly from the first MS_GEN_TOKEN_POOL decode rows of the earlier
  *     requests (its gates and embedding).  Uniform over rows makes a token
  *     as likely to come back as it was frequent (a Chinese-restaurant
- *     process over tokens).
+ *     process over tokens).  With token_noise s > 0 the copy is the same
+ *     token in another context: every expert's stored weight is multiplied
+ *     by exp(s z), z standard normal, before its top-k is taken, so experts
+ *     of close weight swap (a recorded trace's cross-request repeats are
+ *     mostly near, not exact: one or two of the L x K cells differ).
  * A copied gate is rebuilt from the stored view (gen_gate_from_view) and
  * stored again, so the copy has the source row's top-k ids.  With every
  * knob at 0 nothing here draws or allocates: the seed's draw order, and so
  * every existing trace, is unchanged. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,7 +54,27 @@ void gen_repeat_request_start(gen_state *g, const ms_request *r)
         rp->emb_src[t] = -1;
 }
 
-/* Every layer of `row` from a stored view: src_row of r, or pool entry i. */
+/* token_noise: the stored weights w_j of a copied gate become w_j exp(s z_j)
+ * (renormalised).  The gate is the stored view to the power 1 / weight_power,
+ * so its entries take exp(s z_j / weight_power); in logs, shifted by the
+ * largest, so that no factor overflows.  An expert of weight 0 stays 0.  J
+ * draws. */
+static void perturb_gate(gen_state *g, double *gate)
+{
+    double f = g->p->token_noise / g->p->weight_power, top = -INFINITY, s = 0;
+    for (uint32_t j = 0; j < g->J; j++) {
+        double z = gsl_ran_gaussian_ziggurat(g->rng, 1.0);
+        gate[j] = gate[j] > 0 ? log(gate[j]) + f * z : -INFINITY;
+        top = gate[j] > top ? gate[j] : top;
+    }
+    for (uint32_t j = 0; j < g->J; j++)
+        s += gate[j] = gate[j] > -INFINITY ? exp(gate[j] - top) : 0;
+    for (uint32_t j = 0; j < g->J; j++)
+        gate[j] = s > 0 ? gate[j] / s : 1.0 / g->J;
+}
+
+/* Every layer of `row` from a stored view: src_row of r, or pool entry i
+ * (perturbed by token_noise). */
 static void copy_row(gen_state *g, ms_request *r, uint32_t row, const ms_request *src, uint32_t src_row, int64_t pool_i)
 {
     const ms_trace_meta *m = g->meta;
@@ -70,6 +95,8 @@ static void copy_row(gen_state *g, ms_request *r, uint32_t row, const ms_request
         }
         double *gate = g->cur + (size_t)l * g->J;
         gen_gate_from_view(g, probs, ids, w, gate);
+        if (!src && g->p->token_noise > 0)
+            perturb_gate(g, gate);
         gen_store_layer(g, r, row, l, gate);
     }
 }
