@@ -65,13 +65,12 @@ foreach(t qwen gptoss)
 endforeach()
 # The recorded trace: traces/record/record.py on a randomly initialised tiny
 # Mixtral (16 experts, 4 layers; no trained MoE weights can be downloaded
-# here), tests/data/record/README.md.  With the repeated-token knobs (looping
-# decode routing, tokens of earlier requests) the remaining gaps are LRU at
-# 1/4 (+0.056), fMoE (-0.170, -0.090) and the LRU / EAM order at 1/4,
-# documented in docs/traces.md.
-add_test(NAME fit.twin.recorded COMMAND sh ${FIT_TWIN} $<TARGET_FILE:moesim> recorded
-  ${CMAKE_CURRENT_SOURCE_DIR}/data/record/tiny-mixtral-j16.h5
-  "4:none+lru:0.07 4:fmoe+fmoe:0.19 2:fmoe+fmoe:0.11 4:rank")
+# here), tests/data/record/README.md.  Its twin is small, so one seed is one
+# draw whose hit rates spread by about the tolerance: the test compares the
+# mean over 8 twin seeds (4 s in all).  The remaining gaps of that mean are
+# LRU at 1/4 (+0.055), EAM (+0.105, +0.097), fMoE (-0.166, -0.089) and the
+# ranking at both sizes, documented in docs/traces.md ("Near repeats").
+add_test(NAME fit.twin.recorded COMMAND sh -c "TWIN_SEEDS='1 2 3 4 5 6 7 8' sh ${FIT_TWIN} $<TARGET_FILE:moesim> recorded ${CMAKE_CURRENT_SOURCE_DIR}/data/record/tiny-mixtral-j16.h5 '4:none+lru:0.07 4:eam+eam:0.12 4:fmoe+fmoe:0.19 2:eam+eam:0.11 2:fmoe+fmoe:0.11 4:rank 2:rank'")
 set_tests_properties(fit.twin.recorded PROPERTIES WORKING_DIRECTORY ${FIT_TWIN_DIR} TIMEOUT 300)
 
 # [lengths] and [late_decode_popularity]: one-line errors (good_phases.ini,

@@ -3,7 +3,10 @@
 # hit rates and policy ranking.
 #   twin_ranking.sh MOESIM NAME SOURCE.h5 EXCEPTIONS
 # Fits SOURCE (1 pass, 1 trial seed, to stay fast), generates the twin from
-# the params (seed 1, the source's request count and lengths) and runs
+# the params (the source's request count and lengths) with each seed of
+# $TWIN_SEEDS (default "1"; the twin's hit rate is the mean over them: one
+# seed is one draw, and on a small source the draws spread by about the
+# tolerance, docs/traces.md "Near repeats") and runs
 # none+lru, none+lfu, eam+eam and fmoe+fmoe on both at 1/8, 1/4 and 1/2 of
 # the L x J experts (--train auto for both: the same split of the same
 # lengths).  Checks, per size:
@@ -17,9 +20,12 @@
 # skipped when the source refuses it too (printed).  Prints the table.
 set -u
 M=$1; NAME=$2; SRC=$3; EXC=${4:-}
+SEEDS=${TWIN_SEEDS:-1}
 W=twin_$NAME
 "$M" trace fit "$SRC" -o "$W.ini" --passes 1 --trial-seeds 1 > "$W.fit.log" || { cat "$W.fit.log"; exit 1; }
-"$M" trace gen --params "$W.ini" -o "$W.h5" > /dev/null || exit 1
+for s in $SEEDS; do
+  "$M" trace gen --params "$W.ini" --seed "$s" -o "$W.s$s.h5" > /dev/null || exit 1
+done
 L=$("$M" trace info "$SRC" | sed -n 's/^ *layers (L): *\([0-9]*\).*/\1/p')
 J=$("$M" trace info "$SRC" | sed -n 's/^ *experts (J): *\([0-9]*\).*/\1/p')
 [ -n "$L" ] && [ -n "$J" ] || { echo "cannot read L and J of $SRC"; "$M" trace info "$SRC"; exit 1; }
@@ -34,7 +40,12 @@ fail=0
 for f in 8 4 2; do
   n=$((L * J / f)); rows=""
   for p in none+lru none+lfu eam+eam fmoe+fmoe; do
-    r=$(hit "$SRC" "${p%+*}" "${p#*+}" $n); t=$(hit "$W.h5" "${p%+*}" "${p#*+}" $n)
+    r=$(hit "$SRC" "${p%+*}" "${p#*+}" $n); t=""
+    for s in $SEEDS; do t="$t $(hit "$W.s$s.h5" "${p%+*}" "${p#*+}" $n)"; done
+    # the mean over the seeds whose twin runs ("refused" when none does: a draw whose prefill
+    # activates more experts in a layer than the cache holds is refused like a source would be)
+    t=$(echo "$t" | awk '{ for (i = 1; i <= NF; i++) if ($i != "refused") { m += $i; k++ }
+                           if (k) printf "%.6f\n", m / k; else print "refused" }')
     rows="$rows$p $r $t
 "
   done
