@@ -1,5 +1,6 @@
 /* Trace fixtures shared by the unit tests: the real route-csv traces of
- * ../shared imported, and seeded synthetic traces.  Both exit on failure. */
+ * ../shared imported, seeded synthetic traces, and the metadata and writer of
+ * hand-built traces.  Each exits on failure. */
 #ifndef MS_TEST_FIXTURES_H
 #define MS_TEST_FIXTURES_H
 
@@ -12,6 +13,70 @@
 #include "sim/core/profile.h"
 #include "traces/synth/gen.h"
 #include "traces/import/import.h"
+#include "traces/format/trace.h"
+
+/* A hand-built trace's metadata: model "hand", `source` naming the test, L
+ * layers of J experts, top-K with renormalised weights, every layer's
+ * expert and dense bytes as given.  Set other fields (embed_dim, spec_depth,
+ * probs_kind, hidden_size) on the result; free with ms_trace_meta_free. */
+static inline ms_trace_meta ms_fixture_hand_meta(const char *source, uint32_t L, uint32_t J, uint32_t K,
+                                                 uint64_t expert_bytes, uint64_t dense_bytes)
+{
+    ms_trace_meta m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.model_name, sizeof m.model_name, "hand");
+    snprintf(m.source, sizeof m.source, "%s", source);
+    m.L = L;
+    m.J = J;
+    m.K = K;
+    m.probs_kind = MS_PROBS_TOPK_RENORM;
+    ms_trace_meta_alloc_layers(&m);
+    for (uint32_t l = 0; l < L; l++) {
+        m.expert_bytes[l] = expert_bytes;
+        m.dense_bytes[l] = dense_bytes;
+    }
+    return m;
+}
+
+/* A trace writer that ends the test with the message on any failure. */
+static inline ms_trace_writer *ms_fixture_writer_open(const char *path, const ms_trace_meta *m)
+{
+    ms_err err;
+    ms_trace_writer *w = ms_writer_open(path, m, &err);
+    if (!w) {
+        fprintf(stderr, "%s: %s\n", path, err.msg);
+        exit(1);
+    }
+    return w;
+}
+
+static inline void ms_fixture_writer_add(ms_trace_writer *w, const ms_request *r)
+{
+    ms_err err;
+    if (ms_writer_add(w, r, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        exit(1);
+    }
+}
+
+static inline void ms_fixture_writer_close(ms_trace_writer *w)
+{
+    ms_err err;
+    if (ms_writer_close(w, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        exit(1);
+    }
+}
+
+/* Writes the n requests to `path` as a trace of metadata m. */
+static inline void ms_fixture_write_requests(const char *path, const ms_trace_meta *m, const ms_request *reqs,
+                                             size_t n)
+{
+    ms_trace_writer *w = ms_fixture_writer_open(path, m);
+    for (size_t i = 0; i < n; i++)
+        ms_fixture_writer_add(w, &reqs[i]);
+    ms_fixture_writer_close(w);
+}
 
 /* Imports ../shared/traces/bigmoeonedge/<name>.route.csv into `out`. */
 static inline void ms_fixture_import_real(const char *name, const char *out)

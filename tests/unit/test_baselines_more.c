@@ -30,26 +30,9 @@ typedef struct {
  * spec_w[k] (all K present) or -1 cells. */
 static void write_trace(const char *path, shape s, const int *ids, const int *spec, const float *spec_w)
 {
-    ms_trace_meta m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.model_name, sizeof m.model_name, "hand");
-    snprintf(m.source, sizeof m.source, "test_baselines_more");
-    m.L = s.L;
-    m.J = s.J;
-    m.K = s.K;
+    ms_trace_meta m = ms_fixture_hand_meta("test_baselines_more", s.L, s.J, s.K, 1000000, 2000000);
     m.spec_depth = s.S;
-    m.probs_kind = MS_PROBS_TOPK_RENORM;
-    ms_trace_meta_alloc_layers(&m);
-    for (uint32_t l = 0; l < s.L; l++) {
-        m.expert_bytes[l] = 1000000;
-        m.dense_bytes[l] = 2000000;
-    }
-    ms_err err;
-    ms_trace_writer *w = ms_writer_open(path, &m, &err);
-    if (!w) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
+    ms_trace_writer *w = ms_fixture_writer_open(path, &m);
     for (uint32_t q = 0; q < s.n_req; q++) {
         ms_request r;
         memset(&r, 0, sizeof r);
@@ -75,16 +58,10 @@ static void write_trace(const char *path, shape s, const int *ids, const int *sp
                     }
             }
         }
-        if (ms_writer_add(w, &r, &err)) {
-            fprintf(stderr, "%s\n", err.msg);
-            exit(1);
-        }
+        ms_fixture_writer_add(w, &r);
         ms_request_free(&r);
     }
-    if (ms_writer_close(w, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
+    ms_fixture_writer_close(w);
     ms_trace_meta_free(&m);
 }
 

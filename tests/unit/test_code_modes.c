@@ -30,25 +30,8 @@ typedef struct {
 static void write_hand(const char *path, uint32_t L, uint32_t J, uint32_t K, uint32_t n_it, const uint32_t *rows_per_it,
                        const hand_row *rows)
 {
-    ms_trace_meta m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.model_name, sizeof m.model_name, "hand");
-    snprintf(m.source, sizeof m.source, "test_code_modes");
-    m.L = L;
-    m.J = J;
-    m.K = K;
-    m.probs_kind = MS_PROBS_TOPK_RENORM;
-    ms_trace_meta_alloc_layers(&m);
-    for (uint32_t l = 0; l < L; l++) {
-        m.expert_bytes[l] = 1000000;
-        m.dense_bytes[l] = 2000000;
-    }
-    ms_err err;
-    ms_trace_writer *w = ms_writer_open(path, &m, &err);
-    if (!w) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
+    ms_trace_meta m = ms_fixture_hand_meta("test_code_modes", L, J, K, 1000000, 2000000);
+    ms_trace_writer *w = ms_fixture_writer_open(path, &m);
     ms_request r;
     memset(&r, 0, sizeof r);
     uint32_t n_rows = 0;
@@ -69,10 +52,8 @@ static void write_hand(const char *path, uint32_t L, uint32_t J, uint32_t K, uin
                     r.topk_w[ms_topk_index(&m, row, l) + s] = rows[row].w[l][s] > 0 ? rows[row].w[l][s] : 1.0f / K;
                 }
     }
-    if (ms_writer_add(w, &r, &err) || ms_writer_close(w, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
+    ms_fixture_writer_add(w, &r);
+    ms_fixture_writer_close(w);
     ms_request_free(&r);
     ms_trace_meta_free(&m);
 }

@@ -21,25 +21,7 @@ static ms_platform test_platform(void) { return ms_fixture_exact_platform(); }
  * one expert (K = 1) of that iteration and layer. */
 static void write_trace(const char *path, uint32_t L, uint32_t n_iters, const int routing[][3])
 {
-    ms_trace_meta m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.model_name, sizeof m.model_name, "hand");
-    snprintf(m.source, sizeof m.source, "test_engine_exact");
-    m.L = L;
-    m.J = 4;
-    m.K = 1;
-    m.probs_kind = MS_PROBS_TOPK_RENORM;
-    ms_trace_meta_alloc_layers(&m);
-    for (uint32_t l = 0; l < L; l++) {
-        m.expert_bytes[l] = 1000000;
-        m.dense_bytes[l] = 2000000;
-    }
-    ms_err err;
-    ms_trace_writer *w = ms_writer_open(path, &m, &err);
-    if (!w) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
+    ms_trace_meta m = ms_fixture_hand_meta("test_engine_exact", L, 4, 1, 1000000, 2000000);
     ms_request r;
     memset(&r, 0, sizeof r);
     r.prompt_len = 1;
@@ -54,10 +36,7 @@ static void write_trace(const char *path, uint32_t L, uint32_t n_iters, const in
             r.topk_w[ms_topk_index(&m, i, l)] = 1.0f;
         }
     }
-    if (ms_writer_add(w, &r, &err) || ms_writer_close(w, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
+    ms_fixture_write_requests(path, &m, &r, 1);
     ms_request_free(&r);
     ms_trace_meta_free(&m);
 }

@@ -249,26 +249,9 @@ static ms_platform test_platform(void) { return ms_fixture_exact_platform(); }
  * its layer (hits, never late).  emb: embed_dim 2 when non-NULL. */
 static void write_requests(const char *path, uint32_t n_req, const int routing[][3], const float emb[][2])
 {
-    ms_trace_meta m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.model_name, sizeof m.model_name, "hand");
-    snprintf(m.source, sizeof m.source, "test_fmoe");
-    m.L = 3;
-    m.J = 4;
-    m.K = 1;
-    m.probs_kind = MS_PROBS_TOPK_RENORM;
+    ms_trace_meta m = ms_fixture_hand_meta("test_fmoe", 3, 4, 1, 1000000, 200000000);
     m.embed_dim = emb ? 2 : 0;
-    ms_trace_meta_alloc_layers(&m);
-    for (uint32_t l = 0; l < m.L; l++) {
-        m.expert_bytes[l] = 1000000;
-        m.dense_bytes[l] = 200000000;
-    }
-    ms_err err;
-    ms_trace_writer *w = ms_writer_open(path, &m, &err);
-    if (!w) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
+    ms_trace_writer *w = ms_fixture_writer_open(path, &m);
     for (uint32_t q = 0; q < n_req; q++) {
         ms_request r;
         memset(&r, 0, sizeof r);
@@ -286,16 +269,10 @@ static void write_requests(const char *path, uint32_t n_req, const int routing[]
             r.embedding[0] = emb[q][0];
             r.embedding[1] = emb[q][1];
         }
-        if (ms_writer_add(w, &r, &err)) {
-            fprintf(stderr, "%s\n", err.msg);
-            exit(1);
-        }
+        ms_fixture_writer_add(w, &r);
         ms_request_free(&r);
     }
-    if (ms_writer_close(w, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
+    ms_fixture_writer_close(w);
     ms_trace_meta_free(&m);
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "fixtures.h"
 #include "policies/lib/gate.h"
 #include "sim/engine/engine.h"
 
@@ -49,26 +50,15 @@ static void fill_request(ms_request *r, const ms_trace_meta *m, uint32_t n_iters
 static void write_requests(const char *path, uint32_t n_requests, uint32_t n_iters)
 {
     ms_trace_meta m = tiny_meta(MS_PROBS_TOPK_RENORM, 4, 1);
-    ms_err err;
-    ms_trace_writer *w = ms_writer_open(path, &m, &err);
-    if (!w) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
+    ms_trace_writer *w = ms_fixture_writer_open(path, &m);
     for (uint32_t q = 0; q < n_requests; q++) {
         ms_request r;
         fill_request(&r, &m, n_iters);
         r.id = q;
-        if (ms_writer_add(w, &r, &err)) {
-            fprintf(stderr, "%s\n", err.msg);
-            exit(1);
-        }
+        ms_fixture_writer_add(w, &r);
         ms_request_free(&r);
     }
-    if (ms_writer_close(w, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
+    ms_fixture_writer_close(w);
     ms_trace_meta_free(&m);
 }
 

@@ -34,23 +34,8 @@
 static void write_trace(const char *path)
 {
     const int routing[2][2] = {{0, 1}, {0, 2}};
-    ms_trace_meta m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.model_name, sizeof m.model_name, "hand");
-    snprintf(m.source, sizeof m.source, "test_hit_definitions");
-    m.L = 1;
-    m.J = 4;
-    m.K = 2;
-    m.probs_kind = MS_PROBS_TOPK_RENORM;
-    ms_trace_meta_alloc_layers(&m);
-    m.expert_bytes[0] = 1000000;
-    m.dense_bytes[0] = 14500000;
-    ms_err err;
-    ms_trace_writer *w = ms_writer_open(path, &m, &err);
-    if (!w) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
+    ms_trace_meta m = ms_fixture_hand_meta("test_hit_definitions", 1, 4, 2, 1000000, 14500000);
+    ms_trace_writer *w = ms_fixture_writer_open(path, &m);
     ms_request r;
     memset(&r, 0, sizeof r);
     r.prompt_len = 1;
@@ -65,10 +50,8 @@ static void write_trace(const char *path)
             r.topk_w[ms_topk_index(&m, i, 0) + k] = 0.5f;
         }
     }
-    if (ms_writer_add(w, &r, &err) || ms_writer_close(w, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
+    ms_fixture_writer_add(w, &r);
+    ms_fixture_writer_close(w);
     ms_request_free(&r);
     ms_trace_meta_free(&m);
 }

@@ -43,26 +43,9 @@ static ms_platform two_gpus(double ceiling)
  * routing[i * L * K + l * K + k] is slot k of iteration i at layer l. */
 static void write_trace(const char *path, uint32_t L, uint32_t K, uint32_t n_iters, const int *routing)
 {
-    ms_trace_meta m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.model_name, sizeof m.model_name, "hand");
-    snprintf(m.source, sizeof m.source, "test_multigpu");
-    m.L = L;
-    m.J = 4;
-    m.K = K;
+    ms_trace_meta m = ms_fixture_hand_meta("test_multigpu", L, 4, K, 1000000, 2000000);
     m.hidden_size = 500;
-    m.probs_kind = MS_PROBS_TOPK_RENORM;
-    ms_trace_meta_alloc_layers(&m);
-    for (uint32_t l = 0; l < L; l++) {
-        m.expert_bytes[l] = 1000000;
-        m.dense_bytes[l] = 2000000;
-    }
-    ms_err err;
-    ms_trace_writer *w = ms_writer_open(path, &m, &err);
-    if (!w) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
+    ms_trace_writer *w = ms_fixture_writer_open(path, &m);
     ms_request r;
     memset(&r, 0, sizeof r);
     r.prompt_len = 1;
@@ -78,10 +61,8 @@ static void write_trace(const char *path, uint32_t L, uint32_t K, uint32_t n_ite
                 r.topk_w[ms_topk_index(&m, i, l) + k] = 1.0f / (float)K;
             }
     }
-    if (ms_writer_add(w, &r, &err) || ms_writer_close(w, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
+    ms_fixture_writer_add(w, &r);
+    ms_fixture_writer_close(w);
     ms_request_free(&r);
     ms_trace_meta_free(&m);
 }
