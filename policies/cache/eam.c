@@ -47,7 +47,8 @@ typedef struct {
     ms_xset members;
     uint64_t *count, *last_use, tick;
     eam_tracker tr;
-    double *n_token; /* [L] scratch: sum cur_eam[l] */
+    double *decay;   /* [L] eam_layer_decay(l, L) */
+    uint32_t *layer; /* [L*J] x / J */
     /* code */
     uint8_t *overflow, *member; /* [L*J] sticky is_overflow; cached */
     ms_sorted_victim sorted;
@@ -68,7 +69,12 @@ static void *eamc_create(const ms_params *p, const ms_policy_env *env, ms_err *e
     s->count = ms_xcalloc(nx, sizeof *s->count);
     s->last_use = ms_xcalloc(nx, sizeof *s->last_use);
     eam_tracker_init(&s->tr, s->L, s->J, eam_window_for(env, (uint32_t)ms_param_num(p, "window")));
-    s->n_token = ms_xcalloc(s->L, sizeof *s->n_token);
+    s->decay = ms_xcalloc(s->L, sizeof *s->decay);
+    for (uint32_t l = 0; l < s->L; l++)
+        s->decay[l] = eam_layer_decay(l, s->L);
+    s->layer = ms_xcalloc(nx, sizeof *s->layer);
+    for (uint32_t x = 0; x < nx; x++)
+        s->layer[x] = x / s->J;
     s->overflow = ms_xcalloc(nx, 1);
     s->member = ms_xcalloc(nx, 1);
     ms_sorted_victim_init(&s->sorted, s->L, s->J);
@@ -82,7 +88,8 @@ static void eamc_destroy(void *st)
     free(s->count);
     free(s->last_use);
     eam_tracker_free(&s->tr);
-    free(s->n_token);
+    free(s->decay);
+    free(s->layer);
     free(s->overflow);
     free(s->member);
     ms_sorted_victim_free(&s->sorted);
@@ -166,19 +173,15 @@ static void eamc_evict(void *st, const ms_view *v, uint32_t l, uint32_t e)
     }
 }
 
-/* Algorithm 2 lines 5-10 over the evictable experts. */
+/* Algorithm 2 lines 5-10 over the evictable experts.  Line 6's n_token =
+ * SUM(cur_eam[e.layer_idx]) is the tracker's row sum, kept as cur changes. */
 static uint32_t victim_paper(const eamc_state *s, const ms_view *v)
 {
-    for (uint32_t l = 0; l < s->L; l++) { /* line 6: n_token = SUM(cur_eam[e.layer_idx]) */
-        s->n_token[l] = 0;
-        for (uint32_t e = 0; e < s->J; e++)
-            s->n_token[l] += s->tr.cur[(size_t)l * s->J + e];
-    }
     uint32_t best = MS_NIL;
     double min_p = INFINITY;
     for (uint32_t i = 0; i < s->members.n; i++) {
-        uint32_t x = s->members.items[i], l = x / s->J;
-        double p = eam_priority_paper(s->tr.cur[x], s->n_token[l], l, s->L); /* lines 7-8 */
+        uint32_t x = s->members.items[i], l = s->layer[x];
+        double p = eam_priority_decayed(s->tr.cur[x], s->tr.cur_sum[l], s->decay[l]); /* lines 7-8 */
         /* the key (p, then x: a total order) first; evictability, a call into
          * the engine, only for a member that would win: the same minimum */
         if ((p < min_p || (p == min_p && x < best)) && ms_view_evictable(v, l, x % s->J)) {

@@ -40,7 +40,20 @@ double eam_distance_code(const double *entry, const double *cur, uint32_t L, uin
 /* Algorithm 1 line 25-26 (and Algorithm 2 lines 6-8, same form):
  * p = count / row_sum (0 when row_sum is 0); (p + 1e-8) * (1 - f / L),
  * f the 0-based layer. */
-double eam_priority_paper(double count, double row_sum, uint32_t f, uint32_t L);
+static inline double eam_layer_decay(uint32_t f, uint32_t L)
+{
+    return 1.0 - (double)f / L; /* line 26: 1 - fl.idx / n_layers */
+}
+/* eam_priority_paper with the layer's decay already formed (the same value). */
+static inline double eam_priority_decayed(double count, double row_sum, double decay)
+{
+    double p = row_sum > 0 ? count / row_sum : 0.0; /* line 25: p = p_eam[fl][e] / n_token */
+    return (p + EAM_EPSILON) * decay;                /* line 26: (p + EPSILON) x (1 - fl.idx / n_layers) */
+}
+static inline double eam_priority_paper(double count, double row_sum, uint32_t f, uint32_t L)
+{
+    return eam_priority_decayed(count, row_sum, eam_layer_decay(f, L));
+}
 /* 2024 code prefetch priority: (count + 1e-8) * (1 - (l - l_now) / (L + 1)),
  * for l >= l_now; count is the matched entry's raw token count. */
 double eam_priority_code(double count, uint32_t l, uint32_t l_now, uint32_t L);
@@ -71,21 +84,30 @@ uint32_t eam_match(const eam_set *c, const double *cur, eam_mode mode, uint32_t 
  * eam_match(c, cur, EAM_MODE_PAPER, .) (ties to the lowest index) and the
  * same distance bit for bit (the per-row cosines are computed with the same
  * operations in the same order as eam_row_cosine and summed over l in order).
- * It keeps per entry its row sums, its rows' squared norms after
- * row-normalising (both recomputed only when the collection changed: another
- * set, or its version moved) and its cosine with every row of the cur last
- * matched, plus a copy of that cur; a match recomputes the cosines of only
- * the rows of cur that differ from the copy (all of them after a change of
- * the collection).  Cost per match: O(n L) plus O(n J) per changed row,
- * instead of O(n L J). */
+ * Per entry it keeps (recomputed only when the collection changed: another
+ * set, or its version moved) its row sums, its row-normalised rows
+ * (a[e] / sum, the very quotients eam_row_cosine forms) and their norms;
+ * against the cur last matched, its cosine with every row and the running
+ * sums of those cosines over l = 0, 1, ...  A match recomputes the cosines of
+ * only the rows of cur that differ from its copy of the last cur, and the
+ * running sums from the first such row on.  Entries are stored
+ * entries-minor in blocks of EAM_BLOCK (policies/lib/eam_match.c), so each
+ * row's dot products run as independent lanes, one per entry, each summed
+ * over e in order (no fused multiply-add).  Cost per match: O(n J) per
+ * changed row plus O(n) per row from the first changed one, no division in
+ * the dot products, instead of O(n L J) with a division per term. */
+#define EAM_BLOCK 8
+
 typedef struct {
-    uint32_t L, J, n, n_cap;
+    uint32_t L, J, n, nb, n_cap; /* nb = blocks of EAM_BLOCK entries in use */
     const eam_set *set; /* the collection the entry stats describe */
     uint64_t version;   /* its version then */
-    int primed;         /* cos and last describe a previous cur */
-    double *sum;        /* [n][L] entry row sums */
-    double *norm2;      /* [n][L] squared norms of the row-normalised entry rows */
-    double *cos;        /* [n][L] eam_row_cosine(entry row l, last row l) */
+    int primed;         /* cos, pre and last describe a previous cur */
+    double *an;         /* [nb][L][J][EAM_BLOCK] entry row l divided by its sum (0: zero row or padding) */
+    double *sum;        /* [n][L] entry row sums (row_sum's order) */
+    double *root;       /* [L][nb B] sqrt of the squared norm of the row-normalised entry row */
+    double *cos;        /* [L][nb B] eam_row_cosine(entry row l, last row l) */
+    double *pre;        /* [L][nb B] sum of cos[0..l] in l's order, from +0 */
     double *last;       /* [L][J] cur at the previous match */
     double *y;          /* [J] scratch: a cur row divided by its sum */
 } eam_matcher;
@@ -96,6 +118,12 @@ void eam_matcher_free(eam_matcher *m);
  * UINT32_MAX when c is empty; its Eq. (1) distance in *dist when dist is not
  * NULL (INFINITY when empty). */
 uint32_t eam_matcher_match(eam_matcher *m, const eam_set *c, const double *cur, double *dist);
+/* Row l's sum of entry i of the collection last matched (the sum
+ * Algorithm 1 line 23 forms: row[0] + row[1] + ... from +0). */
+static inline double eam_matcher_row_sum(const eam_matcher *m, uint32_t i, uint32_t l)
+{
+    return m->sum[(size_t)i * m->L + l];
+}
 
 /* K-means with Eq. (1) as the distance over the row-normalised samples:
  * k-means++ initialisation drawn from rng (first centre uniform, then each
@@ -133,6 +161,7 @@ typedef struct {
     uint32_t *item_seq;    /* [items] sequence of each batch item */
     uint32_t n_items, item_cap;
     double *cur;           /* [L][J] sum over the running batch's sequences */
+    double *cur_sum;       /* [L] sum of cur's row l: +0, then cur[l][0], cur[l][1], ... */
     uint64_t iter;         /* engine iteration the batch belongs to */
     int started;
     uint32_t *mark;        /* [J] scratch for distinct experts */
