@@ -49,11 +49,14 @@ typedef struct {
     uint64_t seq;
 } qentry;
 
-/* A copy queue: binary max-heap with lazy deletion (copyq.c). */
+/* A copy queue: binary max-heap indexed by expert (copyq.c).  An expert
+ * has at most one entry in all of a run's queues (pos[x], shared by them). */
 typedef struct {
     qentry *a;
     size_t n, cap;
+    uint32_t *pos; /* [NX] index of x's entry in the heap that holds it, EQ_NONE if none */
 } eng_heap;
+#define EQ_NONE UINT32_MAX
 
 /* One GPU's H2D link when the run has several GPUs (links.c): its queue and
  * the copy in flight, whose end is tentative while a shared host ceiling
@@ -86,6 +89,7 @@ struct ms_view {
     uint8_t *queued;        /* a prefetch request waits in the heap */
     uint8_t *outcome;       /* this layer's OUT_* for activated experts */
     uint32_t *qgen;
+    uint32_t *qpos;         /* [NX] x's entry in its copy queue (eng_heap.pos), EQ_NONE if none */
     double *qissue;         /* issue time of the queued prefetch request of x */
     double *ready_t;
     uint64_t *protect;      /* == stamp: activated by the running layer */
@@ -182,7 +186,6 @@ int eng_run_iteration(ms_view *v);
 
 /* copyq.c: the H2D copy queue (a priority heap) and the copy engine */
 void eng_heap_push(ms_view *v, qentry q);
-void eng_compact_heap(ms_view *v);
 void eng_dequeue_prefetch(ms_view *v, uint32_t x);
 void eng_advance(ms_view *v, double T);
 void eng_start_demands(ms_view *v);
@@ -202,9 +205,7 @@ int eng_host_fetch(ms_view *v, uint32_t x);
 /* copyq.c heap primitives, shared with links.c */
 void eng_q_push(eng_heap *h, qentry q);
 qentry eng_q_take(eng_heap *h, size_t i);
-int eng_q_valid(const ms_view *v, const qentry *q);
-void eng_q_drop_invalid_top(const ms_view *v, eng_heap *h);
-int eng_q_next(const ms_view *v, const eng_heap *h, double link_free, size_t *idx, double *start);
+int eng_q_next(const eng_heap *h, double link_free, size_t *idx, double *start);
 int eng_admit_prefetch(ms_view *v, uint32_t x);
 
 /* gpus.c: several GPUs: placement, per-GPU caches, a layer's experts on
