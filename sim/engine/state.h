@@ -28,6 +28,7 @@
 #include <stdio.h>
 
 #include "policies/policy.h"
+#include "sim/engine/qheap.h"
 #include "sim/core/dvec.h"
 #include "sim/core/out.h"
 #include "sim/engine/batcher.h"
@@ -40,23 +41,6 @@ enum { OUT_HIT = 1, OUT_LATE = 2, OUT_MISS = 3 };
  * ahead, or it ran without activating the expert */
 enum { PF_AHEAD = 1, PF_PASSED = 2 };
 
-typedef struct {
-    uint32_t x;
-    uint32_t gen;
-    uint8_t demand;
-    double prio;
-    double issue_t;
-    uint64_t seq;
-} qentry;
-
-/* A copy queue: binary max-heap indexed by expert (copyq.c).  An expert
- * has at most one entry in all of a run's queues (pos[x], shared by them). */
-typedef struct {
-    qentry *a;
-    size_t n, cap;
-    uint32_t *pos; /* [NX] index of x's entry in the heap that holds it, EQ_NONE if none */
-} eng_heap;
-#define EQ_NONE UINT32_MAX
 
 /* One GPU's H2D link when the run has several GPUs (links.c): its queue and
  * the copy in flight, whose end is tentative while a shared host ceiling
@@ -202,10 +186,6 @@ int eng_cache_admits(ms_view *v, uint32_t x);
 void eng_host_touch(ms_view *v, uint32_t x);
 int eng_host_fetch(ms_view *v, uint32_t x);
 
-/* copyq.c heap primitives, shared with links.c */
-void eng_q_push(eng_heap *h, qentry q);
-qentry eng_q_take(eng_heap *h, size_t i);
-int eng_q_next(const eng_heap *h, double link_free, size_t *idx, double *start);
 int eng_admit_prefetch(ms_view *v, uint32_t x);
 
 /* gpus.c: several GPUs: placement, per-GPU caches, a layer's experts on
