@@ -299,6 +299,7 @@ void eam_tracker_init(eam_tracker *t, uint32_t L, uint32_t J, uint32_t window)
     t->window = window;
     t->cur = ms_xcalloc((size_t)L * J, sizeof *t->cur);
     t->cur_sum = ms_xcalloc(L, sizeof *t->cur_sum);
+    t->row_gen = ms_xcalloc(L, sizeof *t->row_gen);
     t->mark = ms_xcalloc(J, sizeof *t->mark);
 }
 
@@ -310,6 +311,7 @@ void eam_tracker_free(eam_tracker *t)
     free(t->item_seq);
     free(t->cur);
     free(t->cur_sum);
+    free(t->row_gen);
     free(t->mark);
     memset(t, 0, sizeof *t);
 }
@@ -361,6 +363,7 @@ static void sum_row(eam_tracker *t, uint32_t l)
             row[e] += src[e];
     }
     t->cur_sum[l] = row_sum(row, t->J);
+    t->row_gen[l]++;
 }
 
 void eam_tracker_sync(eam_tracker *t, const ms_view *v, eam_done_fn done, void *ctx)

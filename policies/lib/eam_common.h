@@ -17,6 +17,7 @@
 
 #include <gsl/gsl_rng.h>
 
+#include "policies/lib/xheap.h"
 #include "policies/policy.h"
 
 #define EAM_EPSILON 1e-8   /* Algorithm 1 line 26 / Algorithm 2 line 8 EPSILON */
@@ -162,6 +163,7 @@ typedef struct {
     uint32_t n_items, item_cap;
     double *cur;           /* [L][J] sum over the running batch's sequences */
     double *cur_sum;       /* [L] sum of cur's row l: +0, then cur[l][0], cur[l][1], ... */
+    uint64_t *row_gen;     /* [L] bumped whenever cur's row l is recomputed */
     uint64_t iter;         /* engine iteration the batch belongs to */
     int started;
     uint32_t *mark;        /* [J] scratch for distinct experts */
@@ -184,6 +186,33 @@ void eam_tracker_add_layer(eam_tracker *t, const ms_view *v, uint32_t l);
 /* Per item, its distinct experts of layer l: accesses + 1 each, hits + 1 for
  * each resident one (call after classification: misses are not resident). */
 void eam_tracker_note_hits(eam_tracker *t, const ms_view *v, uint32_t l);
+
+/* ---- cache eam's victim order (paper mode) ---- */
+
+/* The cached experts ordered by Algorithm 2's key (lines 6-8: (cur[l][e] /
+ * sum cur[l] + 1e-8)(1 - l / L), from the tracker's cur and its row sums),
+ * then by x = l J + e: the victim is the first evictable member in that
+ * order, the one a scan taking the smallest (key, x) over the evictable
+ * members gives.  The key is positive and finite, so its IEEE bits order as
+ * the value does: an indexed heap (policies/lib/xheap.h) keyed on them.  The
+ * keys of a row are refreshed when the tracker recomputed that row (its
+ * row_gen moved) before each search. */
+typedef struct {
+    const eam_tracker *tr;
+    uint32_t L, J;
+    ms_xheap order;
+    double *decay;    /* [L] eam_layer_decay(l, L) */
+    uint64_t *seen;   /* [L] tr->row_gen[l] the keys of row l were computed at */
+} eam_victims;
+
+void eam_victims_init(eam_victims *q, const eam_tracker *tr);
+void eam_victims_free(eam_victims *q);
+void eam_victims_add(eam_victims *q, uint32_t x);
+void eam_victims_remove(eam_victims *q, uint32_t x);
+/* The smallest member with accept(ctx, x) != 0, MS_NIL when none. */
+uint32_t eam_victims_first(eam_victims *q, int (*accept)(const void *ctx, uint32_t x), const void *ctx);
+/* Algorithm 2's key of x from the tracker as it is now. */
+double eam_victim_key(const eam_tracker *tr, const double *decay, uint32_t x);
 
 /* Window length to use for env: `window` when the split is by iteration
  * (a single-request trace), else 0. */
