@@ -93,11 +93,22 @@ static void drop_entry(ms_view *v, uint32_t x)
         eng_q_take(queue_of(v, x), v->qpos[x]);
 }
 
-/* Queues q, replacing x's earlier request if it has one. */
+void eng_q_set(eng_heap *h, qentry q)
+{
+    size_t i = h->pos[q.x];
+    if (i == EQ_NONE)
+        eng_q_push(h, q);
+    else if (i > 0 && qbefore(&q, &h->a[(i - 1) / 2]))
+        sift_up(h, i, q);
+    else
+        sift_down(h, i, q);
+}
+
+/* Queues q, replacing x's earlier request if it has one (x's entries always
+ * go to the same queue: its GPU's, fixed by the placement). */
 void eng_heap_push(ms_view *v, qentry q)
 {
-    drop_entry(v, q.x);
-    eng_q_push(queue_of(v, q.x), q);
+    eng_q_set(queue_of(v, q.x), q);
 }
 
 void eng_dequeue_prefetch(ms_view *v, uint32_t x)

@@ -32,6 +32,9 @@ typedef struct {
 
 /* Adds q; q.x must have no entry in any heap sharing pos. */
 void eng_q_push(eng_heap *h, qentry q);
+/* Adds q, or replaces x's entry in h by q in place (x must have no entry in
+ * another heap sharing pos). */
+void eng_q_set(eng_heap *h, qentry q);
 /* Removes and returns a[i] (pos of its expert becomes EQ_NONE). */
 qentry eng_q_take(eng_heap *h, size_t i);
 /* The entry a link starts next and when (h not empty): once the link is

@@ -125,9 +125,7 @@ static void request(pair *p, uint32_t x, int demand, double prio, double issue_t
         p->ref->queued[x] = 1;
     qentry q = {x, p->ref->qgen[x], (uint8_t)demand, prio, issue_t, p->seq++};
     lazy_sift_up(p->ref, p->ref->n++, q);
-    if (p->pos[x] != EQ_NONE)
-        eng_q_take(&p->h, p->pos[x]);
-    eng_q_push(&p->h, q);
+    eng_q_set(&p->h, q); /* x's old entry, if any, replaced in place */
 }
 
 static void dequeue(pair *p, uint32_t x)
