@@ -111,6 +111,7 @@ typedef struct {
     double *pre;        /* [L][nb B] sum of cos[0..l] in l's order, from +0 */
     double *last;       /* [L][J] cur at the previous match */
     double *y;          /* [J] scratch: a cur row divided by its sum */
+    int avx;            /* the dot products on AVX (init: when the CPU has it; a test may clear it) */
 } eam_matcher;
 
 void eam_matcher_init(eam_matcher *m, uint32_t L, uint32_t J);
