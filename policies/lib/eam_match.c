@@ -158,6 +158,24 @@ static void block_dots(const double *restrict an, const double *restrict y, uint
 }
 #endif
 
+/* out[i] = a[i] + b[i] for i < n, n a multiple of EAM_BLOCK (one rounding per
+ * lane, whatever the vector width). */
+#if (defined(__GNUC__) || defined(__clang__)) && EAM_BLOCK == 8
+static void add_lanes(const double *restrict a, const double *restrict b, size_t n, double *restrict out)
+{
+    for (size_t i = 0; i < n; i += 2) {
+        eam_v2 s = load2(a + i) + load2(b + i);
+        memcpy(out + i, &s, sizeof s);
+    }
+}
+#else
+static void add_lanes(const double *restrict a, const double *restrict b, size_t n, double *restrict out)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = a[i] + b[i];
+}
+#endif
+
 /* cos[l][i] for every entry i against cur's row l (eam_row_cosine(entry row, cur row)). */
 static void update_row(eam_matcher *m, const double *cur_row, uint32_t l)
 {
@@ -166,8 +184,8 @@ static void update_row(eam_matcher *m, const double *cur_row, uint32_t l)
     double *cos = m->cos + (size_t)l * lanes;
     double sb = row_sum(cur_row, J), nb = 0;
     if (!(sb > 0)) {
-        for (uint32_t i = 0; i < m->n; i++)
-            cos[i] = 0.0; /* a zero row: cosine 0 */
+        for (size_t i = 0; i < lanes; i++)
+            cos[i] = 0.0; /* a zero row: cosine 0 (padding lanes too: update_prefix reads them) */
         return;
     }
     for (uint32_t e = 0; e < J; e++) {
@@ -190,15 +208,20 @@ static void update_row(eam_matcher *m, const double *cur_row, uint32_t l)
         cos[i] = m->sum[(size_t)i * m->L + l] > 0 ? cos[i] / (root[i] * rb) : 0.0;
 }
 
-/* pre[l] = pre[l-1] + cos[l] (pre[-1] = +0) for l = from..L-1. */
+/* pre[l] = pre[l-1] + cos[l] (pre[-1] = +0) for l = from..L-1, every lane
+ * (whole blocks: padding lanes hold 0 + 0). */
 static void update_prefix(eam_matcher *m, uint32_t from)
 {
     size_t lanes = (size_t)m->nb * B;
+    if (from == 0) {
+        for (size_t i = 0; i < lanes; i++)
+            m->pre[i] = 0.0 + m->cos[i]; /* eam_distance's s = 0; s += cos (0 + -0 is +0) */
+        from = 1;
+    }
     for (uint32_t l = from; l < m->L; l++) {
-        const double *cos = m->cos + l * lanes, *prev = l ? m->pre + (l - 1) * lanes : NULL;
-        double *pre = m->pre + l * lanes;
-        for (uint32_t i = 0; i < m->n; i++)
-            pre[i] = (prev ? prev[i] : 0.0) + cos[i];
+        const double *restrict cos = m->cos + l * lanes, *restrict prev = m->pre + (l - 1) * lanes;
+        double *restrict pre = m->pre + l * lanes;
+        add_lanes(prev, cos, lanes, pre);
     }
 }
 
