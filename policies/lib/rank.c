@@ -46,11 +46,13 @@ void ms_rank_first(ms_scored *s, uint32_t n, uint32_t k)
 
 void ms_prefetch_top_scored(ms_view *v, uint32_t t, const double *score, uint32_t J, uint32_t k)
 {
-    ms_scored *s = ms_xcalloc(J, sizeof *s);
+    ms_scored buf[256]; /* J experts per layer fit here on every model so far: no allocation per layer */
+    ms_scored *s = J <= 256 ? buf : ms_xcalloc(J, sizeof *s);
     for (uint32_t e = 0; e < J; e++)
         s[e] = (ms_scored){score[e], e};
     ms_rank_first(s, J, k);
     for (uint32_t i = 0; i < k && i < J; i++)
         ms_view_prefetch(v, t, s[i].e, (double)(k - i));
-    free(s);
+    if (s != buf)
+        free(s);
 }
