@@ -112,6 +112,8 @@ typedef struct {
     double *last;       /* [L][J] cur at the previous match */
     double *y;          /* [J] scratch: a cur row divided by its sum */
     int avx;            /* the dot products on AVX (init: when the CPU has it; a test may clear it) */
+    uint64_t *gen;      /* [L] the row generations of the last match (eam_matcher_match_gen) */
+    int gen_valid;      /* gen describes last */
 } eam_matcher;
 
 void eam_matcher_init(eam_matcher *m, uint32_t L, uint32_t J);
@@ -120,6 +122,12 @@ void eam_matcher_free(eam_matcher *m);
  * UINT32_MAX when c is empty; its Eq. (1) distance in *dist when dist is not
  * NULL (INFINITY when empty). */
 uint32_t eam_matcher_match(eam_matcher *m, const eam_set *c, const double *cur, double *dist);
+/* The same, told which rows of cur may have changed: row_gen[l] moves
+ * whenever row l is rewritten (eam_tracker's row_gen; it may move without a
+ * change).  A row whose generation did not move since the last call is not
+ * compared with the copy of the last cur. */
+uint32_t eam_matcher_match_gen(eam_matcher *m, const eam_set *c, const double *cur, const uint64_t *row_gen,
+                               double *dist);
 /* Row l's sum of entry i of the collection last matched (the sum
  * Algorithm 1 line 23 forms: row[0] + row[1] + ... from +0). */
 static inline double eam_matcher_row_sum(const eam_matcher *m, uint32_t i, uint32_t l)

@@ -24,6 +24,7 @@ void eam_matcher_init(eam_matcher *m, uint32_t L, uint32_t J)
     m->J = J;
     m->last = ms_xcalloc((size_t)L * J, sizeof *m->last);
     m->y = ms_xcalloc(J, sizeof *m->y);
+    m->gen = ms_xcalloc(L ? L : 1, sizeof *m->gen);
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
     m->avx = __builtin_cpu_supports("avx");
 #endif
@@ -38,6 +39,7 @@ void eam_matcher_free(eam_matcher *m)
     free(m->pre);
     free(m->last);
     free(m->y);
+    free(m->gen);
     memset(m, 0, sizeof *m);
 }
 
@@ -227,6 +229,12 @@ static void update_prefix(eam_matcher *m, uint32_t from)
 
 uint32_t eam_matcher_match(eam_matcher *m, const eam_set *c, const double *cur, double *dist)
 {
+    return eam_matcher_match_gen(m, c, cur, NULL, dist);
+}
+
+uint32_t eam_matcher_match_gen(eam_matcher *m, const eam_set *c, const double *cur, const uint64_t *row_gen,
+                               double *dist)
+{
     if (c != m->set || c->version != m->version)
         refresh_entries(m, c);
     if (m->n == 0) { /* nothing to match (a later push moves the version: a refresh) */
@@ -239,6 +247,10 @@ uint32_t eam_matcher_match(eam_matcher *m, const eam_set *c, const double *cur, 
     for (uint32_t l = 0; l < m->L; l++) {
         const double *row = cur + l * J;
         double *last = m->last + l * J;
+        if (m->primed && row_gen && m->gen_valid && m->gen[l] == row_gen[l])
+            continue; /* not rewritten since the last match */
+        if (row_gen)
+            m->gen[l] = row_gen[l];
         if (m->primed && !memcmp(row, last, J * sizeof *row))
             continue;
         update_row(m, row, l);
@@ -247,6 +259,7 @@ uint32_t eam_matcher_match(eam_matcher *m, const eam_set *c, const double *cur, 
             first = l;
     }
     m->primed = 1;
+    m->gen_valid = row_gen != NULL;
     update_prefix(m, first);
     uint32_t best = UINT32_MAX;
     double min_d = INFINITY;

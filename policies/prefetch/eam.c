@@ -191,7 +191,7 @@ static const double *entry_priorities(eam_state *s, uint32_t i)
 static void prefetch_paper(eam_state *s, ms_view *v, uint32_t l)
 {
     /* lines 16-21: eam_match(&s->eamc, cur, EAM_MODE_PAPER, l), computed incrementally */
-    const double *prio = entry_priorities(s, eam_matcher_match(&s->matcher, &s->eamc, s->tr.cur, NULL));
+    const double *prio = entry_priorities(s, eam_matcher_match_gen(&s->matcher, &s->eamc, s->tr.cur, s->tr.row_gen, NULL));
     const uint8_t *cached = ms_view_cached_all(v), *queued = ms_view_queued_all(v); /* live */
     /* line 22: fl in layers[cur_l + 1 : n_layers], each expert e */
     for (size_t x = (size_t)(l + 1) * s->J; x < (size_t)s->L * s->J; x++) {
