@@ -106,9 +106,10 @@ typedef struct {
     int primed;         /* cos, pre and last describe a previous cur */
     double *an;         /* [nb][L][J][EAM_BLOCK] entry row l divided by its sum (0: zero row or padding) */
     double *sum;        /* [n][L] entry row sums (row_sum's order) */
-    double *root;       /* [L][nb B] sqrt of the squared norm of the row-normalised entry row */
+    double *root;       /* [L][nb B] sqrt of the squared norm of the row-normalised entry row (+inf: zero row) */
     double *cos;        /* [L][nb B] eam_row_cosine(entry row l, last row l) */
     double *pre;        /* [L][nb B] sum of cos[0..l] in l's order, from +0 */
+    double *dist;       /* [nb B] scratch: each entry's Eq. (1) distance */
     double *last;       /* [L][J] cur at the previous match */
     double *y;          /* [J] scratch: a cur row divided by its sum */
     int avx;            /* the dot products on AVX (init: when the CPU has it; a test may clear it) */

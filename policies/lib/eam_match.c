@@ -37,6 +37,7 @@ void eam_matcher_free(eam_matcher *m)
     free(m->root);
     free(m->cos);
     free(m->pre);
+    free(m->dist);
     free(m->last);
     free(m->y);
     free(m->gen);
@@ -63,10 +64,14 @@ static void grow(eam_matcher *m, uint32_t n)
     m->root = ms_xrealloc(m->root, lanes * m->L, sizeof *m->root);
     m->cos = ms_xrealloc(m->cos, lanes * m->L, sizeof *m->cos);
     m->pre = ms_xrealloc(m->pre, lanes * m->L, sizeof *m->pre);
+    m->dist = ms_xrealloc(m->dist, lanes, sizeof *m->dist);
 }
 
 /* Entry i's row l: its sum, its normalised values into the block layout and
- * the root of their squared norm (eam_row_cosine: x = a[e] / sa, na += x x). */
+ * the root of their squared norm (eam_row_cosine: x = a[e] / sa, na += x x);
+ * a zero row's root is +inf, so that its cosine, +0 / (inf rb), is the +0
+ * eam_row_cosine gives a zero row (its normalised values, and so its dot
+ * products, are +0). */
 static void load_entry_row(eam_matcher *m, const double *row, uint32_t i, uint32_t l)
 {
     size_t lanes = (size_t)m->nb * B;
@@ -78,7 +83,7 @@ static void load_entry_row(eam_matcher *m, const double *row, uint32_t i, uint32
         an[(size_t)e * B] = x;
         na += x * x;
     }
-    m->root[(size_t)l * lanes + i] = sqrt(na);
+    m->root[(size_t)l * lanes + i] = sa > 0 ? sqrt(na) : INFINITY;
 }
 
 static void refresh_entries(eam_matcher *m, const eam_set *c)
@@ -87,10 +92,10 @@ static void refresh_entries(eam_matcher *m, const eam_set *c)
     m->n = c->n;
     m->nb = (c->n + B - 1) / B;
     size_t lanes = (size_t)m->nb * B;
-    if (lanes) { /* padding lanes stay 0 */
+    if (lanes) /* padding lanes: zero rows */
         memset(m->an, 0, lanes * m->L * m->J * sizeof *m->an);
-        memset(m->root, 0, lanes * m->L * sizeof *m->root);
-    }
+    for (size_t k = 0; k < lanes * m->L; k++)
+        m->root[k] = INFINITY;
     for (uint32_t i = 0; i < c->n; i++)
         for (uint32_t l = 0; l < m->L; l++)
             load_entry_row(m, eam_set_at(c, i) + (size_t)l * m->J, i, l);
@@ -160,21 +165,37 @@ static void block_dots(const double *restrict an, const double *restrict y, uint
 }
 #endif
 
-/* out[i] = a[i] + b[i] for i < n, n a multiple of EAM_BLOCK (one rounding per
- * lane, whatever the vector width). */
+/* c[i] = c[i] / (root[i] rb) and d[i] = 1 - total[i] / L for i < n, n a
+ * multiple of EAM_BLOCK: lane by lane, each the scalar expression. */
 #if (defined(__GNUC__) || defined(__clang__)) && EAM_BLOCK == 8
-static void add_lanes(const double *restrict a, const double *restrict b, size_t n, double *restrict out)
+static void scale_lanes(double *restrict c, const double *restrict root, double rb, size_t n)
 {
+    eam_v2 r = {rb, rb};
     for (size_t i = 0; i < n; i += 2) {
-        eam_v2 s = load2(a + i) + load2(b + i);
-        memcpy(out + i, &s, sizeof s);
+        eam_v2 v = load2(c + i) / (load2(root + i) * r);
+        memcpy(c + i, &v, sizeof v);
+    }
+}
+
+static void distance_lanes(const double *restrict total, uint32_t L, double *restrict d, size_t n)
+{
+    eam_v2 one = {1.0, 1.0}, l = {(double)L, (double)L};
+    for (size_t i = 0; i < n; i += 2) {
+        eam_v2 v = one - load2(total + i) / l;
+        memcpy(d + i, &v, sizeof v);
     }
 }
 #else
-static void add_lanes(const double *restrict a, const double *restrict b, size_t n, double *restrict out)
+static void scale_lanes(double *restrict c, const double *restrict root, double rb, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        out[i] = a[i] + b[i];
+        c[i] = c[i] / (root[i] * rb);
+}
+
+static void distance_lanes(const double *restrict total, uint32_t L, double *restrict d, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        d[i] = 1.0 - total[i] / L;
 }
 #endif
 
@@ -205,25 +226,60 @@ static void update_row(eam_matcher *m, const double *cur_row, uint32_t l)
 #endif
         block_dots(an, m->y, J, cos + (size_t)b * B);
     }
-    const double *root = m->root + (size_t)l * lanes;
-    for (uint32_t i = 0; i < m->n; i++)
-        cos[i] = m->sum[(size_t)i * m->L + l] > 0 ? cos[i] / (root[i] * rb) : 0.0;
+    scale_lanes(cos, m->root + (size_t)l * lanes, rb, lanes);
 }
 
-/* pre[l] = pre[l-1] + cos[l] (pre[-1] = +0) for l = from..L-1, every lane
- * (whole blocks: padding lanes hold 0 + 0). */
+/* One block's running sums: pre[l][t] = pre[l-1][t] + cos[l][t] for l =
+ * from..L-1 (pre[-1] = +0: eam_distance's s = 0; s += cos, and 0 + -0 is +0),
+ * the B lanes' sums kept in registers from layer to layer; cos and pre point
+ * at the block's lanes of layer 0, rows `lanes` apart. */
+static void prefix_block(const double *restrict cos, double *restrict pre, size_t lanes, uint32_t from, uint32_t L)
+{
+    double acc[B];
+    for (uint32_t t = 0; t < B; t++)
+        acc[t] = from ? pre[(from - 1) * lanes + t] : 0.0;
+    for (uint32_t l = from; l < L; l++)
+        for (uint32_t t = 0; t < B; t++) {
+            acc[t] += cos[l * lanes + t];
+            pre[l * lanes + t] = acc[t];
+        }
+}
+
+#ifdef EAM_HAVE_AVX
+/* prefix_block on AVX: the same lanes, four per register. */
+__attribute__((target("avx"))) static void prefix_block_avx(const double *restrict cos, double *restrict pre,
+                                                            size_t lanes, uint32_t from, uint32_t L)
+{
+    eam_v4 a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};
+    if (from) {
+        memcpy(&a0, pre + (from - 1) * lanes, sizeof a0);
+        memcpy(&a1, pre + (from - 1) * lanes + 4, sizeof a1);
+    }
+    for (uint32_t l = from; l < L; l++) {
+        eam_v4 c0, c1;
+        memcpy(&c0, cos + l * lanes, sizeof c0);
+        memcpy(&c1, cos + l * lanes + 4, sizeof c1);
+        a0 += c0;
+        a1 += c1;
+        memcpy(pre + l * lanes, &a0, sizeof a0);
+        memcpy(pre + l * lanes + 4, &a1, sizeof a1);
+    }
+}
+#endif
+
+/* pre[l] = pre[l-1] + cos[l] for l = from..L-1, every lane (whole blocks:
+ * padding lanes hold sums of zeros). */
 static void update_prefix(eam_matcher *m, uint32_t from)
 {
     size_t lanes = (size_t)m->nb * B;
-    if (from == 0) {
-        for (size_t i = 0; i < lanes; i++)
-            m->pre[i] = 0.0 + m->cos[i]; /* eam_distance's s = 0; s += cos (0 + -0 is +0) */
-        from = 1;
-    }
-    for (uint32_t l = from; l < m->L; l++) {
-        const double *restrict cos = m->cos + l * lanes, *restrict prev = m->pre + (l - 1) * lanes;
-        double *restrict pre = m->pre + l * lanes;
-        add_lanes(prev, cos, lanes, pre);
+    for (uint32_t b = 0; b < m->nb; b++) {
+#ifdef EAM_HAVE_AVX
+        if (m->avx) {
+            prefix_block_avx(m->cos + (size_t)b * B, m->pre + (size_t)b * B, lanes, from, m->L);
+            continue;
+        }
+#endif
+        prefix_block(m->cos + (size_t)b * B, m->pre + (size_t)b * B, lanes, from, m->L);
     }
 }
 
@@ -263,14 +319,13 @@ uint32_t eam_matcher_match_gen(eam_matcher *m, const eam_set *c, const double *c
     update_prefix(m, first);
     uint32_t best = UINT32_MAX;
     double min_d = INFINITY;
-    const double *total = m->pre + (size_t)(m->L - 1) * m->nb * B; /* L >= 1 */
-    for (uint32_t i = 0; i < m->n; i++) {
-        double d = 1.0 - total[i] / m->L; /* eam_distance: sum over l in order, then 1 - s / L */
-        if (min_d > d) {
-            min_d = d;
+    /* eam_distance: the sum over l in order, then 1 - s / L */
+    distance_lanes(m->pre + (size_t)(m->L - 1) * m->nb * B, m->L, m->dist, (size_t)m->nb * B); /* L >= 1 */
+    for (uint32_t i = 0; i < m->n; i++)
+        if (min_d > m->dist[i]) {
+            min_d = m->dist[i];
             best = i;
         }
-    }
     if (dist)
         *dist = min_d;
     return best;
