@@ -195,9 +195,10 @@ static void prefetch_paper(eam_state *s, ms_view *v, uint32_t l)
     const uint8_t *cached = ms_view_cached_all(v), *queued = ms_view_queued_all(v); /* live */
     /* line 22: fl in layers[cur_l + 1 : n_layers], each expert e */
     for (size_t x = (size_t)(l + 1) * s->J; x < (size_t)s->L * s->J; x++) {
-        if (cached[x]) /* experts in flight (or resident) are skipped */
-            continue;
-        if (queued[x] && s->last_prio[x] == prio[x])
+        /* skipped: experts in flight (or resident), and queued ones whose
+         * priority would not change (formed without branches: usually true) */
+        int skip = cached[x] | (queued[x] & (s->last_prio[x] == prio[x]));
+        if (skip)
             continue;
         s->last_prio[x] = prio[x];
         ms_view_prefetch(v, (uint32_t)(x / s->J), (uint32_t)(x % s->J), prio[x]); /* line 27: q.submit(e, p) */
