@@ -233,13 +233,19 @@ static void hss_build_queues(hss_sim *s, uint32_t n)
     }
 }
 
+#define HSS_STACK 64 /* a layer's activated experts up to this: the simulation's arrays on the stack */
+
 double ms_hss_paper(const ms_hss_expert *x, uint32_t n, const ms_hss_opts *o, uint8_t *on_cpu, uint8_t *moved)
 {
-    uint8_t *moved_buf = moved ? moved : ms_xcalloc(n ? n : 1, 1);
+    uint32_t gq_buf[HSS_STACK], cq_buf[HSS_STACK];
+    double ready_buf[HSS_STACK];
+    uint8_t moved_stack[HSS_STACK];
+    int heap = n > HSS_STACK;
+    uint8_t *moved_buf = moved ? moved : heap ? ms_xcalloc(n, 1) : moved_stack;
     hss_sim s = {.x = x, .o = o, .k = fmax(0.0, o->link_free), .on_cpu = on_cpu, .moved = moved_buf};
-    s.gq.q = ms_xcalloc(n ? n : 1, sizeof *s.gq.q);
-    s.cq.q = ms_xcalloc(n ? n : 1, sizeof *s.cq.q);
-    s.ready = ms_xcalloc(n ? n : 1, sizeof *s.ready);
+    s.gq.q = heap ? ms_xcalloc(n, sizeof *s.gq.q) : gq_buf;
+    s.cq.q = heap ? ms_xcalloc(n, sizeof *s.cq.q) : cq_buf;
+    s.ready = heap ? ms_xcalloc(n, sizeof *s.ready) : ready_buf;
     for (uint32_t i = 0; i < n; i++)
         on_cpu[i] = moved_buf[i] = 0;
     hss_build_queues(&s, n);
@@ -257,11 +263,13 @@ double ms_hss_paper(const ms_hss_expert *x, uint32_t n, const ms_hss_opts *o, ui
         else
             break; /* unreachable: a blocked CPU implies GPU work, a blocked link CPU work */
     }
-    free(s.gq.q);
-    free(s.cq.q);
-    free(s.ready);
-    if (!moved)
-        free(moved_buf);
+    if (heap) {
+        free(s.gq.q);
+        free(s.cq.q);
+        free(s.ready);
+        if (!moved)
+            free(moved_buf);
+    }
     return fmax(s.g_end, s.c_end);
 }
 
