@@ -188,18 +188,28 @@ int eng_q_next(const eng_heap *h, double link_free, size_t *idx, double *start)
         *start = link_free;
         return 1;
     }
+    /* One pass: the earliest issue time, the best entry issued by link_free,
+     * and the best of those issued at the earliest time.  If anything is
+     * issued by link_free, the copy starts then and the first is the pick;
+     * else it starts at the earliest issue time, when exactly the second
+     * set is issued. */
     double earliest = INFINITY;
-    for (size_t i = 0; i < h->n; i++)
-        earliest = fmin(earliest, h->a[i].issue_t);
+    size_t best_free = SIZE_MAX, best_first = SIZE_MAX;
+    for (size_t i = 0; i < h->n; i++) {
+        const qentry *q = &h->a[i];
+        if (q->issue_t <= link_free && (best_free == SIZE_MAX || qbefore(q, &h->a[best_free])))
+            best_free = i;
+        if (q->issue_t < earliest) { /* fmin's value: issue times are never NaN or -0 (sums of times >= +0) */
+            earliest = q->issue_t;
+            best_first = i;
+        } else if (q->issue_t == earliest && best_first != SIZE_MAX && qbefore(q, &h->a[best_first])) {
+            best_first = i;
+        }
+    }
     if (!isfinite(earliest))
         return 0;
-    double t = fmax(link_free, earliest);
-    size_t best = SIZE_MAX;
-    for (size_t i = 0; i < h->n; i++)
-        if (h->a[i].issue_t <= t && (best == SIZE_MAX || qbefore(&h->a[i], &h->a[best])))
-            best = i;
-    *idx = best;
-    *start = t;
+    *start = fmax(link_free, earliest);
+    *idx = earliest <= link_free ? best_free : best_first;
     return 1;
 }
 
