@@ -44,10 +44,9 @@
 typedef struct {
     eam_mode mode;
     uint32_t L, J;
-    ms_xset members;
     uint64_t *count, *last_use, tick;
     eam_tracker tr;
-    double *n_token; /* [L] scratch: sum cur_eam[l] */
+    eam_victims order; /* paper: the members in Algorithm 2's key order */
     /* code */
     uint8_t *overflow, *member; /* [L*J] sticky is_overflow; cached */
     ms_sorted_victim sorted;
@@ -64,11 +63,10 @@ static void *eamc_create(const ms_params *p, const ms_policy_env *env, ms_err *e
     s->L = env->meta->L;
     s->J = env->meta->J;
     uint32_t nx = s->L * s->J;
-    ms_xset_init(&s->members, nx);
     s->count = ms_xcalloc(nx, sizeof *s->count);
     s->last_use = ms_xcalloc(nx, sizeof *s->last_use);
     eam_tracker_init(&s->tr, s->L, s->J, eam_window_for(env, (uint32_t)ms_param_num(p, "window")));
-    s->n_token = ms_xcalloc(s->L, sizeof *s->n_token);
+    eam_victims_init(&s->order, &s->tr);
     s->overflow = ms_xcalloc(nx, 1);
     s->member = ms_xcalloc(nx, 1);
     ms_sorted_victim_init(&s->sorted, s->L, s->J);
@@ -78,11 +76,10 @@ static void *eamc_create(const ms_params *p, const ms_policy_env *env, ms_err *e
 static void eamc_destroy(void *st)
 {
     eamc_state *s = st;
-    ms_xset_free(&s->members);
     free(s->count);
     free(s->last_use);
     eam_tracker_free(&s->tr);
-    free(s->n_token);
+    eam_victims_free(&s->order);
     free(s->overflow);
     free(s->member);
     ms_sorted_victim_free(&s->sorted);
@@ -118,11 +115,12 @@ static void eamc_insert(void *st, const ms_view *v, uint32_t l, uint32_t e)
     (void)v;
     eamc_state *s = st;
     uint32_t x = l * s->J + e;
-    ms_xset_add(&s->members, x);
     s->member[x] = 1;
     ms_sorted_victim_dirty(&s->sorted);
-    if (s->mode == EAM_MODE_PAPER)
+    if (s->mode == EAM_MODE_PAPER) {
         s->count[x]++; /* code modes count the copy in admit() */
+        eam_victims_add(&s->order, x);
+    }
     s->last_use[x] = ++s->tick;
 }
 
@@ -155,8 +153,8 @@ static void eamc_evict(void *st, const ms_view *v, uint32_t l, uint32_t e)
 {
     eamc_state *s = st;
     uint32_t x = l * s->J + e;
-    ms_xset_remove(&s->members, x);
     s->member[x] = 0;
+    eam_victims_remove(&s->order, x);
     ms_sorted_victim_dirty(&s->sorted);
     if (s->mode == EAM_MODE_CODE)
         s->count[x] = 0;
@@ -166,27 +164,23 @@ static void eamc_evict(void *st, const ms_view *v, uint32_t l, uint32_t e)
     }
 }
 
-/* Algorithm 2 lines 5-10 over the evictable experts. */
-static uint32_t victim_paper(const eamc_state *s, const ms_view *v)
+typedef struct {
+    const ms_view *v;
+    uint32_t J;
+} evictable_ctx;
+
+static int evictable(const void *ctx, uint32_t x)
 {
-    for (uint32_t l = 0; l < s->L; l++) { /* line 6: n_token = SUM(cur_eam[e.layer_idx]) */
-        s->n_token[l] = 0;
-        for (uint32_t e = 0; e < s->J; e++)
-            s->n_token[l] += s->tr.cur[(size_t)l * s->J + e];
-    }
-    uint32_t best = MS_NIL;
-    double min_p = INFINITY;
-    for (uint32_t i = 0; i < s->members.n; i++) {
-        uint32_t x = s->members.items[i], l = x / s->J;
-        double p = eam_priority_paper(s->tr.cur[x], s->n_token[l], l, s->L); /* lines 7-8 */
-        /* the key (p, then x: a total order) first; evictability, a call into
-         * the engine, only for a member that would win: the same minimum */
-        if ((p < min_p || (p == min_p && x < best)) && ms_view_evictable(v, l, x % s->J)) {
-            min_p = p;
-            best = x;
-        }
-    }
-    return best;
+    const evictable_ctx *c = ctx;
+    return ms_view_evictable(c->v, x / c->J, x % c->J);
+}
+
+/* Algorithm 2 lines 5-10: the evictable expert of the lowest key (ties to
+ * the lowest l J + e), from the members kept in key order. */
+static uint32_t victim_paper(eamc_state *s, const ms_view *v)
+{
+    evictable_ctx c = {v, s->J};
+    return eam_victims_first(&s->order, evictable, &c);
 }
 
 /* ---- code: the 2024 release ---- */

@@ -67,12 +67,6 @@ double eam_distance_code(const double *entry, const double *cur, uint32_t L, uin
     return 1.0 - s / L;
 }
 
-double eam_priority_paper(double count, double row_sum_v, uint32_t f, uint32_t L)
-{
-    double p = row_sum_v > 0 ? count / row_sum_v : 0.0;  /* line 25: p = p_eam[fl][e] / n_token */
-    return (p + EAM_EPSILON) * (1.0 - (double)f / L);   /* line 26: (p + EPSILON) x (1 - fl.idx / n_layers) */
-}
-
 double eam_priority_code(double count, uint32_t l, uint32_t l_now, uint32_t L)
 {
     return (count + EAM_EPSILON) * (1.0 - (double)(l - l_now) / (L + 1));
@@ -125,117 +119,6 @@ uint32_t eam_match(const eam_set *c, const double *cur, eam_mode mode, uint32_t 
             best = i;
         }
     }
-    return best;
-}
-
-/* ------------------------------------------------------------------ */
-/* incremental paper-mode matching: eam_row_cosine split into its per-row
- * parts, each computed by the same operations in the same order */
-
-void eam_matcher_init(eam_matcher *m, uint32_t L, uint32_t J)
-{
-    memset(m, 0, sizeof *m);
-    m->L = L;
-    m->J = J;
-    m->last = ms_xcalloc((size_t)L * J, sizeof *m->last);
-    m->y = ms_xcalloc(J, sizeof *m->y);
-}
-
-void eam_matcher_free(eam_matcher *m)
-{
-    free(m->sum);
-    free(m->norm2);
-    free(m->cos);
-    free(m->last);
-    free(m->y);
-    memset(m, 0, sizeof *m);
-}
-
-/* eam_row_cosine's sum and squared norm of the normalised row (0 for a zero row). */
-static double normalised_norm2(const double *a, double sa, uint32_t J)
-{
-    double na = 0;
-    for (uint32_t e = 0; e < J; e++) {
-        double x = a[e] / sa;
-        na += x * x;
-    }
-    return na;
-}
-
-static void refresh_entries(eam_matcher *m, const eam_set *c)
-{
-    if (c->n > m->n_cap) {
-        m->n_cap = c->n;
-        m->sum = ms_xrealloc(m->sum, (size_t)m->n_cap * m->L, sizeof *m->sum);
-        m->norm2 = ms_xrealloc(m->norm2, (size_t)m->n_cap * m->L, sizeof *m->norm2);
-        m->cos = ms_xrealloc(m->cos, (size_t)m->n_cap * m->L, sizeof *m->cos);
-    }
-    for (uint32_t i = 0; i < c->n; i++)
-        for (uint32_t l = 0; l < m->L; l++) {
-            const double *row = eam_set_at(c, i) + (size_t)l * m->J;
-            size_t k = (size_t)i * m->L + l;
-            m->sum[k] = row_sum(row, m->J);
-            m->norm2[k] = m->sum[k] > 0 ? normalised_norm2(row, m->sum[k], m->J) : 0.0;
-        }
-    m->n = c->n;
-    m->set = c;
-    m->version = c->version;
-    m->primed = 0;
-}
-
-/* cos[i][l] for every entry i against cur's row l (eam_row_cosine(entry row, cur row)). */
-static void update_row(eam_matcher *m, const eam_set *c, const double *cur_row, uint32_t l)
-{
-    uint32_t J = m->J;
-    double sb = row_sum(cur_row, J), nb = 0;
-    if (sb > 0)
-        for (uint32_t e = 0; e < J; e++) {
-            m->y[e] = cur_row[e] / sb;
-            nb += m->y[e] * m->y[e];
-        }
-    for (uint32_t i = 0; i < m->n; i++) {
-        size_t k = (size_t)i * m->L + l;
-        double sa = m->sum[k];
-        if (!(sa > 0) || !(sb > 0)) {
-            m->cos[k] = 0.0; /* a zero row: cosine 0 */
-            continue;
-        }
-        const double *a = eam_set_at(c, i) + (size_t)l * J;
-        double dot = 0;
-        for (uint32_t e = 0; e < J; e++)
-            dot += a[e] / sa * m->y[e];
-        m->cos[k] = dot / (sqrt(m->norm2[k]) * sqrt(nb));
-    }
-}
-
-uint32_t eam_matcher_match(eam_matcher *m, const eam_set *c, const double *cur, double *dist)
-{
-    if (c != m->set || c->version != m->version)
-        refresh_entries(m, c);
-    size_t J = m->J;
-    for (uint32_t l = 0; l < m->L; l++) {
-        const double *row = cur + l * J;
-        double *last = m->last + l * J;
-        if (m->primed && !memcmp(row, last, J * sizeof *row))
-            continue;
-        update_row(m, c, row, l);
-        memcpy(last, row, J * sizeof *row);
-    }
-    m->primed = 1;
-    uint32_t best = UINT32_MAX;
-    double min_d = INFINITY;
-    for (uint32_t i = 0; i < m->n; i++) {
-        double s = 0; /* eam_distance: sum over l in order, then 1 - s / L */
-        for (uint32_t l = 0; l < m->L; l++)
-            s += m->cos[(size_t)i * m->L + l];
-        double d = 1.0 - s / m->L;
-        if (min_d > d) {
-            min_d = d;
-            best = i;
-        }
-    }
-    if (dist)
-        *dist = min_d;
     return best;
 }
 
@@ -415,6 +298,8 @@ void eam_tracker_init(eam_tracker *t, uint32_t L, uint32_t J, uint32_t window)
     t->J = J;
     t->window = window;
     t->cur = ms_xcalloc((size_t)L * J, sizeof *t->cur);
+    t->cur_sum = ms_xcalloc(L, sizeof *t->cur_sum);
+    t->row_gen = ms_xcalloc(L, sizeof *t->row_gen);
     t->mark = ms_xcalloc(J, sizeof *t->mark);
 }
 
@@ -425,6 +310,8 @@ void eam_tracker_free(eam_tracker *t)
     free(t->seq);
     free(t->item_seq);
     free(t->cur);
+    free(t->cur_sum);
+    free(t->row_gen);
     free(t->mark);
     memset(t, 0, sizeof *t);
 }
@@ -475,6 +362,8 @@ static void sum_row(eam_tracker *t, uint32_t l)
         for (uint32_t e = 0; e < t->J; e++)
             row[e] += src[e];
     }
+    t->cur_sum[l] = row_sum(row, t->J);
+    t->row_gen[l]++;
 }
 
 void eam_tracker_sync(eam_tracker *t, const ms_view *v, eam_done_fn done, void *ctx)

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim/core/err.h"
 
@@ -27,6 +28,9 @@ static void top_p_experts(const float *s, uint32_t J, uint32_t p, uint32_t *top)
     }
 }
 
+#define MRS_STACK_P 64  /* TopP sizes (and, for the f32 update, expert counts) kept on the stack */
+#define MRS_STACK_J 512
+
 static int by_id(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -37,8 +41,11 @@ void ms_mrs_update(double *S, const float *s, uint32_t J, uint32_t p, double alp
 {
     if (p > J)
         p = J;
-    uint32_t *top = ms_xcalloc(p ? p : 1, sizeof *top);
-    double *topv = ms_xcalloc(p ? p : 1, sizeof *topv);
+    uint32_t top_buf[MRS_STACK_P];
+    double topv_buf[MRS_STACK_P];
+    int heap = p > MRS_STACK_P; /* the usual p (2K) fits on the stack: no allocation per gate */
+    uint32_t *top = heap ? ms_xcalloc(p, sizeof *top) : top_buf;
+    double *topv = heap ? ms_xcalloc(p, sizeof *topv) : topv_buf;
     top_p_experts(s, J, p, top);
     for (uint32_t i = 0; i < p; i++)
         topv[i] = s[top[i]]; /* descending, as torch.topk returns them */
@@ -49,17 +56,23 @@ void ms_mrs_update(double *S, const float *s, uint32_t J, uint32_t p, double alp
         S[e] *= 1.0 - alpha;
     for (uint32_t i = 0; i < p; i++)
         S[top[i]] += alpha * topv[i];
-    free(top);
-    free(topv);
+    if (heap) {
+        free(top);
+        free(topv);
+    }
 }
 
 void ms_mrs_update_f32(float *S, const float *s, uint32_t J, uint32_t p, float alpha, int order_bug)
 {
     if (p > J)
         p = J;
-    uint32_t *top = ms_xcalloc(p ? p : 1, sizeof *top);
-    float *topv = ms_xcalloc(p ? p : 1, sizeof *topv);
-    uint8_t *in = ms_xcalloc(J ? J : 1, 1);
+    uint32_t top_buf[MRS_STACK_P];
+    float topv_buf[MRS_STACK_P];
+    uint8_t in_buf[MRS_STACK_J];
+    int heap = p > MRS_STACK_P || J > MRS_STACK_J;
+    uint32_t *top = heap ? ms_xcalloc(p ? p : 1, sizeof *top) : top_buf;
+    float *topv = heap ? ms_xcalloc(p ? p : 1, sizeof *topv) : topv_buf;
+    uint8_t *in = heap ? ms_xcalloc(J ? J : 1, 1) : memset(in_buf, 0, J);
     top_p_experts(s, J, p, top);
     for (uint32_t i = 0; i < p; i++)
         topv[i] = s[top[i]];
@@ -74,9 +87,11 @@ void ms_mrs_update_f32(float *S, const float *s, uint32_t J, uint32_t p, float a
     for (uint32_t e = 0; e < J; e++)
         if (!in[e])
             S[e] = keep * S[e];
-    free(top);
-    free(topv);
-    free(in);
+    if (heap) {
+        free(top);
+        free(topv);
+        free(in);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -218,13 +233,19 @@ static void hss_build_queues(hss_sim *s, uint32_t n)
     }
 }
 
+#define HSS_STACK 64 /* a layer's activated experts up to this: the simulation's arrays on the stack */
+
 double ms_hss_paper(const ms_hss_expert *x, uint32_t n, const ms_hss_opts *o, uint8_t *on_cpu, uint8_t *moved)
 {
-    uint8_t *moved_buf = moved ? moved : ms_xcalloc(n ? n : 1, 1);
+    uint32_t gq_buf[HSS_STACK], cq_buf[HSS_STACK];
+    double ready_buf[HSS_STACK];
+    uint8_t moved_stack[HSS_STACK];
+    int heap = n > HSS_STACK;
+    uint8_t *moved_buf = moved ? moved : heap ? ms_xcalloc(n, 1) : moved_stack;
     hss_sim s = {.x = x, .o = o, .k = fmax(0.0, o->link_free), .on_cpu = on_cpu, .moved = moved_buf};
-    s.gq.q = ms_xcalloc(n ? n : 1, sizeof *s.gq.q);
-    s.cq.q = ms_xcalloc(n ? n : 1, sizeof *s.cq.q);
-    s.ready = ms_xcalloc(n ? n : 1, sizeof *s.ready);
+    s.gq.q = heap ? ms_xcalloc(n, sizeof *s.gq.q) : gq_buf;
+    s.cq.q = heap ? ms_xcalloc(n, sizeof *s.cq.q) : cq_buf;
+    s.ready = heap ? ms_xcalloc(n, sizeof *s.ready) : ready_buf;
     for (uint32_t i = 0; i < n; i++)
         on_cpu[i] = moved_buf[i] = 0;
     hss_build_queues(&s, n);
@@ -242,11 +263,13 @@ double ms_hss_paper(const ms_hss_expert *x, uint32_t n, const ms_hss_opts *o, ui
         else
             break; /* unreachable: a blocked CPU implies GPU work, a blocked link CPU work */
     }
-    free(s.gq.q);
-    free(s.cq.q);
-    free(s.ready);
-    if (!moved)
-        free(moved_buf);
+    if (heap) {
+        free(s.gq.q);
+        free(s.cq.q);
+        free(s.ready);
+        if (!moved)
+            free(moved_buf);
+    }
     return fmax(s.g_end, s.c_end);
 }
 

@@ -12,8 +12,9 @@ typedef struct {
 } ms_scored;
 
 /* Puts the k best of s[0..n) (score descending, ties to the lower id; no NaN)
- * into s[0..k) in that order, by selection: what a full sort would put
- * there, in O(n k). */
+ * into s[0..k) in that order: what a full sort would put there.  s[k..n)
+ * keeps the other entries in an unspecified order.  One pass keeping the best
+ * k found so far: O(n) when few entries enter them, O(n k) at worst. */
 void ms_rank_first(ms_scored *s, uint32_t n, uint32_t k);
 
 /* Prefetches the k experts of layer t with the highest score (ties to the

@@ -60,6 +60,9 @@ typedef struct {
     eam_matcher matcher; /* paper mode: incremental eam_match */
     gsl_rng *rng;
     double *last_prio; /* [L][J] priority last submitted (paper mode) */
+    double *prio;      /* [L][J] the priorities of entry prio_of of the collection at prio_version */
+    uint32_t prio_of;  /* UINT32_MAX: none yet */
+    uint64_t prio_version;
     uint64_t rebuilds;
 } eam_state;
 
@@ -75,6 +78,7 @@ static void eam_destroy(void *st)
     if (s->rng)
         gsl_rng_free(s->rng);
     free(s->last_prio);
+    free(s->prio);
     free(s);
 }
 
@@ -111,6 +115,8 @@ static void *eam_create(const ms_params *p, const ms_policy_env *env, ms_err *er
     s->rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(s->rng, (unsigned long)env->seed);
     s->last_prio = ms_xcalloc((size_t)s->L * s->J, sizeof *s->last_prio);
+    s->prio = ms_xcalloc((size_t)s->L * s->J, sizeof *s->prio);
+    s->prio_of = UINT32_MAX;
     if (s->mode != EAM_MODE_PAPER)
         return s;
     if (env->split.frac == 0 && !s->online) {
@@ -160,27 +166,42 @@ static void charge_match(const eam_state *s, ms_view *v)
     ms_view_charge_async(v, (double)s->eamc.n * s->L * s->J * ms_view_platform(v)->policy_op_s);
 }
 
+/* Lines 22-26 for every layer of collection entry i: the priority of each
+ * (f, e), kept in s->prio while the match stays on that entry (the matched
+ * entry changes far less often than once per layer).  n_token (line 23) is
+ * the matcher's row sum of the entry: the same sum, in the same order. */
+static const double *entry_priorities(eam_state *s, uint32_t i)
+{
+    if (s->prio_of == i && s->prio_version == s->eamc.version)
+        return s->prio;
+    const double *p_eam = eam_set_at(&s->eamc, i);
+    for (uint32_t f = 0; f < s->L; f++) {
+        double n_token = eam_matcher_row_sum(&s->matcher, i, f), decay = eam_layer_decay(f, s->L);
+        for (uint32_t e = 0; e < s->J; e++) {
+            size_t x = (size_t)f * s->J + e;
+            s->prio[x] = eam_priority_decayed(p_eam[x], n_token, decay); /* lines 25-26 */
+        }
+    }
+    s->prio_of = i;
+    s->prio_version = s->eamc.version;
+    return s->prio;
+}
+
 /* Algorithm 1 PREFETCH(m, cur_eam, eamc, cur_l, q), lines 15-27. */
 static void prefetch_paper(eam_state *s, ms_view *v, uint32_t l)
 {
     /* lines 16-21: eam_match(&s->eamc, cur, EAM_MODE_PAPER, l), computed incrementally */
-    const double *p_eam = eam_set_at(&s->eamc, eam_matcher_match(&s->matcher, &s->eamc, s->tr.cur, NULL));
+    const double *prio = entry_priorities(s, eam_matcher_match_gen(&s->matcher, &s->eamc, s->tr.cur, s->tr.row_gen, NULL));
     const uint8_t *cached = ms_view_cached_all(v), *queued = ms_view_queued_all(v); /* live */
-    for (uint32_t f = l + 1; f < s->L; f++) { /* line 22: fl in layers[cur_l + 1 : n_layers] */
-        const double *row = p_eam + (size_t)f * s->J;
-        double n_token = 0; /* line 23 */
-        for (uint32_t e = 0; e < s->J; e++)
-            n_token += row[e];
-        for (uint32_t e = 0; e < s->J; e++) {
-            size_t x = (size_t)f * s->J + e;
-            if (cached[x]) /* experts in flight (or resident) are skipped */
-                continue;
-            double prio = eam_priority_paper(row[e], n_token, f, s->L); /* lines 25-26 */
-            if (queued[x] && s->last_prio[x] == prio)
-                continue;
-            s->last_prio[x] = prio;
-            ms_view_prefetch(v, f, e, prio); /* line 27: q.submit(e, p) */
-        }
+    /* line 22: fl in layers[cur_l + 1 : n_layers], each expert e */
+    for (size_t x = (size_t)(l + 1) * s->J; x < (size_t)s->L * s->J; x++) {
+        /* skipped: experts in flight (or resident), and queued ones whose
+         * priority would not change (formed without branches: usually true) */
+        int skip = cached[x] | (queued[x] & (s->last_prio[x] == prio[x]));
+        if (skip)
+            continue;
+        s->last_prio[x] = prio[x];
+        ms_view_prefetch(v, (uint32_t)(x / s->J), (uint32_t)(x % s->J), prio[x]); /* line 27: q.submit(e, p) */
     }
 }
 

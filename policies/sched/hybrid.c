@@ -57,7 +57,8 @@ static void place_paper(hybrid_state *s, ms_view *v, uint32_t l, uint32_t n, con
     const ms_platform *pf = ms_view_platform(v);
     double bytes = ms_view_expert_bytes(v, l), params = ms_view_expert_params(v, l);
     double now = ms_view_now(v), link = ms_view_link_free(v) - now;
-    ms_hss_expert *x = ms_xcalloc(n ? n : 1, sizeof *x);
+    ms_hss_expert buf[64]; /* a layer's activated experts: on the stack up to 64 */
+    ms_hss_expert *x = n > 64 ? ms_xcalloc(n, sizeof *x) : buf;
     for (uint32_t i = 0; i < n; i++) {
         int late = cached[i] && !ms_view_resident(v, l, acts[i].expert);
         x[i] = (ms_hss_expert){
@@ -70,7 +71,8 @@ static void place_paper(hybrid_state *s, ms_view *v, uint32_t l, uint32_t n, con
     ms_hss_opts o = s->opts;
     o.link_free = link;
     ms_hss_paper(x, n, &o, on_cpu, NULL);
-    free(x);
+    if (x != buf)
+        free(x);
 }
 
 static void place_code(hybrid_state *s, ms_view *v, uint32_t n, const ms_act *acts, const uint8_t *cached,

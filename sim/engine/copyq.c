@@ -8,8 +8,11 @@
 
 #include "sim/engine/state.h"
 
-/* copy queue: binary max-heap with lazy deletion (entry valid while its gen
- * matches qgen[x] and the expert is still queued) */
+/* copy queue: binary max-heap indexed by expert.  Every invalidation of a
+ * request (a new request for x, or its prefetch request dequeued) takes the
+ * old entry out at once, so the heaps hold exactly the live requests and
+ * pop them in qbefore's order, a total order (seq is unique): the order the
+ * lazy-deletion heap it replaces popped its valid entries in. */
 
 static int qbefore(const qentry *a, const qentry *b)
 {
@@ -20,31 +23,20 @@ static int qbefore(const qentry *a, const qentry *b)
     return a->seq < b->seq;
 }
 
+static void put(eng_heap *h, size_t i, qentry q)
+{
+    h->a[i] = q;
+    h->pos[q.x] = (uint32_t)i;
+}
+
 /* Places q at hole i and moves it up to its place. */
 static void sift_up(eng_heap *h, size_t i, qentry q)
 {
     while (i > 0 && qbefore(&q, &h->a[(i - 1) / 2])) {
-        h->a[i] = h->a[(i - 1) / 2];
+        put(h, i, h->a[(i - 1) / 2]);
         i = (i - 1) / 2;
     }
-    h->a[i] = q;
-}
-
-void eng_q_push(eng_heap *h, qentry q)
-{
-    if (h->n == h->cap) {
-        h->cap = h->cap ? 2 * h->cap : 256;
-        h->a = ms_xrealloc(h->a, h->cap, sizeof *h->a);
-    }
-    sift_up(h, h->n++, q);
-}
-
-void eng_heap_push(ms_view *v, qentry q)
-{
-    if (v->G > 1)
-        eng_links_push(v, q);
-    else
-        eng_q_push(&v->q, q);
+    put(h, i, q);
 }
 
 /* Places q at hole i and moves it down to its place among a[0..n). */
@@ -58,16 +50,27 @@ static void sift_down(eng_heap *h, size_t i, qentry q)
             c++;
         if (!qbefore(&h->a[c], &q))
             break;
-        h->a[i] = h->a[c];
+        put(h, i, h->a[c]);
         i = c;
     }
-    h->a[i] = q;
+    put(h, i, q);
+}
+
+/* Adds q; q.x must have no entry in any queue (eng_heap_push sees to it). */
+void eng_q_push(eng_heap *h, qentry q)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? 2 * h->cap : 256;
+        h->a = ms_xrealloc(h->a, h->cap, sizeof *h->a);
+    }
+    sift_up(h, h->n++, q);
 }
 
 /* Removes and returns a[i]. */
 qentry eng_q_take(eng_heap *h, size_t i)
 {
     qentry out = h->a[i], last = h->a[--h->n];
+    h->pos[out.x] = EQ_NONE;
     if (i < h->n) {
         if (i > 0 && qbefore(&last, &h->a[(i - 1) / 2]))
             sift_up(h, i, last);
@@ -77,45 +80,35 @@ qentry eng_q_take(eng_heap *h, size_t i)
     return out;
 }
 
-int eng_q_valid(const ms_view *v, const qentry *q)
+/* The queue that holds x's entry (its GPU's link with several GPUs). */
+static eng_heap *queue_of(ms_view *v, uint32_t x)
 {
-    return q->gen == v->qgen[q->x] && (q->demand || v->queued[q->x]);
+    return v->G > 1 ? &v->links[v->gpu_of[x]].q : &v->q;
 }
 
-void eng_q_drop_invalid_top(const ms_view *v, eng_heap *h)
+/* Takes x's entry, if any, out of its queue. */
+static void drop_entry(ms_view *v, uint32_t x)
 {
-    while (h->n && !eng_q_valid(v, &h->a[0]))
-        eng_q_take(h, 0);
+    if (v->qpos[x] != EQ_NONE)
+        eng_q_take(queue_of(v, x), v->qpos[x]);
 }
 
-/* Drops the stale entries of one heap (see eng_compact_heap). */
-static void compact(const ms_view *v, eng_heap *h)
+void eng_q_set(eng_heap *h, qentry q)
 {
-    size_t w = 0;
-    for (size_t i = 0; i < h->n; i++)
-        if (eng_q_valid(v, &h->a[i]))
-            h->a[w++] = h->a[i];
-    h->n = w;
-    for (size_t i = w / 2; i-- > 0;)
-        sift_down(h, i, h->a[i]);
+    size_t i = h->pos[q.x];
+    if (i == EQ_NONE)
+        eng_q_push(h, q);
+    else if (i > 0 && qbefore(&q, &h->a[(i - 1) / 2]))
+        sift_up(h, i, q);
+    else
+        sift_down(h, i, q);
 }
 
-/* Drops the stale entries (superseded, expired or cancelled requests) that
- * lazy deletion leaves behind once the heap holds over 4x the live entries
- * (at most n_queued prefetches + J demands), so
- * policies that resubmit or clear the queue every layer keep the heap small.
- * Pop order is unchanged: qbefore is a total order (seq is unique). */
-void eng_compact_heap(ms_view *v)
+/* Queues q, replacing x's earlier request if it has one (x's entries always
+ * go to the same queue: its GPU's, fixed by the placement). */
+void eng_heap_push(ms_view *v, qentry q)
 {
-    if (v->G > 1) {
-        for (uint32_t g = 0; g < v->G; g++)
-            if (v->links[g].q.n >= 1024 && v->links[g].q.n > 4 * (v->n_queued + v->J))
-                compact(v, &v->links[g].q);
-        return;
-    }
-    if (v->q.n < 1024 || v->q.n <= 4 * (v->n_queued + v->J))
-        return;
-    compact(v, &v->q);
+    eng_q_set(queue_of(v, q.x), q);
 }
 
 void eng_dequeue_prefetch(ms_view *v, uint32_t x)
@@ -124,6 +117,7 @@ void eng_dequeue_prefetch(ms_view *v, uint32_t x)
         v->n_queued--;
     v->queued[x] = 0;
     v->qgen[x]++;
+    drop_entry(v, x);
 }
 
 /* ------------------------------------------------------------------ */
@@ -186,28 +180,36 @@ static void start_copy(ms_view *v, const qentry *q, double start)
  * entry issued by that time.  A request whose asynchronous decision cost has
  * not elapsed yet never holds back the ones already issued.  The usual case
  * (the best entry is already issued) costs nothing; otherwise a scan.
- * The top of h must be valid (eng_q_drop_invalid_top). */
-int eng_q_next(const ms_view *v, const eng_heap *h, double link_free, size_t *idx, double *start)
+ * h must not be empty. */
+int eng_q_next(const eng_heap *h, double link_free, size_t *idx, double *start)
 {
     if (h->a[0].issue_t <= link_free) {
         *idx = 0;
         *start = link_free;
         return 1;
     }
+    /* One pass: the earliest issue time, the best entry issued by link_free,
+     * and the best of those issued at the earliest time.  If anything is
+     * issued by link_free, the copy starts then and the first is the pick;
+     * else it starts at the earliest issue time, when exactly the second
+     * set is issued. */
     double earliest = INFINITY;
-    for (size_t i = 0; i < h->n; i++)
-        if (eng_q_valid(v, &h->a[i]))
-            earliest = fmin(earliest, h->a[i].issue_t);
+    size_t best_free = SIZE_MAX, best_first = SIZE_MAX;
+    for (size_t i = 0; i < h->n; i++) {
+        const qentry *q = &h->a[i];
+        if (q->issue_t <= link_free && (best_free == SIZE_MAX || qbefore(q, &h->a[best_free])))
+            best_free = i;
+        if (q->issue_t < earliest) { /* fmin's value: issue times are never NaN or -0 (sums of times >= +0) */
+            earliest = q->issue_t;
+            best_first = i;
+        } else if (q->issue_t == earliest && best_first != SIZE_MAX && qbefore(q, &h->a[best_first])) {
+            best_first = i;
+        }
+    }
     if (!isfinite(earliest))
         return 0;
-    double t = fmax(link_free, earliest);
-    size_t best = SIZE_MAX;
-    for (size_t i = 0; i < h->n; i++)
-        if (eng_q_valid(v, &h->a[i]) && h->a[i].issue_t <= t &&
-            (best == SIZE_MAX || qbefore(&h->a[i], &h->a[best])))
-            best = i;
-    *idx = best;
-    *start = t;
+    *start = fmax(link_free, earliest);
+    *idx = earliest <= link_free ? best_free : best_first;
     return 1;
 }
 
@@ -219,12 +221,11 @@ void eng_advance(ms_view *v, double T)
         return;
     }
     for (;;) {
-        eng_q_drop_invalid_top(v, &v->q);
         if (!v->q.n || v->failed)
             return;
         size_t i;
         double start;
-        if (!eng_q_next(v, &v->q, v->link_free, &i, &start) || start >= T)
+        if (!eng_q_next(&v->q, v->link_free, &i, &start) || start >= T)
             return;
         qentry q = eng_q_take(&v->q, i);
         start_copy(v, &q, start);
@@ -239,7 +240,6 @@ void eng_start_demands(ms_view *v)
     if (v->G > 1)
         return;
     for (;;) {
-        eng_q_drop_invalid_top(v, &v->q);
         if (!v->q.n || !v->q.a[0].demand || v->failed)
             return;
         qentry q = eng_q_take(&v->q, 0);

@@ -142,6 +142,8 @@ int eng_gpus_setup(ms_view *v)
     v->gused = ms_xcalloc(v->G, sizeof *v->gused);
     v->gused_bytes = ms_xcalloc(v->G, sizeof *v->gused_bytes);
     v->links = ms_xcalloc(v->G, sizeof *v->links);
+    for (uint32_t g = 0; g < v->G; g++)
+        v->links[g].q.pos = v->qpos; /* one entry per expert across the links */
     v->step_lanes = ms_xcalloc((size_t)4 * v->G, sizeof *v->step_lanes);
     v->ceiling = c->platform->host_ceiling_bw > 0 ? c->platform->host_ceiling_bw : INFINITY;
     if (check_multi_gpu(v) || place_experts(v))

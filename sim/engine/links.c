@@ -196,10 +196,9 @@ static int start_next(ms_view *v, double T)
     double best_s = INFINITY;
     for (uint32_t g = 0; g < v->G && !v->failed; g++) {
         eng_link *k = &v->links[g];
-        eng_q_drop_invalid_top(v, &k->q);
         size_t i;
         double s;
-        if (!k->q.n || !eng_q_next(v, &k->q, k->free_t, &i, &s))
+        if (!k->q.n || !eng_q_next(&k->q, k->free_t, &i, &s))
             continue;
         if (s < best_s) {
             best = g;

@@ -9,35 +9,50 @@
 
 /* one iteration */
 
+/* Adds one row's top-k of layer l to the layer's activated set (acts[0..n)),
+ * returns its new size:
+ * a new expert is appended, every slot counts a token and adds its weight
+ * (w NULL: weights not read).  The arrays are passed in: the stores into
+ * them cannot alias the view's sizes, which stay in registers. */
+static uint32_t add_row_layer(const int32_t *restrict ids, const float *restrict w, uint32_t K, uint32_t x0,
+                              uint64_t stamp, uint64_t *restrict mark, uint32_t *restrict act_pos,
+                              ms_act *restrict acts, uint32_t n)
+{
+    for (uint32_t k = 0; k < K; k++) {
+        int32_t e = ids[k];
+        if (e < 0)
+            continue;
+        uint32_t x = x0 + (uint32_t)e;
+        if (mark[x] != stamp) {
+            mark[x] = stamp;
+            act_pos[x] = n;
+            acts[n++] = (ms_act){(uint32_t)e, 0, 0.0f};
+        }
+        ms_act *a = &acts[act_pos[x]];
+        a->tokens++;
+        if (w) /* read when the step order or a policy uses them (eng_replay_parts) */
+            a->weight_sum += w[k];
+    }
+    return n;
+}
+
 /* Union of top-k over the batch's rows, per layer, in order of first
  * appearance (row, then slot). */
 void eng_build_activated_sets(ms_view *v)
 {
     const ms_batcher *b = v->batch;
     uint64_t stamp = v->iter + 1;
-    for (uint32_t l = 0; l < v->L; l++) {
-        ms_act *acts = v->acts + (size_t)l * v->J;
+    uint32_t L = v->L, J = v->J, K = v->K;
+    for (uint32_t l = 0; l < L; l++) {
+        ms_act *acts = v->acts + (size_t)l * J;
         uint32_t n = 0;
         for (uint32_t i = 0; i < b->n_items; i++) {
             const ms_request *r = &b->slots[b->items[i]].req;
             const ms_iteration *it = ms_batcher_iter(b, b->items[i]);
             for (uint32_t row = it->row0; row < it->row0 + it->n_rows; row++) {
                 size_t base = ms_topk_index(v->meta, row, l);
-                for (uint32_t k = 0; k < v->K; k++) {
-                    int32_t e = r->topk_ids[base + k];
-                    if (e < 0)
-                        continue;
-                    uint32_t x = l * v->J + (uint32_t)e;
-                    if (v->mark[x] != stamp) {
-                        v->mark[x] = stamp;
-                        v->act_pos[x] = n;
-                        acts[n++] = (ms_act){(uint32_t)e, 0, 0.0f};
-                    }
-                    ms_act *a = &acts[v->act_pos[x]];
-                    a->tokens++;
-                    if (r->topk_w) /* read when the step order or a policy uses them (eng_replay_parts) */
-                        a->weight_sum += r->topk_w[base + k];
-                }
+                n = add_row_layer(r->topk_ids + base, r->topk_w ? r->topk_w + base : NULL, K, l * J, stamp,
+                                  v->mark, v->act_pos, acts, n);
             }
         }
         v->n_acts[l] = n;

@@ -216,6 +216,10 @@ void eng_alloc_state(ms_view *v)
     v->queued = ms_xcalloc(nx, 1);
     v->outcome = ms_xcalloc(nx, 1);
     v->qgen = ms_xcalloc(nx, sizeof *v->qgen);
+    v->qpos = ms_xcalloc(nx, sizeof *v->qpos);
+    for (size_t x = 0; x < nx; x++)
+        v->qpos[x] = EQ_NONE;
+    v->q.pos = v->qpos;
     v->qissue = ms_xcalloc(nx, sizeof *v->qissue);
     v->ready_t = ms_xcalloc(nx, sizeof *v->ready_t);
     v->protect = ms_xcalloc(nx, sizeof *v->protect);
@@ -247,7 +251,7 @@ void eng_free_state(ms_view *v)
         v->cache->cache->destroy(v->cache_st);
     if (v->sched && v->sched_st && v->sched->sched->destroy)
         v->sched->sched->destroy(v->sched_st);
-    void *arrays[] = {v->cached, v->transient, v->from_prefetch, v->queued, v->outcome, v->qgen, v->qissue, v->ready_t,
+    void *arrays[] = {v->cached, v->transient, v->from_prefetch, v->queued, v->outcome, v->qgen, v->qpos, v->qissue, v->ready_t,
                       v->protect, v->mark, v->act_pos, v->score, v->acts, v->n_acts, v->step_cached, v->step_on_cpu,
                       v->step_seen, v->step_order, v->step_ready, v->step_lanes, v->step_visit, v->layer_bytes, v->layer_params, v->dense_bytes,
                       v->dense_params, v->in_host, v->host_used_at, v->q.a, v->use_n, v->use_cap, v->use_cur,

@@ -28,6 +28,7 @@
 #include <stdio.h>
 
 #include "policies/policy.h"
+#include "sim/engine/qheap.h"
 #include "sim/core/dvec.h"
 #include "sim/core/out.h"
 #include "sim/engine/batcher.h"
@@ -40,20 +41,6 @@ enum { OUT_HIT = 1, OUT_LATE = 2, OUT_MISS = 3 };
  * ahead, or it ran without activating the expert */
 enum { PF_AHEAD = 1, PF_PASSED = 2 };
 
-typedef struct {
-    uint32_t x;
-    uint32_t gen;
-    uint8_t demand;
-    double prio;
-    double issue_t;
-    uint64_t seq;
-} qentry;
-
-/* A copy queue: binary max-heap with lazy deletion (copyq.c). */
-typedef struct {
-    qentry *a;
-    size_t n, cap;
-} eng_heap;
 
 /* One GPU's H2D link when the run has several GPUs (links.c): its queue and
  * the copy in flight, whose end is tentative while a shared host ceiling
@@ -86,6 +73,7 @@ struct ms_view {
     uint8_t *queued;        /* a prefetch request waits in the heap */
     uint8_t *outcome;       /* this layer's OUT_* for activated experts */
     uint32_t *qgen;
+    uint32_t *qpos;         /* [NX] x's entry in its copy queue (eng_heap.pos), EQ_NONE if none */
     double *qissue;         /* issue time of the queued prefetch request of x */
     double *ready_t;
     uint64_t *protect;      /* == stamp: activated by the running layer */
@@ -182,7 +170,6 @@ int eng_run_iteration(ms_view *v);
 
 /* copyq.c: the H2D copy queue (a priority heap) and the copy engine */
 void eng_heap_push(ms_view *v, qentry q);
-void eng_compact_heap(ms_view *v);
 void eng_dequeue_prefetch(ms_view *v, uint32_t x);
 void eng_advance(ms_view *v, double T);
 void eng_start_demands(ms_view *v);
@@ -199,12 +186,6 @@ int eng_cache_admits(ms_view *v, uint32_t x);
 void eng_host_touch(ms_view *v, uint32_t x);
 int eng_host_fetch(ms_view *v, uint32_t x);
 
-/* copyq.c heap primitives, shared with links.c */
-void eng_q_push(eng_heap *h, qentry q);
-qentry eng_q_take(eng_heap *h, size_t i);
-int eng_q_valid(const ms_view *v, const qentry *q);
-void eng_q_drop_invalid_top(const ms_view *v, eng_heap *h);
-int eng_q_next(const ms_view *v, const eng_heap *h, double link_free, size_t *idx, double *start);
 int eng_admit_prefetch(ms_view *v, uint32_t x);
 
 /* gpus.c: several GPUs: placement, per-GPU caches, a layer's experts on

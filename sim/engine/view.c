@@ -199,7 +199,6 @@ static void view_prefetch(ms_view *v, uint32_t l, uint32_t e, double priority)
         v->qissue[x] = issue_t;
     }
     issue_t = fmin(issue_t, v->qissue[x]);
-    eng_compact_heap(v);
     v->qgen[x]++;
     qentry q = {x, v->qgen[x], 0, priority, issue_t, v->seq++};
     eng_heap_push(v, q);

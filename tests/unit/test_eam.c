@@ -128,7 +128,11 @@ static uint32_t direct_argmin(const eam_set *c, const double *cur, double *dist)
     return best;
 }
 
-static void test_incremental_matcher(void)
+/* portable: the plain vector (or C) dot products even where the CPU has AVX;
+ * gens: told which rows were rewritten (eam_matcher_match_gen), as the
+ * tracker tells it: a rewritten row's generation moves (sometimes with no
+ * change), an untouched one's does not. */
+static void test_incremental_matcher(int portable, int gens)
 {
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(r, 2024);
@@ -136,8 +140,11 @@ static void test_incremental_matcher(void)
     eam_set_init(&c, MT_L, MT_J);
     eam_matcher m;
     eam_matcher_init(&m, MT_L, MT_J);
+    if (portable)
+        m.avx = 0;
     double cur[MT_L * MT_J] = {0}; /* starts all zero: every distance is 1, a tie -> entry 0 */
     double d_inc = 0, d_dir = 0;
+    uint64_t gen[MT_L] = {0};
     CHECK_EQ_INT(eam_matcher_match(&m, &c, cur, &d_inc), UINT32_MAX); /* empty collection */
     random_collection(r, &c);
     uint32_t ties = 0, zero_rows = 0, rebuilds = 0, wholes = 0;
@@ -146,23 +153,32 @@ static void test_incremental_matcher(void)
         if (what < 70) { /* the engine's case: layer l's row grows */
             for (uint32_t e = 0; e < MT_J; e++)
                 cur[l * MT_J + e] += (double)gsl_rng_uniform_int(r, 3);
+            gen[l]++;
         } else if (what < 80) { /* a row drops to zero */
             memset(cur + l * MT_J, 0, MT_J * sizeof *cur);
+            gen[l]++;
             zero_rows++;
         } else if (what < 88) { /* a new batch: every row may change */
-            for (uint32_t k = 0; k < MT_L; k++)
+            for (uint32_t k = 0; k < MT_L; k++) {
                 random_row(r, cur + k * MT_J);
+                gen[k]++;
+            }
             wholes++;
         } else if (what < 93) { /* the collection is rebuilt (same set, new version) */
             random_collection(r, &c);
             rebuilds++;
         } else if (what < 96) { /* cur becomes a copy of an entry's duplicate: distance 0, tie 1 == 3 */
             memcpy(cur, eam_set_at(&c, 3), sizeof cur);
+            for (uint32_t k = 0; k < MT_L; k++)
+                gen[k]++;
+        } else if (what < 98) { /* every row rewritten, none changed */
+            for (uint32_t k = 0; k < MT_L; k++)
+                gen[k]++;
         } /* else: nothing changed since the last match */
         uint32_t want = direct_argmin(&c, cur, &d_dir);
-        uint32_t got = eam_matcher_match(&m, &c, cur, &d_inc);
+        uint32_t got = gens ? eam_matcher_match_gen(&m, &c, cur, gen, &d_inc) : eam_matcher_match(&m, &c, cur, &d_inc);
         CHECK_EQ_INT(got, want);
-        CHECK_NEAR(d_inc, d_dir, 1e-12);
+        CHECK(d_inc == d_dir); /* bit for bit */
         CHECK_EQ_INT(eam_match(&c, cur, EAM_MODE_PAPER, 0), want);
         ties += want == 1 && eam_distance(eam_set_at(&c, 3), cur, MT_L, MT_J) == d_dir;
     }
@@ -177,7 +193,7 @@ static void test_incremental_matcher(void)
     random_collection(r, &c2);
     c2.version = c.version;
     CHECK_EQ_INT(eam_matcher_match(&m, &c2, cur, &d_inc), direct_argmin(&c2, cur, &d_dir));
-    CHECK_NEAR(d_inc, d_dir, 1e-12);
+    CHECK(d_inc == d_dir);
     eam_set_free(&c2);
     eam_matcher_free(&m);
     eam_set_free(&c);
@@ -555,7 +571,9 @@ int main(void)
     test_distance();
     test_priorities();
     test_code_masking_changes_match();
-    test_incremental_matcher();
+    test_incremental_matcher(0, 0);
+    test_incremental_matcher(1, 0);
+    test_incremental_matcher(0, 1);
     test_kmeans();
     test_training_windows();
     ms_platform p = test_platform();

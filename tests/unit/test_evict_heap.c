@@ -1,5 +1,6 @@
 /* Differential tests of the heap-ordered victim searches (issue 18 part 3):
- * policies/lib/xheap, and the lfu and belady caches, against a brute-force
+ * policies/lib/xheap, the lfu and belady caches, and cache eam's victim
+ * order (eam_victims), against a brute-force
  * scan that applies the rule the scans before the heaps applied, on many
  * seeded random access sequences.  The sequences make ties the common case
  * (a handful of distinct counts, experts of one layer next used at the same
@@ -12,6 +13,9 @@
 #include <stdint.h>
 
 #include "check.h"
+#include <math.h>
+
+#include "policies/lib/eam_common.h"
 #include "policies/lib/expert_list.h"
 #include "policies/lib/xheap.h"
 #include "policies/policy.h"
@@ -330,6 +334,83 @@ static void belady_sequence(uint64_t seed, int bypass, int *victims, int *bypass
     d->cache->destroy(st);
 }
 
+/* ------------------------------------------------------------------ */
+/* cache eam (paper): eam_victims against the scan it replaced */
+
+/* The scan of policies/cache/eam.c before eam_victims (main d602774): row
+ * sums recomputed, the smallest (key, x) over the evictable members. */
+static uint32_t eam_ref_victim(const eam_tracker *t, const uint8_t *in, const uint8_t *ok)
+{
+    uint32_t best = MS_NIL;
+    double min_p = INFINITY;
+    for (uint32_t x = 0; x < t->L * t->J; x++) {
+        if (!in[x] || !ok[x])
+            continue;
+        uint32_t l = x / t->J;
+        double n_token = 0;
+        for (uint32_t e = 0; e < t->J; e++)
+            n_token += t->cur[(size_t)l * t->J + e];
+        double p = eam_priority_paper(t->cur[x], n_token, l, t->L);
+        if (p < min_p || (p == min_p && x < best)) {
+            min_p = p;
+            best = x;
+        }
+    }
+    return best;
+}
+
+/* What the tracker does when it recomputes cur's row l (sum_row). */
+static void eam_set_row(eam_tracker *t, uint32_t l, uint32_t range)
+{
+    double s = 0;
+    for (uint32_t e = 0; e < t->J; e++) {
+        t->cur[(size_t)l * t->J + e] = range ? (double)below(range) : 0.0;
+        s += t->cur[(size_t)l * t->J + e];
+    }
+    t->cur_sum[l] = s;
+    t->row_gen[l]++;
+}
+
+static void eam_sequence(uint64_t seed, int *victims, int *ties)
+{
+    enum { EL = 6, EJ = 8, ENX = EL * EJ };
+    rng_state = seed;
+    eam_tracker t;
+    eam_tracker_init(&t, EL, EJ, 0);
+    eam_victims q;
+    eam_victims_init(&q, &t);
+    uint8_t in[ENX] = {0}, ok[ENX];
+    uint32_t range = 1 + below(4); /* counts 0..range-1: equal keys within a row are common */
+    for (int op = 0; op < 1500; op++) {
+        uint32_t what = below(10), x = below(ENX);
+        if (what < 3) { /* a gate: one row grows (or empties) */
+            eam_set_row(&t, below(EL), below(5) ? range : 0);
+        } else if (what < 4) { /* a new iteration: every row recomputed */
+            for (uint32_t l = 0; l < EL; l++)
+                eam_set_row(&t, l, range);
+        } else if (what < 7) {
+            in[x] = 1;
+            eam_victims_add(&q, x);
+        } else {
+            in[x] = 0;
+            eam_victims_remove(&q, x);
+        }
+        uint32_t pass = below(4);
+        for (uint32_t y = 0; y < ENX; y++)
+            ok[y] = below(4) < pass;
+        uint32_t want = eam_ref_victim(&t, in, ok), got = eam_victims_first(&q, accept_mask, ok);
+        CHECK_EQ_INT(got, want);
+        if (got != want)
+            break;
+        (*victims) += want != MS_NIL;
+        for (uint32_t y = 0; want != MS_NIL && y < ENX; y++) /* another evictable member with the same key */
+            *ties += y != want && in[y] && ok[y] &&
+                     eam_victim_key(&t, q.decay, y) == eam_victim_key(&t, q.decay, want);
+    }
+    eam_victims_free(&q);
+    eam_tracker_free(&t);
+}
+
 int main(void)
 {
     test_xheap();
@@ -344,5 +425,12 @@ int main(void)
     CHECK(victims > 10000);
     CHECK(bypassed > 1000);
     printf("belady: %d victims compared, %d bypass decisions\n", victims, bypassed);
+    int ties = 0;
+    victims = 0;
+    for (uint64_t seed = 1; seed <= 300; seed++)
+        eam_sequence(seed, &victims, &ties);
+    CHECK(victims > 100000);
+    CHECK(ties > 10000);
+    printf("eam: %d victims compared, %d with a tied key\n", victims, ties);
     CHECK_DONE();
 }
