@@ -263,25 +263,8 @@ static ms_platform test_platform(void) { return ms_fixture_exact_platform(); }
 static void write_trace(const char *path, uint32_t L, uint32_t n_req, const uint32_t *n_it,
                         const int route[][4][MAXL])
 {
-    ms_trace_meta m;
-    memset(&m, 0, sizeof m);
-    snprintf(m.model_name, sizeof m.model_name, "hand");
-    snprintf(m.source, sizeof m.source, "test_eam");
-    m.L = L;
-    m.J = 4;
-    m.K = 1;
-    m.probs_kind = MS_PROBS_TOPK_RENORM;
-    ms_trace_meta_alloc_layers(&m);
-    for (uint32_t l = 0; l < L; l++) {
-        m.expert_bytes[l] = 1000000;
-        m.dense_bytes[l] = 2000000;
-    }
-    ms_err err;
-    ms_trace_writer *w = ms_writer_open(path, &m, &err);
-    if (!w) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
+    ms_trace_meta m = ms_fixture_hand_meta("test_eam", L, 4, 1, 1000000, 2000000);
+    ms_trace_writer *w = ms_fixture_writer_open(path, &m);
     for (uint32_t q = 0; q < n_req; q++) {
         ms_request r;
         memset(&r, 0, sizeof r);
@@ -298,16 +281,10 @@ static void write_trace(const char *path, uint32_t L, uint32_t n_req, const uint
                 r.topk_w[ms_topk_index(&m, i, l)] = 1.0f;
             }
         }
-        if (ms_writer_add(w, &r, &err)) {
-            fprintf(stderr, "%s\n", err.msg);
-            exit(1);
-        }
+        ms_fixture_writer_add(w, &r);
         ms_request_free(&r);
     }
-    if (ms_writer_close(w, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
+    ms_fixture_writer_close(w);
     ms_trace_meta_free(&m);
 }
 
