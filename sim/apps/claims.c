@@ -81,6 +81,14 @@ static double metric_of(const ms_metrics *m, cl_metric k)
     return NAN;
 }
 
+static const char *metric_name(cl_metric k)
+{
+    static const char *const names[CL_M_N] = {"hit rate", "TPOT", "TTFT", "prefetch recall in time",
+                                              "MoE-Infinity's prefetch recall", "semantic similarity",
+                                              "trajectory similarity"};
+    return k < CL_M_N ? names[k] : "?";
+}
+
 static uint32_t cache_experts(const ms_trace_meta *meta, double frac)
 {
     long n = lround(frac * meta->L * meta->J);
@@ -201,6 +209,13 @@ static int evaluate(cl_ctx *c, const cl_claim *cl, const cl_setting *s, const ms
                 t.batch = (uint32_t)cl->axis_vals[a];
             if (run_system(c, &t, &cl->sys[i], cl->distance, cl->metric, meta, &v[i * nx + a]))
                 return -1;
+        }
+    for (size_t i = 0; i < cl->nsys * nx; i++)
+        if (isnan(v[i])) { /* e.g. TTFT without a replayed prefill, similarity without embeddings */
+            snprintf(r->value_text, sizeof r->value_text, "%s (%s) is undefined on this trace",
+                     cl->sys[i / nx].label, metric_name(cl->metric));
+            *vd = MS_VERDICT_SKIPPED;
+            return 0;
         }
     *vd = cl_values_verdict(cl, v, nx, r);
     return 0;
@@ -350,7 +365,8 @@ static int run_serverless_claim(cl_ctx *c, const cl_claim *cl, ms_claim_result *
         return ms_fail_prefix(c->err, "claim %s", cl->id);
     ms_err run_err;
     ms_verdict vd;
-    if (cl_serverless_evaluate(cl, trace, c->o->seed, c->o->sensitivity, r, &vd, &run_err)) {
+    if (cl_serverless_evaluate(cl, trace, c->o->trace ? c->o->model : NULL, c->o->seed, c->o->sensitivity, r, &vd,
+                               &run_err)) {
         skip_with(r, &run_err);
         return 0;
     }
@@ -380,7 +396,13 @@ static int run_claim(cl_ctx *c, const cl_claim *cl, ms_claim_result *r)
     cl_setting s = {.plat = &plat, .cache_frac = cl->cache_frac, .cache_gb = cl->cache_gb, .gpus = cl->gpus};
     if (c->o->trace) {
         s.trace = c->o->trace;
-        snprintf(r->note, sizeof r->note, "on %s (the claim's model: %s)", c->o->trace, cl->model);
+        if (c->o->model) {
+            if (ms_model_load(c->o->model, &model, c->err))
+                return ms_fail_prefix(c->err, "claims: --model");
+            s.model = &model;
+        }
+        snprintf(r->note, sizeof r->note, "on %s%s%s (the claim's model: %s)", c->o->trace,
+                 c->o->model ? " as " : "", c->o->model ? c->o->model : "", cl->model);
     } else {
         if (ms_model_load(cl->model, &model, c->err))
             return ms_fail_prefix(c->err, "claim %s", cl->id);
@@ -399,7 +421,7 @@ static int run_claim(cl_ctx *c, const cl_claim *cl, ms_claim_result *r)
     ms_err *saved = c->err;
     c->err = &run_err;
     int rc = evaluate(c, cl, &s, &meta, r, &vd);
-    if (!rc && vd != MS_VERDICT_HOLDS && c->o->sensitivity && cl->kind != CL_ENTROPY && cl->kind != CL_STORE_MB)
+    if (!rc && vd != MS_VERDICT_HOLDS && vd != MS_VERDICT_SKIPPED && c->o->sensitivity && cl->kind != CL_ENTROPY && cl->kind != CL_STORE_MB)
         rc = sensitivity(c, cl, &s, &meta, r);
     c->err = saved;
     ms_reader_close(rd);

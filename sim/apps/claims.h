@@ -46,6 +46,8 @@ typedef struct {
     const char *out_dir;     /* synthetic traces, claims.csv, claims_values.csv, claims.png */
     const char *trace;       /* NULL: a synthetic trace per model; else this trace for every claim */
     const char *platform;    /* NULL: each claim's testbed */
+    const char *model;       /* with trace: the model profile for its sizes (a route-csv import has no
+                              * hidden size, which several GPUs need); NULL: the sizes in the trace */
     const char *only;        /* NULL, or comma-separated claim ids / paper names */
     unsigned requests;       /* requests of each synthetic trace */
     unsigned seed;

@@ -16,9 +16,10 @@
 #define CL_SL_LOOSE_TARGET_S 3600.0
 static const double cl_sl_target_x[] = {1.0, 1.25, 1.5, 2.0, 4.0};
 
-static int study(const cl_claim *cl, const char *trace, unsigned seed, double target_s, ms_sl_study *s, ms_err *err)
+static int study(const cl_claim *cl, const char *trace, const char *model, unsigned seed, double target_s,
+                 ms_sl_study *s, ms_err *err)
 {
-    ms_sl_study_opts o = {.trace = trace, .profile = cl->platform, .model = NULL, .predictor = "paper",
+    ms_sl_study_opts o = {.trace = trace, .profile = cl->platform, .model = model, .predictor = "paper",
                           .target_s = target_s, .train = 0.5, .bo_split = 0.25, .bo_iters = 20, .grid = 400,
                           .seed = seed, .bo_log = NULL};
     return ms_sl_study_run(&o, s, err);
@@ -54,11 +55,11 @@ static ms_verdict judge(const cl_claim *cl, const ms_sl_study *s, ms_claim_resul
     return all ? MS_VERDICT_HOLDS : v[0] > 0 && v[2] > 0 ? MS_VERDICT_DIRECTION : MS_VERDICT_NO;
 }
 
-int cl_serverless_evaluate(const cl_claim *cl, const char *trace, unsigned seed, int with_sensitivity,
+int cl_serverless_evaluate(const cl_claim *cl, const char *trace, const char *model, unsigned seed, int with_sensitivity,
                            ms_claim_result *r, ms_verdict *vd, ms_err *err)
 {
     ms_sl_study s;
-    if (study(cl, trace, seed, CL_SL_LOOSE_TARGET_S, &s, err))
+    if (study(cl, trace, model, seed, CL_SL_LOOSE_TARGET_S, &s, err))
         return -1;
     *vd = judge(cl, &s, r);
     if (*vd == MS_VERDICT_HOLDS || !with_sensitivity)
@@ -70,7 +71,7 @@ int cl_serverless_evaluate(const cl_claim *cl, const char *trace, unsigned seed,
         ms_sl_study t;
         ms_claim_result tmp = *r;
         ms_err e;
-        if (study(cl, trace, seed, cl_sl_target_x[i] * lam_latency, &t, &e)) {
+        if (study(cl, trace, model, seed, cl_sl_target_x[i] * lam_latency, &t, &e)) {
             unplannable++; /* no plan meets so tight a target */
             continue;
         }

@@ -13,7 +13,7 @@
 #include "sim/core/params.h"
 
 static const char claims_usage[] =
-    "usage: moesim claims [--only ID|PAPER[,...]] [--out DIR] [--trace FILE] [--platform P]\n"
+    "usage: moesim claims [--only ID|PAPER[,...]] [--out DIR] [--trace FILE [--model M]] [--platform P]\n"
     "                     [--requests N] [--seed N] [--no-sensitivity] [--json] [--list]\n"
     "\n"
     "Runs every quantitative claim of the seed papers (fMoE, MoE-Infinity, HybriMoE, serverless MoE)\n"
@@ -23,7 +23,8 @@ static const char claims_usage[] =
     "at a time, to show where it would flip (the serverless claim: its latency target).  Each model's\n"
     "trace is a seeded synthetic trace shaped like the paper's workload (semantic clusters; ShareGPT\n"
     "prompt and output lengths), DIR/claims-<model>.h5; --trace replays the given trace for every\n"
-    "claim instead (its own model).  Writes DIR/claims.csv, DIR/claims_values.csv and DIR/claims.png\n"
+    "claim instead (its own model; --model names the profile of that model, for the sizes the trace\n"
+    "lacks).  Writes DIR/claims.csv, DIR/claims_values.csv and DIR/claims.png\n"
     "(paper vs moesim).  docs/claims.md holds each claim's source and the measured table.\n"
     "Defaults: --out moesim-claims --requests 8 --seed 1; each claim's testbed (--platform replaces it;\n"
     "the serverless claim keeps its serverless profile and says so).\n";
@@ -68,6 +69,8 @@ static int parse_claims_flags(int argc, char **argv, claims_flags *f)
             f->o.trace = val;
         else if (!strcmp(a, "--platform"))
             f->o.platform = val;
+        else if (!strcmp(a, "--model"))
+            f->o.model = val;
         else if (!strcmp(a, "--requests")) {
             if (parse_u(a, val, 4, 100000, &f->o.requests)) /* 4: the 7:3 split leaves one to replay */
                 return 2;
@@ -77,6 +80,9 @@ static int parse_claims_flags(int argc, char **argv, claims_flags *f)
         } else
             return ms_cli_usage("claims: unknown option '%s' (see moesim claims --help)", a);
     }
+    if (f->o.model && !f->o.trace)
+        return ms_cli_usage("claims: --model %s needs --trace (without it each claim runs its paper's model)",
+                            f->o.model);
     return 0;
 }
 
