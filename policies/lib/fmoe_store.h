@@ -113,9 +113,11 @@ uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map);
 /* argmax_y RDY((emb, map), y) over the held entries (n > 0), ties to the
  * lower index: what fmoe_store_add replaces when the store is full.
  * fmoe_dedup_full computes every entry's RDY (the reference);
- * fmoe_dedup_pruned the same entry, with exact bounds that skip the rest of
- * an entry's map once it cannot reach the best so far (every store and
- * query value finite); fmoe_dedup picks it when it applies. */
+ * fmoe_dedup_pruned finds the same entry, with bounds that stop summing an
+ * entry's map once it cannot reach the best so far (it calls the reference
+ * for non-finite values, a zero query map or d = L); fmoe_dedup, what
+ * fmoe_store_add calls, takes the pruned one past one block of entries.
+ * dedup_block_stages / dedup_stages_skipped count the pruned one's work. */
 #define FMOE_STAGES 8 /* the map's layers split into at most this many stages between bound checks */
 uint32_t fmoe_dedup_full(fmoe_store *s, const float *emb, const float *map);
 uint32_t fmoe_dedup_pruned(fmoe_store *s, const float *emb, const float *map);
