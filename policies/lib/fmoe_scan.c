@@ -12,18 +12,33 @@
 
 /* ---- plain C (every target; the reference of the vector versions) ---- */
 
-static void scan1(const float *restrict vals, size_t len, size_t first, uint32_t nb, const uint32_t *restrict cols,
-                  const double *restrict w, uint32_t nc, double *restrict out)
+/* more = 1: the sums continue from out's values (the same additions, in the
+ * same order, as one scan over the terms before and these). */
+static void scan1_from(const float *restrict vals, size_t len, size_t first, uint32_t nb,
+                       const uint32_t *restrict cols, const double *restrict w, uint32_t nc, double *restrict out,
+                       int more)
 {
     for (uint32_t b = 0; b < nb; b++) {
         const float *blk = vals + ((size_t)b * len + first) * B;
         double *o = out + (size_t)b * B;
-        for (uint32_t t = 0; t < B; t++)
+        for (uint32_t t = 0; t < B && !more; t++)
             o[t] = 0;
         for (uint32_t k = 0; k < nc; k++)
             for (uint32_t t = 0; t < B; t++)
                 o[t] += w[k] * (double)blk[(size_t)cols[k] * B + t];
     }
+}
+
+static void scan1(const float *vals, size_t len, size_t first, uint32_t nb, const uint32_t *cols, const double *w,
+                  uint32_t nc, double *out)
+{
+    scan1_from(vals, len, first, nb, cols, w, nc, out, 0);
+}
+
+static void scan1_more(const float *vals, size_t len, size_t first, uint32_t nb, const uint32_t *cols,
+                       const double *w, uint32_t nc, double *out)
+{
+    scan1_from(vals, len, first, nb, cols, w, nc, out, 1);
 }
 
 /* Trajectory steps of entries [y0, n), one at a time, folded into the best
@@ -58,7 +73,7 @@ static int traj1(double *dot, double *norm2, double *score, const double *acc, c
     return by;
 }
 
-static const fmoe_kernels kernels_c = {scan1, traj1, "c"};
+static const fmoe_kernels kernels_c = {scan1, traj1, scan1_more, "c"};
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
@@ -98,14 +113,15 @@ static inline __m128d cvt2(const float *p)
     return _mm_cvtps_pd(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(const void *)p)));
 }
 
-static void scan2(const float *restrict vals, size_t len, size_t first, uint32_t nb, const uint32_t *restrict cols,
-                  const double *restrict w, uint32_t nc, double *restrict out)
+static void scan2_from(const float *restrict vals, size_t len, size_t first, uint32_t nb,
+                       const uint32_t *restrict cols, const double *restrict w, uint32_t nc, double *restrict out,
+                       int more)
 {
     for (uint32_t b = 0; b < nb; b++) {
         const float *blk = vals + ((size_t)b * len + first) * B;
         __m128d a[8];
         for (int t = 0; t < 8; t++)
-            a[t] = _mm_setzero_pd();
+            a[t] = more ? _mm_loadu_pd(out + (size_t)b * B + 2 * t) : _mm_setzero_pd();
         for (uint32_t k = 0; k < nc; k++) {
             const float *v = blk + (size_t)cols[k] * B;
             __m128d x = _mm_set1_pd(w[k]);
@@ -123,19 +139,37 @@ static void scan2(const float *restrict vals, size_t len, size_t first, uint32_t
     }
 }
 
+static void scan2(const float *vals, size_t len, size_t first, uint32_t nb, const uint32_t *cols, const double *w,
+                  uint32_t nc, double *out)
+{
+    scan2_from(vals, len, first, nb, cols, w, nc, out, 0);
+}
+
+static void scan2_more(const float *vals, size_t len, size_t first, uint32_t nb, const uint32_t *cols,
+                       const double *w, uint32_t nc, double *out)
+{
+    scan2_from(vals, len, first, nb, cols, w, nc, out, 1);
+}
+
 /* The same with four lanes: AVX (vcvtps2pd, vmulpd, vaddpd; no FMA).  Two
  * blocks at a time: eight independent sums in flight hide the add latency. */
 #define FMOE_AVX_TERM(acc, blk, off) \
     acc = _mm256_add_pd(acc, _mm256_mul_pd(x, _mm256_cvtps_pd(_mm_loadu_ps((blk) + (off)))))
 
-__attribute__((target("avx"))) static void scan4(const float *restrict vals, size_t len, size_t first, uint32_t nb,
-                                                 const uint32_t *restrict cols, const double *restrict w,
-                                                 uint32_t nc, double *restrict out)
+/* The starting sums of out[off .. off + 4): zero, or out's (more = 1). */
+#define FMOE_AVX_START(off) (more ? _mm256_loadu_pd(o + (off)) : _mm256_setzero_pd())
+
+__attribute__((target("avx"))) static inline void scan4_from(const float *restrict vals, size_t len, size_t first,
+                                                             uint32_t nb, const uint32_t *restrict cols,
+                                                             const double *restrict w, uint32_t nc,
+                                                             double *restrict out, int more)
 {
     uint32_t b = 0;
     for (; b + 2 <= nb; b += 2) {
         const float *p = vals + ((size_t)b * len + first) * B, *q = p + len * B;
-        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+        double *o = out + (size_t)b * B;
+        __m256d a0 = FMOE_AVX_START(0), a1 = FMOE_AVX_START(4), a2 = FMOE_AVX_START(8), a3 = FMOE_AVX_START(12);
+        __m256d a4 = FMOE_AVX_START(16), a5 = FMOE_AVX_START(20), a6 = FMOE_AVX_START(24), a7 = FMOE_AVX_START(28);
         for (uint32_t k = 0; k < nc; k++) {
             size_t c = (size_t)cols[k] * B;
             __m256d x = _mm256_set1_pd(w[k]);
@@ -148,7 +182,6 @@ __attribute__((target("avx"))) static void scan4(const float *restrict vals, siz
             FMOE_AVX_TERM(a6, q + c, 8);
             FMOE_AVX_TERM(a7, q + c, 12);
         }
-        double *o = out + (size_t)b * B;
         _mm256_storeu_pd(o + 0, a0);
         _mm256_storeu_pd(o + 4, a1);
         _mm256_storeu_pd(o + 8, a2);
@@ -160,7 +193,8 @@ __attribute__((target("avx"))) static void scan4(const float *restrict vals, siz
     }
     if (b < nb) {
         const float *p = vals + ((size_t)b * len + first) * B;
-        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+        double *o = out + (size_t)b * B;
+        __m256d a0 = FMOE_AVX_START(0), a1 = FMOE_AVX_START(4), a2 = FMOE_AVX_START(8), a3 = FMOE_AVX_START(12);
         for (uint32_t k = 0; k < nc; k++) {
             size_t c = (size_t)cols[k] * B;
             __m256d x = _mm256_set1_pd(w[k]);
@@ -169,12 +203,24 @@ __attribute__((target("avx"))) static void scan4(const float *restrict vals, siz
             FMOE_AVX_TERM(a2, p + c, 8);
             FMOE_AVX_TERM(a3, p + c, 12);
         }
-        double *o = out + (size_t)b * B;
         _mm256_storeu_pd(o + 0, a0);
         _mm256_storeu_pd(o + 4, a1);
         _mm256_storeu_pd(o + 8, a2);
         _mm256_storeu_pd(o + 12, a3);
     }
+}
+
+__attribute__((target("avx"))) static void scan4(const float *vals, size_t len, size_t first, uint32_t nb,
+                                                 const uint32_t *cols, const double *w, uint32_t nc, double *out)
+{
+    scan4_from(vals, len, first, nb, cols, w, nc, out, 0);
+}
+
+__attribute__((target("avx"))) static void scan4_more(const float *vals, size_t len, size_t first, uint32_t nb,
+                                                      const uint32_t *cols, const double *w, uint32_t nc,
+                                                      double *out)
+{
+    scan4_from(vals, len, first, nb, cols, w, nc, out, 1);
 }
 
 static int traj2(double *dot, double *norm2, double *score, const double *acc, const double *rn, const double *sq,
@@ -235,7 +281,8 @@ __attribute__((target("avx"))) static int traj4(double *dot, double *norm2, doub
                        best);
 }
 
-static const fmoe_kernels kernels_sse2 = {scan2, traj2, "sse2"}, kernels_avx = {scan4, traj4, "avx"};
+static const fmoe_kernels kernels_sse2 = {scan2, traj2, scan2_more, "sse2"},
+                          kernels_avx = {scan4, traj4, scan4_more, "avx"};
 
 const fmoe_kernels *fmoe_kernels_pick(void)
 {

@@ -33,6 +33,10 @@ typedef int fmoe_traj_fn(double *dot, double *norm2, double *score, const double
 typedef struct {
     fmoe_scan_fn *scan;
     fmoe_traj_fn *traj;
+    /* scan's sums continued from out's values instead of +0: a scan of terms
+     * [0, k) then scan_more of terms [k, nc) gives scan's result over [0, nc)
+     * bit for bit (the same additions in the same order). */
+    fmoe_scan_fn *scan_more;
     const char *name; /* "avx", "sse2" or "c" */
 } fmoe_kernels;
 

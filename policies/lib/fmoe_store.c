@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "policies/lib/fmoe_scan.h"
+#include "policies/lib/fmoe_store_priv.h"
 #include "sim/core/err.h"
 
 #define B FMOE_BLOCK
@@ -41,6 +42,14 @@ static void carve_all(fmoe_store *s, carver *c)
     s->map_norm = carve(c, S, sizeof *s->map_norm);
     s->row_norm2 = carve(c, S * s->L, sizeof *s->row_norm2);
     s->prefix_norm = carve(c, S * s->L, sizeof *s->prefix_norm);
+    s->row_norm_up = carve(c, S * s->L, sizeof *s->row_norm_up);
+    s->layer_ids = carve(c, s->L ? s->L : 1, sizeof *s->layer_ids);
+    s->layer_norm = carve(c, s->L ? s->L : 1, sizeof *s->layer_norm);
+    s->inv_map_norm = carve(c, S, sizeof *s->inv_map_norm);
+    s->inv_emb_norm = carve(c, S, sizeof *s->inv_emb_norm);
+    s->thr = carve(c, S, sizeof *s->thr);
+    s->stage_bound = carve(c, S * FMOE_STAGES, sizeof *s->stage_bound);
+    s->blocks = carve(c, S / B, sizeof *s->blocks);
     s->entry_nonfinite = carve(c, S, sizeof *s->entry_nonfinite);
     s->dot = carve(c, S, sizeof *s->dot);
     s->norm2 = carve(c, S, sizeof *s->norm2);
@@ -67,6 +76,8 @@ void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32
     uintptr_t p = (uintptr_t)s->mem;
     c = (carver){(char *)s->mem + (round64(p) - p), 0};
     carve_all(s, &c);
+    for (uint32_t l = 0; l < L; l++)
+        s->layer_ids[l] = l;
 }
 
 void fmoe_store_free(fmoe_store *s)
@@ -112,10 +123,7 @@ void fmoe_store_get_emb(const fmoe_store *s, uint32_t y, float *out)
     gather(s->emb, s->D, y, 0, s->D, out);
 }
 
-/* The query's terms to sum: the non-zero ones while every stored value is
- * finite (a zero term then adds +-0 to a sum that is never -0: no change),
- * else all of them.  Returns their count. */
-static uint32_t query_terms(fmoe_store *s, const float *q, uint32_t n)
+uint32_t fmoe_query_terms(fmoe_store *s, const float *q, uint32_t n)
 {
     uint32_t nc = 0;
     for (uint32_t i = 0; i < n; i++)
@@ -126,13 +134,10 @@ static uint32_t query_terms(fmoe_store *s, const float *q, uint32_t n)
     return nc;
 }
 
-/* out[y] = q[0..n) . (values first .. first + n - 1 of entry y), summed from +0
- * in index order, for every held entry (out is written up to the end of the
- * last held block; the empty slots there give 0). */
-static void scan_query(fmoe_store *s, const float *vals, size_t len, size_t first, const float *q, uint32_t n,
-                       double *out)
+void fmoe_scan_query(fmoe_store *s, const float *vals, size_t len, size_t first, const float *q, uint32_t n,
+                     double *out)
 {
-    uint32_t nc = query_terms(s, q, n);
+    uint32_t nc = fmoe_query_terms(s, q, n);
     s->kernels->scan(vals, len, first, (s->n + B - 1) / B, s->cols, s->w, nc, out);
 }
 
@@ -147,22 +152,6 @@ double fmoe_cosine(const float *a, const float *b, size_t n)
         bb += (double)b[i] * b[i];
     }
     return aa > 0 && bb > 0 ? ab / (sqrt(aa) * sqrt(bb)) : 0.0;
-}
-
-/* |a|^2 summed in fmoe_cosine's order. */
-static double norm2_of(const float *a, size_t n)
-{
-    double aa = 0;
-    for (size_t i = 0; i < n; i++)
-        aa += (double)a[i] * a[i];
-    return aa;
-}
-
-/* fmoe_cosine's result from its three sums, sqrt(bb) given: the same value,
- * as sqrt is exact (correctly rounded). */
-static double cosine_of(double ab, double aa, double bb, double sqrt_bb)
-{
-    return aa > 0 && bb > 0 ? ab / (sqrt(aa) * sqrt_bb) : 0.0;
 }
 
 /* First index of the largest value, as `if (best < 0 || c > best_c)` picks it. */
@@ -183,10 +172,10 @@ int fmoe_semantic_search(fmoe_store *s, const float *e_new, double *score)
 {
     if (!s->n || !s->D)
         return -1;
-    double aa = norm2_of(e_new, s->D);
-    scan_query(s, s->emb, s->D, 0, e_new, s->D, s->acc);
+    double aa = fmoe_norm2_of(e_new, s->D);
+    fmoe_scan_query(s, s->emb, s->D, 0, e_new, s->D, s->acc);
     for (uint32_t y = 0; y < s->n; y++)
-        s->acc[y] = cosine_of(s->acc[y], aa, s->emb_norm2[y], s->emb_norm[y]);
+        s->acc[y] = fmoe_cosine_of(s->acc[y], aa, s->emb_norm2[y], s->emb_norm[y]);
     return argmax_first(s->acc, s->n, score);
 }
 
@@ -208,29 +197,7 @@ double fmoe_store_rdy(const fmoe_store *s, uint32_t y, const float *emb, const f
     return r;
 }
 
-/* argmax_y RDY((emb, map), y), ties to the lower index: the scans give every
- * entry's two dot products, then each RDY is fmoe_store_rdy's expression. */
-static uint32_t most_redundant(fmoe_store *s, const float *emb, const float *map)
-{
-    uint32_t LJ = s->L * s->J;
-    double ee = s->D ? norm2_of(emb, s->D) : 0.0, mm = norm2_of(map, LJ);
-    scan_query(s, s->map, LJ, 0, map, LJ, s->acc);
-    if (s->D)
-        scan_query(s, s->emb, s->D, 0, emb, s->D, s->acc2);
-    uint32_t best = 0;
-    double best_rdy = -INFINITY;
-    for (uint32_t y = 0; y < s->n; y++) {
-        double sem = s->D ? cosine_of(s->acc2[y], ee, s->emb_norm2[y], s->emb_norm[y]) : 0.0;
-        double r = fmoe_rdy(s->d, s->L, sem, cosine_of(s->acc[y], mm, s->map_norm2[y], s->map_norm[y]));
-        if (r > best_rdy) {
-            best = y;
-            best_rdy = r;
-        }
-    }
-    return best;
-}
-
-static int all_finite(const float *v, size_t n)
+int fmoe_all_finite(const float *v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (!isfinite(v[i]))
@@ -247,22 +214,26 @@ static void scatter(float *blocked, size_t len, uint32_t y, const float *v)
 uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map)
 {
     size_t LJ = (size_t)s->L * s->J;
-    uint32_t y = s->n < s->cap ? s->n++ : most_redundant(s, emb, map);
+    uint32_t y = s->n < s->cap ? s->n++ : fmoe_dedup(s, emb, map);
     if (s->D)
         scatter(s->emb, s->D, y, emb);
     scatter(s->map, LJ, y, map);
-    s->emb_norm2[y] = s->D ? norm2_of(emb, s->D) : 0.0;
+    s->emb_norm2[y] = s->D ? fmoe_norm2_of(emb, s->D) : 0.0;
     s->emb_norm[y] = sqrt(s->emb_norm2[y]);
-    s->map_norm2[y] = norm2_of(map, LJ);
+    s->map_norm2[y] = fmoe_norm2_of(map, LJ);
     s->map_norm[y] = sqrt(s->map_norm2[y]);
+    s->inv_map_norm[y] = s->map_norm[y] > 0 ? 1.0 / s->map_norm[y] : 0.0;
+    s->inv_emb_norm[y] = s->emb_norm[y] > 0 ? 1.0 / s->emb_norm[y] : 0.0;
     double prefix = 0; /* summed as the trajectory search sums norm2[y] over layers 0, 1, ... */
     for (uint32_t l = 0; l < s->L; l++) {
-        double r = norm2_of(map + (size_t)l * s->J, s->J);
+        double r = fmoe_norm2_of(map + (size_t)l * s->J, s->J);
         s->row_norm2[(size_t)l * s->slots + y] = r;
+        float up = (float)sqrt(r); /* an upper bound: what is dropped must not be able to win */
+        s->row_norm_up[at(y, l, s->L)] = (double)up < sqrt(r) ? nextafterf(up, INFINITY) : up;
         prefix += r;
         s->prefix_norm[(size_t)l * s->slots + y] = sqrt(prefix);
     }
-    uint8_t bad = !all_finite(map, LJ) || (s->D && !all_finite(emb, s->D));
+    uint8_t bad = !fmoe_all_finite(map, LJ) || (s->D && !fmoe_all_finite(emb, s->D));
     s->nonfinite = s->nonfinite - s->entry_nonfinite[y] + bad;
     s->entry_nonfinite[y] = bad;
     fmoe_traj_reset(s);
@@ -283,7 +254,7 @@ void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P)
     for (uint32_t j = 0; j < s->J; j++)
         s->traj_norm2 += (double)P[j] * P[j];
     /* acc[y] = P . m_y[l], from 0 over j, then added to the running sums */
-    scan_query(s, s->map, (size_t)s->L * s->J, (size_t)l * s->J, P, s->J, s->acc);
+    fmoe_scan_query(s, s->map, (size_t)s->L * s->J, (size_t)l * s->J, P, s->J, s->acc);
     const double *rn = s->row_norm2 + (size_t)l * s->slots; /* cached |m_y[l]|^2 */
     /* layers 0..l observed in order: norm2[y] becomes the cached prefix sum, whose sqrt is cached too */
     s->in_order = s->in_order && s->observed == l;

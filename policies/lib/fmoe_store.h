@@ -46,6 +46,9 @@ typedef struct {
     double *map_norm;         /* [slots] sqrt(|m_y|^2) */
     double *row_norm2;        /* [L][slots] |m_y[l]|^2 */
     double *prefix_norm;      /* [L][slots] sqrt(|m_y[0..l]|^2), the sum over layers 0..l in order */
+    float *row_norm_up;       /* [slots / B][L][B] sqrt(|m_y[l]|^2) rounded up to a float (deduplication's bounds) */
+    double *inv_map_norm;     /* [slots] 1 / map_norm (0 for a zero map): deduplication's bounds */
+    double *inv_emb_norm;     /* [slots] 1 / emb_norm (0 for a zero embedding) */
     uint32_t nonfinite;       /* entries holding a NaN or an infinity (then no term is skipped) */
     uint8_t *entry_nonfinite; /* [slots] */
     /* incremental trajectory search (reset at each iteration) */
@@ -60,7 +63,15 @@ typedef struct {
     /* scratch of the scans */
     double *acc, *acc2;       /* [slots] one sum per entry */
     uint32_t *cols;           /* [max(L J, D)] the query's terms that are summed */
+    double *stage_bound;      /* [FMOE_STAGES][slots] deduplication's bounds of the terms not summed yet */
+    uint32_t *layer_ids;      /* [L] deduplication: 0, 1, ..., L - 1 (the bounds' scan terms) */
+    double *layer_norm;       /* [L] deduplication: the query's row norms */
+    double *thr;              /* [slots] deduplication: the map dot product an entry needs to stay */
+    uint32_t *blocks;         /* [slots / B] deduplication's blocks still in the running */
     double *w;                /* [max(L J, D)] their values */
+    /* what fmoe_dedup_pruned skipped (statistics for tests and benchmarks) */
+    uint64_t dedup_block_stages;  /* blocks x stages of its queries */
+    uint64_t dedup_stages_skipped; /* of those, not summed: their block dropped before */
     void *mem;                /* the one allocation behind every array */
     const fmoe_kernels *kernels; /* the loops this CPU runs (the same results on every CPU) */
 } fmoe_store;
@@ -97,6 +108,20 @@ double fmoe_store_rdy(const fmoe_store *s, uint32_t y, const float *emb, const f
  * semantic term is then 0).  Returns the entry index.  Resets the
  * trajectory state (the store changed). */
 uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map);
+
+/* ---- deduplication (fmoe_dedup.c) ---- */
+/* argmax_y RDY((emb, map), y) over the held entries (n > 0), ties to the
+ * lower index: what fmoe_store_add replaces when the store is full.
+ * fmoe_dedup_full computes every entry's RDY (the reference);
+ * fmoe_dedup_pruned finds the same entry, with bounds that stop summing an
+ * entry's map once it cannot reach the best so far (it calls the reference
+ * for non-finite values, a zero query map or d = L); fmoe_dedup, what
+ * fmoe_store_add calls, takes the pruned one past one block of entries.
+ * dedup_block_stages / dedup_stages_skipped count the pruned one's work. */
+#define FMOE_STAGES 8 /* the map's layers split into at most this many stages between bound checks */
+uint32_t fmoe_dedup_full(fmoe_store *s, const float *emb, const float *map);
+uint32_t fmoe_dedup_pruned(fmoe_store *s, const float *emb, const float *map);
+uint32_t fmoe_dedup(fmoe_store *s, const float *emb, const float *map);
 
 /* Trajectory search (seed 000 Eq. score-map), incremental: reset at the start
  * of an iteration, then observe layers 0, 1, ... in order; each observation

@@ -1,0 +1,42 @@
+/* Internals shared by the map store's files (fmoe_store.c, fmoe_dedup.c):
+ * the sums of fmoe_cosine, each in its order, and the query's terms.  Not
+ * for policies: they read fmoe_store.h. */
+#ifndef MS_FMOE_STORE_PRIV_H
+#define MS_FMOE_STORE_PRIV_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policies/lib/fmoe_store.h"
+
+/* |a|^2 summed in fmoe_cosine's order. */
+static inline double fmoe_norm2_of(const float *a, size_t n)
+{
+    double aa = 0;
+    for (size_t i = 0; i < n; i++)
+        aa += (double)a[i] * a[i];
+    return aa;
+}
+
+/* fmoe_cosine's result from its three sums, sqrt(bb) given: the same value,
+ * as sqrt is exact (correctly rounded). */
+static inline double fmoe_cosine_of(double ab, double aa, double bb, double sqrt_bb)
+{
+    return aa > 0 && bb > 0 ? ab / (sqrt(aa) * sqrt_bb) : 0.0;
+}
+
+/* The query's terms to sum into s->cols / s->w: the non-zero ones while
+ * every stored value is finite (a zero term then adds +-0 to a sum that is
+ * never -0: no change), else all of them.  Returns their count. */
+uint32_t fmoe_query_terms(fmoe_store *s, const float *q, uint32_t n);
+
+/* out[y] = q[0..n) . (values first .. first + n - 1 of entry y), summed from
+ * +0 in index order, for every held entry (out is written up to the end of
+ * the last held block; the empty slots there give 0). */
+void fmoe_scan_query(fmoe_store *s, const float *vals, size_t len, size_t first, const float *q, uint32_t n,
+                     double *out);
+
+int fmoe_all_finite(const float *v, size_t n);
+
+#endif
