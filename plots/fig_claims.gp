@@ -2,6 +2,9 @@
 # moesim's (reductions and gains in %, recall in %, gaps in points, the best
 # distance), one pair of bars per item.  Reads dir/claims_values.csv
 # (item,paper,moesim,verdict).
+# one pair of bars per item and long item names: a wider, taller canvas than the default
+if (!exists("width")) width = 1700
+if (!exists("height")) height = 820
 load plots . "/fig_common.gp"
 csv = dir . "/claims_values.csv"
 set style fill solid 0.85 border -1
@@ -13,7 +16,8 @@ set xtics rotate by 45 right noenhanced font ",9"
 set grid ytics
 bw = 0.38
 set boxwidth bw * 0.95
-set bmargin 9
+set bmargin 17
+set lmargin 22
 plot csv using ($0 - bw / 2):2:xtic(1) with boxes lt 1 title "paper", \
      csv using ($0 + bw / 2):3 with boxes lt 2 title "moesim", \
      csv using ($0 + bw / 2):3:(sprintf("%.0f", $3)) with labels center offset 0, 0.7 font ",8" notitle

@@ -95,6 +95,15 @@ static int write_claims_csv(const char *path, const ms_claim_result *r, size_t n
     return ms_out_commit(o, err);
 }
 
+/* An item name as one CSV field the figure's gnuplot reads (it splits on
+ * every comma, quoted or not): commas become semicolons. */
+static void put_item(FILE *f, const char *id, const char *item)
+{
+    fprintf(f, "%s ", id);
+    for (const char *c = item; *c; c++)
+        fputc(*c == ',' ? ';' : *c, f);
+}
+
 /* The numeric comparisons, one row per value the paper gives (for the figure). */
 static int write_values_csv(const char *path, const ms_claim_result *r, size_t n, ms_err *err)
 {
@@ -106,9 +115,10 @@ static int write_values_csv(const char *path, const ms_claim_result *r, size_t n
     fprintf(f, "item,paper,moesim,verdict\n");
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < r[i].n; k++)
-            if (isfinite(r[i].paper[k]) && isfinite(r[i].moesim[k]))
-                fprintf(f, "%s %s,%.4f,%.4f,%s\n", r[i].id, r[i].item[k], r[i].paper[k], r[i].moesim[k],
-                        ms_verdict_name(r[i].verdict));
+            if (isfinite(r[i].paper[k]) && isfinite(r[i].moesim[k])) {
+                put_item(f, r[i].id, r[i].item[k]);
+                fprintf(f, ",%.4f,%.4f,%s\n", r[i].paper[k], r[i].moesim[k], ms_verdict_name(r[i].verdict));
+            }
     return ms_out_commit(o, err);
 }
 

@@ -81,7 +81,7 @@ static const double eamc_knee_nllb[] = {110};
 /* ---- HybriMoE (seed 003): against a kTransformers-style static mapping ---- */
 static const cl_system hybrimoe_vs_static[] = {
     {"HybriMoE", "hybrimoe", "mrs", "hybrid", 0},
-    {"kTransformers-style (static + CPU for the rest)", "none", "static", "fiddler:when=always", 0},
+    {"kTransformers-style (static; rest on CPU)", "none", "static", "fiddler:when=always", 0},
 };
 /* 1.33x prefill and 1.70x decode speed-ups as time reductions: 1 - 1/x */
 static const double hybrimoe_prefill_cut[] = {24.8};

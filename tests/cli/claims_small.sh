@@ -15,6 +15,8 @@ grep -q '^4 claims: ' a.txt || fail "no summary line"
 grep -q '^"hybrimoe-decode","HybriMoE",' a/claims.csv || fail "claims.csv lacks hybrimoe-decode"
 grep -q '^hybrimoe-decode vs kTransformers-style' a/claims_values.csv || fail "claims_values.csv"
 grep -q '^moeinf-belady-switch gap to Belady' a/claims_values.csv || fail "claims_values.csv gap"
+# every row of the figure's CSV has its four fields (an item name with a comma would shift them)
+awk -F, '!/^#/ && NF != 4 { bad = 1 } END { exit bad }' a/claims_values.csv || fail "claims_values.csv: a row without 4 fields"
 head -c 8 a/claims.png | od -An -c | tr -d ' \n' | grep -q 'PNG' || fail "claims.png is not a PNG"
 # the entropy claim: the two means and the per-layer count decide the verdict
 line=$(grep -A1 '^fmoe-entropy' a.txt)
