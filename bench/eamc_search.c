@@ -17,22 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench/bench_clock.h"
 #include "policies/lib/eam_common.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* One EAM: per layer, `tokens` tokens each routed to one uniform expert. */
 static void random_eam(gsl_rng *r, uint32_t L, uint32_t J, unsigned tokens, double *m)
@@ -41,12 +28,6 @@ static void random_eam(gsl_rng *r, uint32_t L, uint32_t J, unsigned tokens, doub
     for (uint32_t l = 0; l < L; l++)
         for (unsigned t = 0; t < tokens; t++)
             m[(size_t)l * J + gsl_rng_uniform_int(r, J)] += 1;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return v[n / 2];
 }
 
 int main(int argc, char **argv)
@@ -79,18 +60,18 @@ int main(int argc, char **argv)
     volatile uint32_t sink = eam_matcher_match(&mt, &c, q, NULL); /* primes the entry statistics */
     for (int k = 0; k < reps; k++) {
         random_eam(r, 1, J, tokens, q + (size_t)(k % L) * J); /* the query's next layer row */
-        double t0 = now_s();
+        double t0 = bench_now_s();
         sink += eam_match(&c, q, EAM_MODE_PAPER, 0);
-        double t1 = now_s();
+        double t1 = bench_now_s();
         sink += eam_matcher_match(&mt, &c, q, NULL);
-        double t2 = now_s();
+        double t2 = bench_now_s();
         t_full[k] = t1 - t0;
         t_inc[k] = t2 - t1;
     }
     printf("EAMC of %u EAMs, %u x %u cells, %u tokens per layer: %.2f MB as doubles (%.2f MB as fp32)\n", n, L, J,
            tokens, (double)n * L * J * 8 / 1e6, (double)n * L * J * 4 / 1e6);
     printf("search, median of %d: full Eq. (1) scan %.1f us; incremental (one new layer row) %.1f us\n", reps,
-           median(t_full, reps) * 1e6, median(t_inc, reps) * 1e6);
+           bench_median(t_full, (size_t)reps) * 1e6, bench_median(t_inc, (size_t)reps) * 1e6);
     (void)sink;
     eam_matcher_free(&mt);
     eam_set_free(&c);

@@ -8,22 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench/bench_clock.h"
 #include "kernels/host_ffn.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv)
 {
@@ -49,15 +36,14 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof toks / sizeof *toks; i++) {
         double t[64];
         for (int r = 0; r < reps && r < 64; r++) {
-            double t0 = now_s();
+            double t0 = bench_now_s();
             if (mats == 1)
                 ms_ffn_matmul(x, w, s.y, toks[i], hidden, ffn);
             else
                 ms_ffn_expert(x, w, toks[i], hidden, ffn, mats, &s);
-            t[r] = now_s() - t0;
+            t[r] = bench_now_s() - t0;
         }
-        qsort(t, (size_t)reps, sizeof *t, cmp);
-        double med = t[reps / 2];
+        double med = bench_median(t, (size_t)reps);
         printf("%7u %12.6f %10.2f %10.2f\n", toks[i], med, elems * 2 / med / 1e9, 2.0 * elems * toks[i] / med / 1e9);
     }
     ms_ffn_scratch_free(&s);

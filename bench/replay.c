@@ -22,17 +22,11 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench/bench_clock.h"
 #include "sim/engine/engine.h"
 #include "sim/core/params.h"
 #include "traces/synth/gen.h"
 #include "traces/format/trace.h"
-
-static double wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *msg)
 {
@@ -45,7 +39,7 @@ static void die(const char *msg)
 static double time_read(const char *path, unsigned parts, uint64_t *steps)
 {
     ms_err err;
-    double t0 = wall();
+    double t0 = bench_now_s();
     ms_trace_reader *rd = ms_reader_open(path, &err);
     if (!rd)
         die(err.msg);
@@ -60,7 +54,7 @@ static double time_read(const char *path, unsigned parts, uint64_t *steps)
     *steps = iters * ms_reader_meta(rd)->L;
     ms_request_free(&r);
     ms_reader_close(rd);
-    return wall() - t0;
+    return bench_now_s() - t0;
 }
 
 typedef struct {
@@ -92,10 +86,10 @@ static double time_run(const char *path, const ms_model *model, const ms_platfor
                          .cap_value = cap, .distance = 1, .max_batch = 1, .seed = 1};
     ms_metrics m;
     ms_err err;
-    double t0 = wall();
+    double t0 = bench_now_s();
     if (ms_run(&cfg, &m, &err))
         die(err.msg);
-    double t = wall() - t0;
+    double t = bench_now_s() - t0;
     *steps = m.total.layer_steps;
     ms_metrics_free(&m);
     return t;
@@ -116,10 +110,10 @@ static const char *trace_for(const char *model_name, const ms_model *model, unsi
     p.requests = 0;
     p.layer_steps = steps_target;
     ms_err err;
-    double t0 = wall();
+    double t0 = bench_now_s();
     if (ms_gen_write(&p, model, buf, NULL, &err))
         die(err.msg);
-    printf("generated %s in %.2f s\n", buf, wall() - t0);
+    printf("generated %s in %.2f s\n", buf, bench_now_s() - t0);
     return buf;
 }
 
