@@ -13,27 +13,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "fmoe_values.h"
 #include "policies/lib/fmoe_store.h"
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint32_t rnd(uint32_t n) /* [0, n) */
-{
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return n ? (uint32_t)((rng >> 33) % n) : 0;
-}
-
-/* Quarter steps in [-1, 1], zero one time in three, now and then a value
- * that is not a short binary fraction. */
-static float value(void)
-{
-    uint32_t r = rnd(12);
-    if (r < 4)
-        return 0.0f;
-    if (r == 4)
-        return (float)rnd(1000003) / 999983.0f;
-    return (float)((int)rnd(9) - 4) / 4.0f;
-}
 
 /* ---- scan_more against scan ---- */
 
@@ -184,6 +165,7 @@ static void test_tie_across_blocks(void)
 
 int main(void)
 {
+    fmoe_test_rng = 0x9e3779b97f4a7c15ull;
     const fmoe_kernels *list[3];
     size_t n = fmoe_kernels_list(list);
     for (size_t i = 0; i < n; i++)

@@ -11,27 +11,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "fmoe_values.h"
 #include "policies/lib/fmoe_store.h"
-
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-static uint32_t rnd(uint32_t n) /* [0, n) */
-{
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return n ? (uint32_t)((rng >> 33) % n) : 0;
-}
-
-/* Quarter steps in [-1, 1], a zero one time in three, now and then a value
- * that is not a short binary fraction. */
-static float value(void)
-{
-    uint32_t r = rnd(12);
-    if (r < 4)
-        return 0.0f;
-    if (r == 4)
-        return (float)rnd(1000003) / 999983.0f;
-    return (float)((int)rnd(9) - 4) / 4.0f;
-}
 
 /* ---- kernels against the plain C version ---- */
 
@@ -306,6 +287,7 @@ static void test_nonfinite_entry(void)
 
 int main(void)
 {
+    fmoe_test_rng = 0x2545f4914f6cdd1dull;
     test_kernels();
     test_store_exact();
     test_victim_in_second_block();
