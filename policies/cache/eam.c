@@ -164,23 +164,11 @@ static void eamc_evict(void *st, const ms_view *v, uint32_t l, uint32_t e)
     }
 }
 
-typedef struct {
-    const ms_view *v;
-    uint32_t J;
-} evictable_ctx;
-
-static int evictable(const void *ctx, uint32_t x)
-{
-    const evictable_ctx *c = ctx;
-    return ms_view_evictable(c->v, x / c->J, x % c->J);
-}
-
 /* Algorithm 2 lines 5-10: the evictable expert of the lowest key (ties to
  * the lowest l J + e), from the members kept in key order. */
 static uint32_t victim_paper(eamc_state *s, const ms_view *v)
 {
-    evictable_ctx c = {v, s->J};
-    return eam_victims_first(&s->order, evictable, &c);
+    return eam_victims_first_evictable(&s->order, v);
 }
 
 /* ---- code: the 2024 release ---- */

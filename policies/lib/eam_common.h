@@ -221,6 +221,8 @@ void eam_victims_add(eam_victims *q, uint32_t x);
 void eam_victims_remove(eam_victims *q, uint32_t x);
 /* The smallest member with accept(ctx, x) != 0, MS_NIL when none. */
 uint32_t eam_victims_first(eam_victims *q, int (*accept)(const void *ctx, uint32_t x), const void *ctx);
+/* The smallest member the engine lets be evicted (ms_view_evictable), MS_NIL when none. */
+uint32_t eam_victims_first_evictable(eam_victims *q, const ms_view *v);
 /* Algorithm 2's key of x from the tracker as it is now. */
 double eam_victim_key(const eam_tracker *tr, const double *decay, uint32_t x);
 

@@ -70,3 +70,9 @@ uint32_t eam_victims_first(eam_victims *q, int (*accept)(const void *ctx, uint32
     refresh(q);
     return ms_xheap_first(&q->order, accept, ctx);
 }
+
+uint32_t eam_victims_first_evictable(eam_victims *q, const ms_view *v)
+{
+    refresh(q);
+    return ms_xheap_first_evictable(&q->order, v, q->J);
+}
