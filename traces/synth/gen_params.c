@@ -319,19 +319,31 @@ static int finish_popularity(parse_ctx *c, const ms_model *shape, const num_list
     return 0;
 }
 
+/* A section of two per-request lists (`[lengths]`, `[periods]`): 0 when
+ * neither is given, 1 when both are, of the same nonzero length, else the
+ * one-line error (-1). */
+static int paired_lists(parse_ctx *c, const char *section, const char *na, const num_list *a, const char *nb,
+                        const num_list *b)
+{
+    if (!a->line && !b->line)
+        return 0;
+    c->line = a->line ? a->line : b->line;
+    if (!a->line || !b->line)
+        return ctx_fail(c, "[%s] needs both %s and %s (one entry per request)", section, na, nb);
+    if (a->n != b->n || a->n == 0)
+        return ctx_fail(c, "[%s] %s has %u values, %s %u: expected the same number, at least 1", section, na, a->n,
+                        nb, b->n);
+    return 1;
+}
+
 /* [lengths]: both lists, of the same length. */
 static int finish_lengths(parse_ctx *c)
 {
     ms_gen_file *f = c->f;
     num_list *pl = &c->len_prompt, *ol = &c->len_output;
-    if (!pl->line && !ol->line)
-        return 0;
-    c->line = pl->line ? pl->line : ol->line;
-    if (!pl->line || !ol->line)
-        return ctx_fail(c, "[lengths] needs both prompt and output (one entry per request)");
-    if (pl->n != ol->n || pl->n == 0)
-        return ctx_fail(c, "[lengths] prompt has %u values, output %u: expected the same number, at least 1",
-                        pl->n, ol->n);
+    int rc = paired_lists(c, "lengths", "prompt", pl, "output", ol);
+    if (rc <= 0)
+        return rc;
     f->n_lens = pl->n;
     f->prompt_lens = ms_xcalloc(pl->n, sizeof *f->prompt_lens);
     f->output_lens = ms_xcalloc(pl->n, sizeof *f->output_lens);
@@ -350,14 +362,9 @@ static int finish_periods(parse_ctx *c)
 {
     ms_gen_file *f = c->f;
     num_list *pl = &c->per_period, *ql = &c->per_repeat;
-    if (!pl->line && !ql->line)
-        return 0;
-    c->line = pl->line ? pl->line : ql->line;
-    if (!pl->line || !ql->line)
-        return ctx_fail(c, "[periods] needs both period and repeat (one entry per request)");
-    if (pl->n != ql->n || pl->n == 0)
-        return ctx_fail(c, "[periods] period has %u values, repeat %u: expected the same number, at least 1",
-                        pl->n, ql->n);
+    int rc = paired_lists(c, "periods", "period", pl, "repeat", ql);
+    if (rc <= 0)
+        return rc;
     f->n_periods = pl->n;
     f->periods = ms_xcalloc(pl->n, sizeof *f->periods);
     f->period_repeats = ms_xcalloc(pl->n, sizeof *f->period_repeats);
