@@ -79,8 +79,25 @@ params_fail(lengths_count 2 "bad_lengths_count.ini:10: \\[lengths\\] prompt has 
   trace gen --params ${FIT_DATA}/bad_lengths_count.ini -o ${FIT_OUT})
 params_fail(lengths_value 2 "bad_lengths_value.ini:10: \\[lengths\\] prompt: value 0 \\(0\\) is not a whole number in \\[1, 65536\\]"
   trace gen --params ${FIT_DATA}/bad_lengths_value.ini -o ${FIT_OUT})
-params_fail(late_without_decode 2 "bad_late_only.ini: \\[late_decode_popularity\\] needs \\[decode_popularity\\]"
+params_fail(late_without_decode 2 "bad_late_only.ini:10: \\[late_decode_popularity\\] needs \\[decode_popularity\\]"
   trace gen --params ${FIT_DATA}/bad_late_only.ini -o ${FIT_OUT})
+# Decode phases ([decode_phase2] .. [decode_phase16]; three phases are
+# generated and checked in unit/test_fit.c).
+params_fail(phase_gap 2 "bad_phase_gap.ini:13: \\[decode_phase3\\] needs \\[decode_phase2\\]"
+  trace gen --params ${FIT_DATA}/bad_phase_gap.ini -o ${FIT_OUT})
+params_fail(phase_alias 2 "bad_phase_alias.ini:15: \\[late_decode_popularity\\] and \\[decode_phase2\\] are the same decode phase"
+  trace gen --params ${FIT_DATA}/bad_phase_alias.ini -o ${FIT_OUT})
+params_fail(phase_17 2 "bad_phase17.ini:9: unknown section \\[decode_phase17\\]"
+  trace gen --params ${FIT_DATA}/bad_phase17.ini -o ${FIT_OUT})
+params_fail(fit_bad_phases 2 "trace fit: --decode-phases '17' is not an integer in \\[1, 16\\]"
+  trace fit x.h5 -o p.ini --decode-phases 17)
+params_fail(fit_phases_many_requests 1 "trace fit: --decode-phases 3: .*tiny-mixtral-j16.h5 has 8 requests; decode phases are fitted on one-request traces only"
+  trace fit ${CMAKE_CURRENT_SOURCE_DIR}/data/record/tiny-mixtral-j16.h5 -o ${CMAKE_CURRENT_BINARY_DIR}/fit_never.ini --decode-phases 3)
+# --decode-phases on a one-request trace: three phases measured and written.
+add_test(NAME fit.cli.decode_phases COMMAND sh -c
+  "$<TARGET_FILE:moesim> trace gen --model olmoe-1b-7b --requests 1 --set output_median=30 --set output_sigma=0 -o fit_one.h5 > /dev/null && $<TARGET_FILE:moesim> trace fit fit_one.h5 -o fit_one.ini --passes 1 --trial-seeds 1 --decode-phases 3 && grep -c '^\\[decode_p' fit_one.ini && grep '^\\[decode_phase3\\]' fit_one.ini && $<TARGET_FILE:moesim> trace gen --params fit_one.ini -o fit_one_twin.h5")
+set_tests_properties(fit.cli.decode_phases PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}
+  PASS_REGULAR_EXPRESSION "measured: 3 decode phases.*\n3\n\\[decode_phase3\\].*wrote fit_one_twin.h5: 1 requests")
 # [periods] (repeated tokens, traces/synth/gen_repeat.c): one-line errors.
 params_fail(periods_value 2 "bad_periods_value.ini:11: \\[periods\\] repeat: value 1 \\(1.5\\) is not a probability in \\[0, 1\\]"
   trace gen --params ${FIT_DATA}/bad_periods_value.ini -o ${FIT_OUT})

@@ -13,6 +13,7 @@
 
 static const char fit_help[] =
     "usage: moesim trace fit TRACE -o PARAMS.ini [--seed N] [--trial-seeds N] [--passes N]\n"
+    "                        [--decode-phases N]\n"
     "\n"
     "Estimates generator parameters from TRACE (recorded or synthetic) and\n"
     "writes them, with the trace's shape (L, J, K, per-layer bytes) and\n"
@@ -43,7 +44,10 @@ static const char fit_help[] =
     "  -o, --output P.ini  params file to write (required)\n"
     "  --seed N            seed written to the params (trials use N+1..), default 1\n"
     "  --trial-seeds N     trial generations averaged per evaluation, 1..16 (default 2)\n"
-    "  --passes N          rounds of coordinate search, 1..8 (default 2)\n";
+    "  --passes N          rounds of coordinate search, 1..8 (default 2)\n"
+    "  --decode-phases N   one-request TRACE: measure the decode popularity in N\n"
+    "                      phases of the generation, 1..16 (default 2, the halves;\n"
+    "                      docs/traces.md \"Decode phases\")\n";
 
 static int parse_count(const char *flag, const char *v, unsigned long long lo, unsigned long long hi,
                        unsigned long long *out)
@@ -65,7 +69,7 @@ int ms_cli_trace_fit(int argc, char **argv)
             return 0;
         }
         int valued = !strcmp(f, "-o") || !strcmp(f, "--output") || !strcmp(f, "--seed") ||
-                     !strcmp(f, "--trial-seeds") || !strcmp(f, "--passes");
+                     !strcmp(f, "--trial-seeds") || !strcmp(f, "--passes") || !strcmp(f, "--decode-phases");
         if (!valued) {
             if (f[0] == '-' && f[1])
                 return ms_cli_usage("trace fit: unknown option '%s' (see moesim trace fit --help)", f);
@@ -89,6 +93,9 @@ int ms_cli_trace_fit(int argc, char **argv)
         } else if (!strcmp(f, "--trial-seeds")) {
             if (!(rc = parse_count(f, v, 1, 16, &n)))
                 o.trial_seeds = (uint32_t)n;
+        } else if (!strcmp(f, "--decode-phases")) {
+            if (!(rc = parse_count(f, v, 1, MS_GEN_MAX_PHASES, &n)))
+                o.decode_phases = (uint32_t)n;
         } else if (!(rc = parse_count(f, v, 1, 8, &n))) {
             o.passes = (uint32_t)n;
         }

@@ -2,7 +2,8 @@
 # Acceptance of `moesim trace fit` (issue 17.6): a twin keeps its source's
 # hit rates and policy ranking.
 #   twin_ranking.sh MOESIM NAME SOURCE.h5 EXCEPTIONS
-# Fits SOURCE (1 pass, 1 trial seed, to stay fast), generates the twin from
+# Fits SOURCE (1 pass, 1 trial seed, to stay fast; $FIT_FLAGS added to the
+# fit's flags, e.g. FIT_FLAGS='--decode-phases 3'), generates the twin from
 # the params (the source's request count and lengths) with each seed of
 # $TWIN_SEEDS (default "1"; the twin's hit rate is the mean over them: one
 # seed is one draw, and on a small source the draws spread by about the
@@ -22,7 +23,7 @@ set -u
 M=$1; NAME=$2; SRC=$3; EXC=${4:-}
 SEEDS=${TWIN_SEEDS:-1}
 W=twin_$NAME
-"$M" trace fit "$SRC" -o "$W.ini" --passes 1 --trial-seeds 1 > "$W.fit.log" || { cat "$W.fit.log"; exit 1; }
+"$M" trace fit "$SRC" -o "$W.ini" --passes 1 --trial-seeds 1 ${FIT_FLAGS:-} > "$W.fit.log" || { cat "$W.fit.log"; exit 1; }
 for s in $SEEDS; do
   "$M" trace gen --params "$W.ini" --seed "$s" -o "$W.s$s.h5" > /dev/null || exit 1
 done

@@ -213,6 +213,70 @@ static void phases_and_lengths(void)
     remove("fit_phases.h5");
 }
 
+/* ms_gen_decode_phase: two phases are the halves (t > n/2 of n); three
+ * phases of 7 steps put the boundaries at 7/3 = 2 and 14/3 = 4, so steps
+ * 1-2, 3-4 and 5-7; one phase is phase 0. */
+static void decode_phase_rule(void)
+{
+    for (uint32_t n = 1; n <= 50; n++)
+        for (uint32_t t = 1; t <= n; t++) {
+            CHECK_EQ_INT(ms_gen_decode_phase(t, n, 2), t > n / 2);
+            CHECK_EQ_INT(ms_gen_decode_phase(t, n, 1), 0);
+        }
+    const uint32_t want[7] = {0, 0, 1, 1, 2, 2, 2};
+    for (uint32_t t = 1; t <= 7; t++)
+        CHECK_EQ_INT(ms_gen_decode_phase(t, 7, 3), want[t - 1]);
+    CHECK_EQ_INT(ms_gen_decode_phase(16, 16, 16), 15);
+}
+
+/* Three decode phases (data/fit/good_phases3.ini, output 7: steps 1-2, 3-4,
+ * 5-7).  With no locality and a uniform request preference, a decode row's
+ * preference is its phase's popularity, which puts weight on exactly two
+ * experts per layer, so the top-2 is that pair: layer 0 {2,3}, {0,1}, {0,2};
+ * layer 1 {1,3}, {0,2}, {1,2}.  Both requests. */
+static void three_phases(void)
+{
+    ms_err err;
+    ms_gen_file f;
+    if (ms_gen_file_load(MS_TEST_DATA "/fit/good_phases3.ini", NULL, &f, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        CHECK(0);
+        return;
+    }
+    CHECK_EQ_INT(f.decode_phases, 3);
+    CHECK(ms_gen_set(&f.p, "decode_recall", "0", &err) == 0 && ms_gen_set(&f.p, "decode_mix", "0", &err) == 0 &&
+          ms_gen_set(&f.p, "decode_reuse", "0", &err) == 0);
+    CHECK(ms_gen_write(&f.p, &f.model, "fit_phases3.h5", NULL, &err) == 0);
+    ms_gen_file_free(&f);
+    ms_trace_reader *rd = ms_reader_open("fit_phases3.h5", &err);
+    CHECK(rd != NULL);
+    if (!rd)
+        return;
+    const ms_trace_meta *m = ms_reader_meta(rd);
+    const int32_t pair[3][2][2] = {{{2, 3}, {1, 3}}, {{0, 1}, {0, 2}}, {{0, 2}, {1, 2}}};
+    ms_request req;
+    memset(&req, 0, sizeof req);
+    int n = 0, bad = 0, cells = 0;
+    while (ms_reader_next(rd, &req, &err) == 1) {
+        CHECK_EQ_INT(req.output_len, 7);
+        for (uint32_t t = 1; t <= req.output_len; t++)
+            for (uint32_t l = 0; l < 2; l++) {
+                const int32_t *ids = req.topk_ids + ms_topk_index(m, req.prompt_len + t - 1, l);
+                const int32_t *want = pair[ms_gen_decode_phase(t, 7, 3)][l];
+                int lo = ids[0] < ids[1] ? ids[0] : ids[1], hi = ids[0] < ids[1] ? ids[1] : ids[0];
+                bad += lo != want[0] || hi != want[1];
+                cells++;
+            }
+        n++;
+    }
+    CHECK_EQ_INT(n, 2);
+    CHECK_EQ_INT(cells, 28);
+    CHECK_EQ_INT(bad, 0);
+    ms_request_free(&req);
+    ms_reader_close(rd);
+    remove("fit_phases3.h5");
+}
+
 /* decode_recall raises the reuse within 8 decode steps (OLMoE shape, J = 64,
  * K = 8; 16 flat requests of 40 decode steps, no other locality; measured
  * 0.646 at 0 and 0.784 at 0.8, seed 1; asserted: a gain above 0.07). */
@@ -244,6 +308,8 @@ int main(void)
 {
     coverage_smoothing();
     phases_and_lengths();
+    decode_phase_rule();
+    three_phases();
     recall_raises_w8();
     synthetic_source();
     real_source();

@@ -21,6 +21,7 @@ void ms_fit_default_options(ms_fit_options *o)
     o->seed = 1;
     o->trial_seeds = 2;
     o->passes = 2;
+    o->decode_phases = 0;
 }
 
 /* ------------------------------------------------------------ statistics */
@@ -272,29 +273,38 @@ double ms_fit_coverage_smooth(const double *c, uint32_t J, double *out)
     return hi;
 }
 
-/* Activation counts of prompt and decode rows per layer; token ids' range. */
-static int count_activations(const char *path, double *pre, double *dec, double *late, uint64_t *n_pre,
-                             uint64_t *n_dec, uint32_t *max_token, ms_err *err)
+/* Activation counts of prompt and decode rows per layer, the decode rows by
+ * phase (dec: [MS_GEN_MAX_PHASES][L][J]; *phases of them: on a one-request
+ * trace `want` (MS_FIT_DECODE_PHASES for 0), at most the request's decode
+ * steps; else 1); token ids' range. */
+static int count_activations(const char *path, uint32_t want, double *pre, double *dec, uint32_t *phases,
+                             uint64_t *n_pre, uint64_t *n_dec, uint32_t *max_token, ms_err *err)
 {
     ms_trace_reader *rd = ms_reader_open(path, err);
     if (!rd)
         return -1;
     const ms_trace_meta *m = ms_reader_meta(rd);
     uint32_t L = m->L, J = m->J, K = m->K;
+    size_t LJ = (size_t)L * J;
     ms_request req;
     memset(&req, 0, sizeof req);
     int rc;
     *max_token = 0;
     *n_dec = *n_pre = 0;
+    *phases = 1;
     while ((rc = ms_reader_next(rd, &req, err)) == 1) {
         uint32_t steps = 0, d = 0;
         for (uint32_t it = 0; it < req.n_iters; it++)
             steps += req.iters[it].phase == MS_PHASE_DECODE;
+        if (m->n_requests == 1) {
+            uint32_t p = want ? want : MS_FIT_DECODE_PHASES;
+            *phases = p < steps ? p : steps ? steps : 1;
+        }
         for (uint32_t it = 0; it < req.n_iters; it++) {
             const ms_iteration *iter = &req.iters[it];
             int decode = iter->phase == MS_PHASE_DECODE;
             d += decode;
-            double *cnt = !decode ? pre : d > steps / 2 ? late : dec;
+            double *cnt = !decode ? pre : dec + ms_gen_decode_phase(d, steps, *phases) * LJ;
             *(decode ? n_dec : n_pre) += iter->n_rows;
             for (size_t c = (size_t)iter->row0 * L * K; c < (size_t)(iter->row0 + iter->n_rows) * L * K; c++) {
                 int32_t e = req.topk_ids[c];
@@ -358,8 +368,8 @@ static int measure_repeats(const char *path, ms_fit_result *r, ms_err *err)
     return rc < 0 ? -1 : 0;
 }
 
-static void popularities(ms_fit_result *r, double *pre, const double *dec, const double *late, const double *all_dec,
-                         uint64_t n_pre_rows, int halves);
+static void popularities(ms_fit_result *r, double *pre, const double *dec, uint32_t phases, const double *all_dec,
+                         uint64_t n_pre_rows);
 
 /* Popularity of prompt rows and (when the trace has decode rows and prompt
  * rows) of decode rows, each coverage-smoothed per layer.  A layer whose
@@ -367,32 +377,36 @@ static void popularities(ms_fit_result *r, double *pre, const double *dec, const
  * as the last layer of both real route-csv traces) takes its prompt
  * popularity from all its rows: smoothing a handful of counts towards the
  * coverage of a few cells would make it nearly uniform. */
-static int measure_popularity(const char *path, ms_fit_result *r, uint32_t *max_token, ms_err *err)
+static int measure_popularity(const char *path, uint32_t want_phases, ms_fit_result *r, uint32_t *max_token,
+                              ms_err *err)
 {
     uint32_t L = r->model.moe_layers, J = r->model.experts;
     size_t LJ = (size_t)L * J;
-    double *pre = ms_xcalloc(LJ, sizeof *pre), *dec = ms_xcalloc(LJ, sizeof *dec), *late = ms_xcalloc(LJ, sizeof *late);
+    double *pre = ms_xcalloc(LJ, sizeof *pre), *dec = ms_xcalloc(MS_GEN_MAX_PHASES * LJ, sizeof *dec);
     double *all_dec = ms_xcalloc(LJ, sizeof *all_dec);
     uint64_t n_pre_rows, n_dec;
-    int rc = count_activations(path, pre, dec, late, &n_pre_rows, &n_dec, max_token, err);
-    double n_early = 0, n_late = 0;
-    for (size_t i = 0; i < LJ; i++) {
-        all_dec[i] = dec[i] + late[i];
-        n_early += dec[i];
-        n_late += late[i];
+    uint32_t phases = 1;
+    int rc = count_activations(path, want_phases, pre, dec, &phases, &n_pre_rows, &n_dec, max_token, err);
+    int every_phase = 1; /* each phase has activations (missing cells may empty one) */
+    for (uint32_t k = 0; k < phases; k++) {
+        double n = 0;
+        for (size_t i = 0; i < LJ; i++) {
+            all_dec[i] += dec[k * LJ + i];
+            n += dec[k * LJ + i];
+        }
+        every_phase &= n > 0;
     }
     if (rc == 0)
-        popularities(r, pre, dec, late, all_dec, n_pre_rows, n_dec && n_early > 0 && n_late > 0);
+        popularities(r, pre, dec, n_dec && every_phase ? phases : 1, all_dec, n_pre_rows);
     free(pre);
     free(dec);
-    free(late);
     free(all_dec);
     return rc;
 }
 
 /* The smoothed popularities from the counts (see measure_popularity). */
-static void popularities(ms_fit_result *r, double *pre, const double *dec, const double *late, const double *all_dec,
-                         uint64_t n_pre_rows, int halves)
+static void popularities(ms_fit_result *r, double *pre, const double *dec, uint32_t phases, const double *all_dec,
+                         uint64_t n_pre_rows)
 {
     uint32_t L = r->model.moe_layers, J = r->model.experts;
     size_t LJ = (size_t)L * J;
@@ -404,33 +418,29 @@ static void popularities(ms_fit_result *r, double *pre, const double *dec, const
     /* several requests: their clusters carry the structure, and a trace-wide
      * tilt (the ratio of two noisy trace-wide estimates) would multiply every
      * request's preference by sampling noise */
-    int phases = n_pre > 0 && n_dec > 0 && r->p.requests == 1;
+    int decode_pop = n_pre > 0 && n_dec > 0 && r->p.requests == 1;
     if (!(n_pre > 0)) /* no prompt activations: the decode rows are the popularity */
         memcpy(pre, all_dec, LJ * sizeof *pre);
     r->popularity = ms_xcalloc(LJ, sizeof *r->popularity);
-    if (phases)
-        r->decode_popularity = ms_xcalloc(LJ, sizeof *r->decode_popularity);
-    if (phases && halves)
-        r->late_decode_popularity = ms_xcalloc(LJ, sizeof *r->late_decode_popularity);
+    if (decode_pop) {
+        r->decode_phases = phases;
+        r->decode_popularity = ms_xcalloc(phases * LJ, sizeof *r->decode_popularity);
+    }
     for (uint32_t l = 0; l < L; l++) {
         size_t at = (size_t)l * J;
         double *c = pre + at, have = 0;
         for (uint32_t j = 0; j < J; j++)
             have += c[j];
-        if (phases && have < 0.5 * (double)n_pre_rows * r->model.top_k)
+        if (decode_pop && have < 0.5 * (double)n_pre_rows * r->model.top_k)
             for (uint32_t j = 0; j < J; j++)
                 c[j] += all_dec[at + j];
         ms_fit_coverage_smooth(c, J, r->popularity + at);
-        if (r->late_decode_popularity) {
-            ms_fit_coverage_smooth(dec + at, J, r->decode_popularity + at);
-            ms_fit_coverage_smooth(late + at, J, r->late_decode_popularity + at);
-        } else if (r->decode_popularity) {
-            ms_fit_coverage_smooth(all_dec + at, J, r->decode_popularity + at);
-        }
+        for (uint32_t k = 0; decode_pop && k < phases; k++)
+            ms_fit_coverage_smooth((phases > 1 ? dec + k * LJ : all_dec) + at, J, r->decode_popularity + k * LJ + at);
     }
     r->p.popularity = r->popularity;
     r->p.decode_popularity = r->decode_popularity;
-    r->p.late_decode_popularity = r->late_decode_popularity;
+    r->p.decode_phases = r->decode_phases;
 }
 
 int ms_fit_trace(const char *path, const ms_fit_options *o, ms_fit_result *r, ms_err *err)
@@ -456,7 +466,12 @@ int ms_fit_trace(const char *path, const ms_fit_options *o, ms_fit_result *r, ms
     r->p.layer_expert_bytes = r->expert_bytes;
     r->p.layer_dense_bytes = r->dense_bytes;
     uint32_t max_token;
-    if (measure_popularity(path, r, &max_token, err) || measure_repeats(path, r, err))
+    if (o->decode_phases && r->p.requests != 1) {
+        ms_fail(err, "trace fit: --decode-phases %u: %s has %llu requests; decode phases are fitted on "
+                     "one-request traces only", o->decode_phases, path, (unsigned long long)r->p.requests);
+        goto fail;
+    }
+    if (measure_popularity(path, o->decode_phases, r, &max_token, err) || measure_repeats(path, r, err))
         goto fail;
     if (r->p.token_ids) {
         uint32_t need = max_token > r->p.clusters ? max_token : r->p.clusters;
@@ -501,8 +516,11 @@ void ms_fit_print(const ms_fit_result *r, FILE *out)
     fprintf(out, "  copied: shape, probs kind, embeddings, speculative depth, token ids, %llu requests, %s\n",
             (unsigned long long)p->requests, p->n_lens ? "their lengths (list)" : "lognormal lengths");
     fprintf(out, "  measured: popularity of prompt rows%s (coverage-smoothed), arrival rate %.4g/s\n",
-            r->late_decode_popularity ? ", of the first and of the second half of the decode steps"
+            r->decode_phases > 1 ? ", of decode rows by phase of the generation"
             : r->decode_popularity ? " and of decode rows" : "", p->arrival_rate);
+    if (r->decode_phases > 1)
+        fprintf(out, "  measured: %u decode phases (--decode-phases, default %d: the halves)\n", r->decode_phases,
+                MS_FIT_DECODE_PHASES);
     if (r->n_loops) {
         fprintf(out, "  measured: looping decode routing in %u of %llu requests (period:repeat by moments of the "
                      "exact-lag reuse):", r->n_loops, (unsigned long long)p->requests);
@@ -536,7 +554,6 @@ void ms_fit_free(ms_fit_result *r)
 {
     free(r->popularity);
     free(r->decode_popularity);
-    free(r->late_decode_popularity);
     free(r->prompt_lens);
     free(r->output_lens);
     free(r->periods);
@@ -548,10 +565,12 @@ void ms_fit_free(ms_fit_result *r)
     r->p.n_periods = 0;
     free(r->expert_bytes);
     free(r->dense_bytes);
-    r->popularity = r->decode_popularity = r->late_decode_popularity = NULL;
+    r->popularity = r->decode_popularity = NULL;
+    r->decode_phases = 0;
     r->prompt_lens = r->output_lens = NULL;
     r->expert_bytes = r->dense_bytes = NULL;
-    r->p.popularity = r->p.decode_popularity = r->p.late_decode_popularity = NULL;
+    r->p.popularity = r->p.decode_popularity = NULL;
+    r->p.decode_phases = 0;
     r->p.prompt_lens = r->p.output_lens = NULL;
     r->p.n_lens = 0;
     r->p.layer_expert_bytes = r->p.layer_dense_bytes = NULL;

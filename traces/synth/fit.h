@@ -13,11 +13,12 @@
  *              size has its exact iteration count) when the source has at
  *              most MS_FIT_MAX_LENGTHS requests;
  *   measured:  per-layer popularity of prompt rows ([popularity]) and, for a
- *              one-request trace with both, of decode rows: of the first half of each
- *              request's decode steps ([decode_popularity]) and of the second
- *              half ([late_decode_popularity]), so a generation's routing
- *              drifts as the source's does (when both halves have
- *              activations; else one decode popularity).  Each the
+ *              one-request trace with both, of decode rows by phase of the
+ *              generation ([decode_popularity], [decode_phase2] ..): P phases
+ *              of the decode steps (ms_gen_decode_phase; options.decode_phases,
+ *              default 2, the halves; at most the decode steps), so a
+ *              generation's routing drifts as the source's does (one decode
+ *              popularity when a phase has no activations).  Each the
  *              activation counts c plus a pseudo-count a per layer chosen so
  *              that N draws from (c + a) / (N + a J) are expected to touch as
  *              many distinct experts as the source did (N = the layer's
@@ -73,12 +74,15 @@
 #include "traces/synth/gen.h"
 #include "traces/stats/stats.h"
 
+#define MS_FIT_DECODE_PHASES 2  /* default decode phases of a one-request source: the halves */
 #define MS_FIT_MAX_LENGTHS 4096 /* sources with more requests get lognormal lengths only */
 
 typedef struct {
     uint64_t seed;          /* seed written to the params; trials use seed+1.. (default 1) */
     uint32_t trial_seeds;   /* trial generations averaged per evaluation (default 2) */
     uint32_t passes;        /* rounds of coordinate search (default 2) */
+    uint32_t decode_phases; /* decode phases of a one-request source, 1 .. MS_GEN_MAX_PHASES;
+                               0 = MS_FIT_DECODE_PHASES; an error on several requests */
 } ms_fit_options;
 
 /* The fitted statistics: means over layers (stats.h definitions). */
@@ -106,8 +110,8 @@ typedef struct {
     ms_gen_params p;            /* fitted knobs; p.popularity / layer bytes point below */
     ms_model model;             /* the trace's shape */
     double *popularity;         /* [L][J] prompt rows (all rows without decode) */
-    double *decode_popularity;  /* [L][J] decode rows (the first half of each request's), or NULL */
-    double *late_decode_popularity; /* [L][J] the second half of each request's decode rows, or NULL */
+    double *decode_popularity;  /* [decode_phases][L][J] decode rows by phase, or NULL */
+    uint32_t decode_phases;
     uint32_t *prompt_lens, *output_lens; /* [requests] or NULL */
     uint32_t *periods;          /* [requests] decode routing periods, or NULL (no loop found) */
     double *period_repeats;     /* [requests] their repeat probabilities */

@@ -173,7 +173,7 @@ static void gen_state_free(gen_state *g)
     if (g->cluster_table)
         gsl_ran_discrete_free(g->cluster_table);
     free(g->cluster_w); free(g->pref); free(g->trans); free(g->centroid);
-    free(g->req_pref); free(g->req_pref_dec); free(g->dec_tilt); free(g->req_pref_late); free(g->late_tilt); free(g->cur); free(g->prev); free(g->alpha); free(g->base);
+    free(g->req_pref); free(g->req_pref_dec); free(g->dec_tilt); free(g->cur); free(g->prev); free(g->alpha); free(g->base);
     free(g->trans_mix); free(g->pf); free(g->req_emb); free(g->emb_tmp);
     free(g->spec_eta); free(g->cand); free(g->cand_val);
     gen_repeat_free(g);
@@ -193,12 +193,8 @@ static void gen_state_init(gen_state *g, const ms_gen_params *p, const ms_trace_
     g->centroid = ms_xcalloc((size_t)g->C * g->D, sizeof(double));
     g->req_pref = ms_xcalloc(LJ, sizeof(double));
     if (p->decode_popularity) {
-        g->req_pref_dec = ms_xcalloc(LJ, sizeof(double));
-        g->dec_tilt = ms_xcalloc(LJ, sizeof(double));
-    }
-    if (p->late_decode_popularity) {
-        g->req_pref_late = ms_xcalloc(LJ, sizeof(double));
-        g->late_tilt = ms_xcalloc(LJ, sizeof(double));
+        g->req_pref_dec = ms_xcalloc(p->decode_phases * LJ, sizeof(double));
+        g->dec_tilt = ms_xcalloc(p->decode_phases * LJ, sizeof(double));
     }
     g->cur = ms_xcalloc(LJ, sizeof(double));
     g->prev = ms_xcalloc(LJ, sizeof(double));
@@ -231,10 +227,8 @@ static void gen_state_init(gen_state *g, const ms_gen_params *p, const ms_trace_
     build_transitions(g);
     build_cluster_prefs(g);
     build_centroids(g);
-    if (g->dec_tilt)
-        build_decode_tilt(g, g->p->decode_popularity, g->dec_tilt);
-    if (g->late_tilt)
-        build_decode_tilt(g, g->p->late_decode_popularity, g->late_tilt);
+    for (uint32_t k = 0; g->dec_tilt && k < p->decode_phases; k++)
+        build_decode_tilt(g, p->decode_popularity + k * LJ, g->dec_tilt + k * LJ);
     gen_repeat_init(g);
 }
 
@@ -533,10 +527,9 @@ static void draw_request_prefs(gen_state *g, uint32_t cluster)
             g->alpha[j] = scale * cp[j];
         gsl_ran_dirichlet(g->rng, J, g->alpha, g->req_pref + (size_t)l * J);
     }
-    if (g->req_pref_dec)
-        tilt_request_prefs(g, g->dec_tilt, g->req_pref_dec);
-    if (g->req_pref_late)
-        tilt_request_prefs(g, g->late_tilt, g->req_pref_late);
+    size_t LJ = (size_t)L * J;
+    for (uint32_t k = 0; g->req_pref_dec && k < g->p->decode_phases; k++)
+        tilt_request_prefs(g, g->dec_tilt + k * LJ, g->req_pref_dec + k * LJ);
 }
 
 /* Prompt token ids: from the cluster's slice of the vocabulary with
@@ -588,9 +581,10 @@ static void gen_request(gen_state *g, const ms_model *model, uint64_t id, double
 
     for (uint32_t row = 0; row < r->n_rows; row++) {
         int decode = row >= prompt;
-        g->row_pref = decode && g->req_pref_dec ? g->req_pref_dec : g->req_pref;
-        if (decode && g->req_pref_late && row - prompt + 1 > output / 2)
-            g->row_pref = g->req_pref_late;
+        g->row_pref = g->req_pref;
+        if (decode && g->req_pref_dec)
+            g->row_pref = g->req_pref_dec + (size_t)ms_gen_decode_phase(row - prompt + 1, output, p->decode_phases) *
+                                                g->L * g->J;
         g->row_lag = 0;
         if (!(decode && gen_repeat_row(g, r, row)))
             gen_row(g, r, row, decode);

@@ -77,12 +77,13 @@ typedef struct {
                                         row is normalised on use), NULL = uniform */
     const uint64_t *layer_expert_bytes; /* [L] bytes of one expert per layer, NULL = model's */
     const uint64_t *layer_dense_bytes;  /* [L] dense bytes per layer, NULL = model's */
-    const double *decode_popularity;    /* [L][J] popularity of decode rows: a decode row's
-                                           preference is the request's tilted by
-                                           decode_popularity / popularity; NULL = none */
-    const double *late_decode_popularity; /* [L][J] popularity of the second half of a
-                                             request's decode steps (t > n/2 of n), with
-                                             decode_popularity the first half's; NULL = none */
+    const double *decode_popularity;    /* [decode_phases][L][J] popularity of decode rows
+                                           by phase of the generation (ms_gen_decode_phase):
+                                           a decode row's preference is the request's
+                                           tilted by its phase's decode_popularity /
+                                           popularity; NULL = none */
+    uint32_t decode_phases;             /* phases in decode_popularity, 1 .. MS_GEN_MAX_PHASES
+                                           (0 when it is NULL) */
     const uint32_t *prompt_lens, *output_lens; /* [n_lens]: request i takes entry i mod n_lens
                                                   instead of lognormal draws; NULL = draws */
     uint32_t n_lens;
@@ -94,6 +95,19 @@ typedef struct {
 
 #define MS_GEN_TOKEN_POOL 2048 /* decode rows token_repeat draws from (the trace's first) */
 #define MS_GEN_MAX_PERIOD 4096
+#define MS_GEN_MAX_PHASES 16 /* decode phases a params file may give */
+
+/* The phase (0 .. phases-1) of decode step t (1 .. steps) of a request:
+ * the number of boundaries (i * steps) / phases, i = 1 .. phases-1 (integer
+ * division), that t lies beyond.  Two phases: t > steps / 2 is the second
+ * half. */
+static inline uint32_t ms_gen_decode_phase(uint32_t t, uint32_t steps, uint32_t phases)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 1; i < phases; i++)
+        k += t > (uint32_t)(((uint64_t)i * steps) / phases);
+    return k;
+}
 
 /* Totals of one generation run. */
 typedef struct {

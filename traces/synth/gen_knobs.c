@@ -210,8 +210,9 @@ int ms_gen_validate(const ms_gen_params *p, const ms_model *m, ms_err *err)
         return ms_fail(err, "trace gen: prompt_min = %u exceeds prompt_max = %u", p->prompt_min, p->prompt_max);
     if (p->output_min > p->output_max)
         return ms_fail(err, "trace gen: output_min = %u exceeds output_max = %u", p->output_min, p->output_max);
-    if (p->late_decode_popularity && !p->decode_popularity)
-        return ms_fail(err, "trace gen: a late decode popularity needs a decode popularity (the first half's)");
+    if (p->decode_popularity ? p->decode_phases < 1 || p->decode_phases > MS_GEN_MAX_PHASES : p->decode_phases != 0)
+        return ms_fail(err, "trace gen: %u decode phases with%s a decode popularity (a bug)", p->decode_phases,
+                       p->decode_popularity ? "" : "out");
     if (p->n_lens && (!p->prompt_lens || !p->output_lens))
         return ms_fail(err, "trace gen: a length list without its prompt or output lengths (a bug)");
     for (uint32_t i = 0; i < p->n_lens; i++)
@@ -301,8 +302,8 @@ static void describe_source(const ms_gen_params *p, char *out, size_t cap)
         len += (size_t)snprintf(out + len, cap - len, " popularity=per-layer");
     if (p->decode_popularity && len + 32 < cap)
         len += (size_t)snprintf(out + len, cap - len, " decode_popularity=per-layer");
-    if (p->late_decode_popularity && len + 40 < cap)
-        len += (size_t)snprintf(out + len, cap - len, " late_decode_popularity=per-layer");
+    if (p->decode_phases > 1 && len + 24 < cap)
+        len += (size_t)snprintf(out + len, cap - len, " decode_phases=%u", p->decode_phases);
     if (p->n_lens && len + 32 < cap)
         len += (size_t)snprintf(out + len, cap - len, " lengths=list(%u)", p->n_lens);
     if (p->n_periods && len + 32 < cap)

@@ -38,7 +38,9 @@ typedef struct {
     int model_seen[9];
     num_list expert_bytes, dense_bytes;
     /* [popularity], [decode_popularity] */
-    num_list *pop, *dpop, *lpop; /* [PARAMS_MAX_LAYERS] each */
+    num_list *pop;                       /* [PARAMS_MAX_LAYERS] */
+    num_list *dpop[MS_GEN_MAX_PHASES];   /* [PARAMS_MAX_LAYERS] each, allocated on first use */
+    char dpop_section[MS_GEN_MAX_PHASES][32]; /* the section each phase was given in */
     /* [lengths] */
     num_list len_prompt, len_output;
     /* [periods] */
@@ -168,6 +170,35 @@ static int popularity_value(parse_ctx *c, num_list *lists, const char *key, cons
     return list_append(c, nl, key, value);
 }
 
+/* The decode phase (0-based) a section holds: [decode_popularity] 0,
+ * [late_decode_popularity] (the older name of [decode_phase2]) 1,
+ * [decode_phaseK] K-1; -1 for any other section. */
+static int decode_phase_of(const char *section)
+{
+    if (!strcmp(section, "decode_popularity"))
+        return 0;
+    if (!strcmp(section, "late_decode_popularity"))
+        return 1;
+    if (strncmp(section, "decode_phase", 12) || !isdigit((unsigned char)section[12]))
+        return -1;
+    char *end;
+    unsigned long k = strtoul(section + 12, &end, 10);
+    return *end || k < 2 || k > MS_GEN_MAX_PHASES ? -1 : (int)k - 1;
+}
+
+static int decode_phase_value(parse_ctx *c, const char *section, const char *key, const char *value)
+{
+    int k = decode_phase_of(section);
+    if (k < 0) /* the INI reader admits only the listed sections: a bug */
+        return ctx_fail(c, "unknown section [%s]", section);
+    if (c->dpop_section[k][0] && strcmp(c->dpop_section[k], section))
+        return ctx_fail(c, "[%s] and [%s] are the same decode phase: give one of them", c->dpop_section[k], section);
+    snprintf(c->dpop_section[k], sizeof c->dpop_section[k], "%s", section);
+    if (!c->dpop[k])
+        c->dpop[k] = ms_xcalloc(PARAMS_MAX_LAYERS, sizeof *c->dpop[k]);
+    return popularity_value(c, c->dpop[k], key, value);
+}
+
 /* [lengths] prompt = P0 P1 ..., output = O0 O1 ...: whole numbers. */
 static int lengths_value(parse_ctx *c, const char *key, const char *value)
 {
@@ -229,8 +260,9 @@ static int on_value(ms_ini *ini, void *user, const char *section, const char *na
         return lengths_value(c, name, value);
     if (!strcmp(section, "periods"))
         return periods_value(c, name, value);
-    return popularity_value(c, !strcmp(section, "popularity") ? c->pop : !strcmp(section, "decode_popularity") ? c->dpop : c->lpop,
-                            name, value);
+    if (!strcmp(section, "popularity"))
+        return popularity_value(c, c->pop, name, value);
+    return decode_phase_value(c, section, name, value);
 }
 
 /* expert_bytes / dense_bytes: one value for all layers, or L values. */
@@ -319,6 +351,46 @@ static int finish_popularity(parse_ctx *c, const ms_model *shape, const num_list
     return 0;
 }
 
+/* The decode phases: [decode_popularity], then [decode_phase2] (or
+ * [late_decode_popularity]) .. [decode_phaseP] without a gap, into one
+ * [P][L][J] array. */
+static int finish_decode_phases(parse_ctx *c, const ms_model *shape)
+{
+    ms_gen_file *f = c->f;
+    uint32_t P = 0;
+    while (P < MS_GEN_MAX_PHASES && c->dpop[P])
+        P++;
+    for (uint32_t k = P; k < MS_GEN_MAX_PHASES; k++)
+        if (c->dpop[k]) {
+            char missing[32];
+            snprintf(missing, sizeof missing, P ? "decode_phase%u" : "decode_popularity", P + 1);
+            c->line = 0;
+            for (uint32_t l = 0; l < PARAMS_MAX_LAYERS && !c->line; l++)
+                c->line = c->dpop[k][l].line;
+            return ctx_fail(c, "[%s] needs [%s] (decode phases are numbered without a gap)", c->dpop_section[k],
+                            missing);
+        }
+    if (!P)
+        return 0;
+    double *phase[MS_GEN_MAX_PHASES] = {0};
+    for (uint32_t k = 0; k < P; k++)
+        if (finish_popularity(c, shape, c->dpop[k], c->dpop_section[k], &phase[k])) {
+            for (uint32_t i = 0; i <= k; i++)
+                free(phase[i]);
+            return -1;
+        }
+    size_t LJ = (size_t)f->L * f->J;
+    f->decode_popularity = ms_xcalloc(P * LJ, sizeof *f->decode_popularity);
+    for (uint32_t k = 0; k < P; k++) {
+        memcpy(f->decode_popularity + k * LJ, phase[k], LJ * sizeof *phase[k]);
+        free(phase[k]);
+    }
+    f->decode_phases = P;
+    f->p.decode_popularity = f->decode_popularity;
+    f->p.decode_phases = P;
+    return 0;
+}
+
 /* A section of two per-request lists (`[lengths]`, `[periods]`): 0 when
  * neither is given, 1 when both are, of the same nonzero length, else the
  * one-line error (-1). */
@@ -384,14 +456,14 @@ static void ctx_free(parse_ctx *c)
     free(c->per_repeat.v);
     free(c->expert_bytes.v);
     free(c->dense_bytes.v);
-    for (uint32_t l = 0; l < PARAMS_MAX_LAYERS; l++) {
+    for (uint32_t l = 0; l < PARAMS_MAX_LAYERS; l++)
         free(c->pop[l].v);
-        free(c->dpop[l].v);
-        free(c->lpop[l].v);
-    }
     free(c->pop);
-    free(c->dpop);
-    free(c->lpop);
+    for (uint32_t k = 0; k < MS_GEN_MAX_PHASES; k++) {
+        for (uint32_t l = 0; c->dpop[k] && l < PARAMS_MAX_LAYERS; l++)
+            free(c->dpop[k][l].v);
+        free(c->dpop[k]);
+    }
     free(c->len_prompt.v);
     free(c->len_output.v);
 }
@@ -406,10 +478,11 @@ int ms_gen_file_load(const char *path, const ms_model *shape, ms_gen_file *f, ms
     c.err = err;
     c.f = f;
     c.pop = ms_xcalloc(PARAMS_MAX_LAYERS, sizeof *c.pop);
-    c.dpop = ms_xcalloc(PARAMS_MAX_LAYERS, sizeof *c.dpop);
-    c.lpop = ms_xcalloc(PARAMS_MAX_LAYERS, sizeof *c.lpop);
-    static const char *const sections[] = {"model", "gen", "popularity", "decode_popularity", "late_decode_popularity",
-                                           "lengths", "periods", NULL};
+    static const char *const sections[] = {
+        "model", "gen", "popularity", "decode_popularity", "late_decode_popularity", "decode_phase2",
+        "decode_phase3", "decode_phase4", "decode_phase5", "decode_phase6", "decode_phase7", "decode_phase8",
+        "decode_phase9", "decode_phase10", "decode_phase11", "decode_phase12", "decode_phase13", "decode_phase14",
+        "decode_phase15", "decode_phase16", "lengths", "periods", NULL};
     ms_ini_spec spec = {.what = "params file", .sections = sections, .on_value = on_value, .user = &c};
     if (ms_ini_parse(path, &spec, err))
         c.failed = 1;
@@ -418,14 +491,8 @@ int ms_gen_file_load(const char *path, const ms_model *shape, ms_gen_file *f, ms
     const ms_model *shp = shape ? shape : f->has_model ? &f->model : NULL;
     if (!c.failed && finish_popularity(&c, shp, c.pop, "popularity", &f->popularity) == 0)
         f->p.popularity = f->popularity;
-    if (!c.failed && finish_popularity(&c, shp, c.dpop, "decode_popularity", &f->decode_popularity) == 0)
-        f->p.decode_popularity = f->decode_popularity;
-    if (!c.failed && finish_popularity(&c, shp, c.lpop, "late_decode_popularity", &f->late_decode_popularity) == 0)
-        f->p.late_decode_popularity = f->late_decode_popularity;
-    if (!c.failed && f->late_decode_popularity && !f->decode_popularity) {
-        c.line = 0;
-        ctx_fail(&c, "[late_decode_popularity] needs [decode_popularity] (the first half's)");
-    }
+    if (!c.failed)
+        finish_decode_phases(&c, shp);
     if (!c.failed)
         finish_lengths(&c);
     if (!c.failed)
@@ -442,7 +509,6 @@ void ms_gen_file_free(ms_gen_file *f)
 {
     free(f->popularity);
     free(f->decode_popularity);
-    free(f->late_decode_popularity);
     free(f->prompt_lens);
     free(f->output_lens);
     free(f->periods);
@@ -455,11 +521,13 @@ void ms_gen_file_free(ms_gen_file *f)
     f->p.n_periods = 0;
     free(f->expert_bytes);
     free(f->dense_bytes);
-    f->popularity = f->decode_popularity = f->late_decode_popularity = NULL;
+    f->popularity = f->decode_popularity = NULL;
+    f->decode_phases = 0;
     f->prompt_lens = f->output_lens = NULL;
     f->n_lens = 0;
     f->expert_bytes = f->dense_bytes = NULL;
-    f->p.popularity = f->p.decode_popularity = f->p.late_decode_popularity = NULL;
+    f->p.popularity = f->p.decode_popularity = NULL;
+    f->p.decode_phases = 0;
     f->p.prompt_lens = f->p.output_lens = NULL;
     f->p.n_lens = 0;
     f->p.layer_expert_bytes = f->p.layer_dense_bytes = NULL;
@@ -525,8 +593,11 @@ int ms_gen_file_write(FILE *out, const char *comment, const ms_model *m, const u
     fputs("\n[gen]\n", out);
     ms_gen_write_knobs(out, p);
     write_popularity(out, "popularity", p->popularity, m);
-    write_popularity(out, "decode_popularity", p->decode_popularity, m);
-    write_popularity(out, "late_decode_popularity", p->late_decode_popularity, m);
+    for (uint32_t k = 0; p->decode_popularity && k < p->decode_phases; k++) {
+        char section[32];
+        snprintf(section, sizeof section, k ? "decode_phase%u" : "decode_popularity", k + 1);
+        write_popularity(out, section, p->decode_popularity + (size_t)k * m->moe_layers * m->experts, m);
+    }
     if (p->n_lens) {
         double *v = ms_xcalloc(p->n_lens, sizeof *v);
         fputs("\n[lengths]\n", out);

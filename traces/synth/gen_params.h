@@ -17,10 +17,14 @@
  *   [decode_popularity] optional, the same form: the popularity of decode rows
  *                      (a decode row's preference is its request's tilted by
  *                      decode_popularity / popularity)
- *   [late_decode_popularity] optional, the same form, needs [decode_popularity]:
- *                      the popularity of the second half of each request's
- *                      decode steps (steps > n/2 of n); [decode_popularity]
- *                      is then the first half's
+ *   [decode_phase2] .. [decode_phase16] optional, the same form, numbered
+ *                      without a gap after [decode_popularity]: with P
+ *                      sections the decode steps of each request fall in P
+ *                      phases (ms_gen_decode_phase in gen.h; P = 2: the
+ *                      halves, t > n/2 of n the second) and
+ *                      [decode_popularity] is the first phase's.
+ *                      [late_decode_popularity] is the older name of
+ *                      [decode_phase2]
  *   [lengths]          optional; prompt = P0 P1 .., output = O0 O1 .., one
  *                      entry per request (the same count): request i takes
  *                      entry i mod n instead of lognormal draws
@@ -49,8 +53,8 @@ typedef struct {
     ms_model model;           /* valid when has_model */
     uint32_t L, J;            /* shape the [popularity] section was checked against (0 = none) */
     double *popularity;       /* [L][J] or NULL */
-    double *decode_popularity; /* [L][J] or NULL */
-    double *late_decode_popularity; /* [L][J] or NULL */
+    double *decode_popularity; /* [decode_phases][L][J] or NULL */
+    uint32_t decode_phases;
     uint32_t *prompt_lens, *output_lens; /* [n_lens] or NULL */
     uint32_t n_lens;
     uint32_t *periods;        /* [n_periods] or NULL */
@@ -68,7 +72,7 @@ void ms_gen_file_free(ms_gen_file *f);
 
 /* Writes a params file: comment lines (each line of `comment` prefixed "; "),
  * [model] from `model` with per-layer bytes when given, [gen] with every knob,
- * [popularity], [decode_popularity], [lengths] and [periods] when p carries them.  Returns 0 or -1 on a write error. */
+ * [popularity], [decode_popularity] and its phases, [lengths] and [periods] when p carries them.  Returns 0 or -1 on a write error. */
 int ms_gen_file_write(FILE *out, const char *comment, const ms_model *model, const uint64_t *expert_bytes,
                       const uint64_t *dense_bytes, const ms_gen_params *p);
 

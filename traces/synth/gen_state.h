@@ -44,10 +44,9 @@ typedef struct {
     double *centroid;    /* [C][D] unit vectors */
     /* per-request / per-row scratch */
     double *req_pref;    /* [L][J] */
-    double *req_pref_dec; /* [L][J] decode rows' preference (decode_popularity), else NULL */
-    double *dec_tilt;    /* [L][J] decode_popularity / popularity, else NULL */
-    double *req_pref_late, *late_tilt; /* the same for late_decode_popularity */
-    const double *row_pref; /* req_pref or req_pref_dec: the current row's */
+    double *req_pref_dec; /* [P][L][J] decode rows' preference by phase (decode_popularity), else NULL */
+    double *dec_tilt;    /* [P][L][J] decode_popularity / popularity by phase, else NULL */
+    const double *row_pref; /* req_pref or a phase of req_pref_dec: the current row's */
     uint32_t row_lag;    /* decode_recall: the current row's lag, 0 = not drawn yet */
     double *cur, *prev;  /* [L][J] gate of the current / previous token row */
     double *alpha, *base;  /* [J] Dirichlet parameters, row preference */
