@@ -34,6 +34,14 @@ uint32_t ms_gate_add_iteration(const ms_trace_meta *m, const ms_request *r, uint
                                ms_topk_fill fill, float *out)
 {
     const ms_iteration *iter = &r->iters[it];
+    if (m->probs_kind == MS_PROBS_FULL && r->probs) { /* ms_gate_row's copy added in place */
+        for (uint32_t row = iter->row0; row < iter->row0 + iter->n_rows; row++) {
+            const float *p = r->probs + ms_probs_index(m, row, l);
+            for (uint32_t e = 0; e < m->J; e++)
+                out[e] += p[e];
+        }
+        return iter->n_rows;
+    }
     float row_p[m->J];
     for (uint32_t row = iter->row0; row < iter->row0 + iter->n_rows; row++) {
         ms_gate_row(m, r, row, l, fill, row_p);

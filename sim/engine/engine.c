@@ -14,7 +14,10 @@ static int replay(ms_view *v, ms_trace_reader *rd)
     int rc;
     while ((rc = ms_batcher_next(&b, &v->now, v->err)) == 1) {
         v->clock = v->now;
-        if (eng_run_iteration(v)) {
+        v->gate_epoch = ++v->gate_epochs; /* the batch is fixed until the iteration ends */
+        int failed = eng_run_iteration(v);
+        v->gate_epoch = 0;
+        if (failed) {
             rc = -1;
             break;
         }

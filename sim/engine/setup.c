@@ -239,6 +239,8 @@ void eng_alloc_state(ms_view *v)
     v->step_ready = ms_xcalloc(j, sizeof *v->step_ready);
     v->step_visit_cap = j;
     v->step_visit = ms_xcalloc(j, sizeof *v->step_visit);
+    v->gate_mean = ms_xcalloc(nx ? nx : 1, sizeof *v->gate_mean);
+    v->gate_mean_at = ms_xcalloc(v->L ? v->L : 1, sizeof *v->gate_mean_at);
     v->m->L = v->L;
     v->m->layer = ms_xcalloc(v->L, sizeof *v->m->layer);
 }
@@ -253,7 +255,7 @@ void eng_free_state(ms_view *v)
         v->sched->sched->destroy(v->sched_st);
     void *arrays[] = {v->cached, v->transient, v->from_prefetch, v->queued, v->outcome, v->qgen, v->qpos, v->qissue, v->ready_t,
                       v->protect, v->mark, v->act_pos, v->score, v->acts, v->n_acts, v->step_cached, v->step_on_cpu,
-                      v->step_seen, v->step_order, v->step_ready, v->step_lanes, v->step_visit, v->layer_bytes, v->layer_params, v->dense_bytes,
+                      v->step_seen, v->step_order, v->step_ready, v->step_lanes, v->step_visit, v->gate_mean, v->gate_mean_at, v->layer_bytes, v->layer_params, v->dense_bytes,
                       v->dense_params, v->in_host, v->host_used_at, v->q.a, v->use_n, v->use_cap, v->use_cur,
                       v->ttft.v, v->tpot.v, v->latency.v};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)

@@ -107,6 +107,13 @@ struct ms_view {
     /* clocks and position */
     double now, clock;
     uint64_t iter, stamp;
+    /* the batch's mean gate of each layer, computed once per iteration for
+     * every policy that asks (view.c view_gate_mean): valid while
+     * gate_mean_at[l] == gate_epoch, which replay() advances before each
+     * iteration and leaves 0 (never a stamp) outside one */
+    float *gate_mean;       /* [L][J] */
+    uint64_t *gate_mean_at; /* [L] */
+    uint64_t gate_epoch, gate_epochs;
     uint32_t layer;
     ms_phase phase;
     uint32_t batch_rows;

@@ -106,10 +106,8 @@ static uint32_t view_item_iter(const ms_view *v, uint32_t i)
     return i < view_items(v) ? v->batch->slots[v->batch->items[i]].next_iter : UINT32_MAX;
 }
 
-static void view_gate_mean(const ms_view *v, uint32_t l, float *out)
+static void gate_mean_of_batch(const ms_view *v, uint32_t l, float *out)
 {
-    if ((v->parts & MS_PART_GATE) != MS_PART_GATE)
-        ms_request_part_missing("ms_view_gate_mean", "the gate (MS_PART_GATE)");
     memset(out, 0, v->J * sizeof *out);
     uint32_t rows = 0;
     for (uint32_t i = 0; i < view_items(v) && l < v->L; i++)
@@ -117,6 +115,25 @@ static void view_gate_mean(const ms_view *v, uint32_t l, float *out)
                                       v->env.topk_fill, out);
     for (uint32_t e = 0; rows > 0 && e < v->J; e++)
         out[e] /= (float)rows;
+}
+
+/* Within an iteration the batch is fixed, so a layer's mean is computed
+ * once and copied to every later caller (a prefetcher and a cache both ask
+ * for it at each gate). */
+static void view_gate_mean(const ms_view *v, uint32_t l, float *out)
+{
+    if ((v->parts & MS_PART_GATE) != MS_PART_GATE)
+        ms_request_part_missing("ms_view_gate_mean", "the gate (MS_PART_GATE)");
+    if (v->gate_epoch == 0 || l >= v->L) {
+        gate_mean_of_batch(v, l, out);
+        return;
+    }
+    float *memo = v->gate_mean + (size_t)l * v->J;
+    if (v->gate_mean_at[l] != v->gate_epoch) {
+        gate_mean_of_batch(v, l, memo);
+        v->gate_mean_at[l] = v->gate_epoch;
+    }
+    memcpy(out, memo, v->J * sizeof *out);
 }
 
 static int view_embedding(const ms_view *v, float *out)

@@ -192,8 +192,48 @@ static void test_engine_split_by_iteration(void)
     ms_metrics_free(&m);
 }
 
+/* ms_gate_add_iteration adds a full trace's probabilities in place; it must
+ * give the bits of the straightforward sum it replaced (ms_gate_row's copy
+ * of each row, then out[e] += row[e], row by row).  Seeded random rows of
+ * several J, iterations of 1..40 rows, a non-zero starting out[]. */
+static void test_add_iteration_in_place(void)
+{
+    srand(18);
+    int compared = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        uint32_t J = 1 + (uint32_t)(rand() % 70);
+        ms_trace_meta m = tiny_meta(MS_PROBS_FULL, J, 1);
+        ms_request r;
+        memset(&r, 0, sizeof r);
+        r.n_rows = 1 + (uint32_t)(rand() % 40);
+        r.prompt_len = r.n_rows;
+        r.n_iters = 1;
+        ms_request_alloc(&r, &m);
+        r.iters[0] = (ms_iteration){MS_PHASE_PREFILL, 0, r.n_rows};
+        for (size_t i = 0; i < (size_t)r.n_rows * m.L * J; i++)
+            r.probs[i] = (float)rand() / (float)RAND_MAX * (rand() % 3 ? 1e-3f : 1.0f);
+        for (uint32_t l = 0; l < m.L; l++) {
+            float got[70], want[70], row[70];
+            for (uint32_t e = 0; e < J; e++)
+                got[e] = want[e] = (float)(e % 5) * 0.1f;
+            CHECK_EQ_INT(ms_gate_add_iteration(&m, &r, 0, l, MS_FILL_ZERO, got), r.n_rows);
+            for (uint32_t q = 0; q < r.n_rows; q++) {
+                ms_gate_row(&m, &r, q, l, MS_FILL_ZERO, row);
+                for (uint32_t e = 0; e < J; e++)
+                    want[e] += row[e];
+            }
+            CHECK(!memcmp(got, want, J * sizeof *got));
+            compared++;
+        }
+        ms_request_free(&r);
+        ms_trace_meta_free(&m);
+    }
+    CHECK_EQ_INT(compared, 400);
+}
+
 int main(void)
 {
+    test_add_iteration_in_place();
     test_gate_row_fill();
     test_split_resolve();
     test_engine_skips_training();

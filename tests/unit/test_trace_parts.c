@@ -95,24 +95,47 @@ static void check_selected_parts(const char *path)
     ms_reader_close(b);
 }
 
-/* Checked once per process and file version, part by part. */
+/* Whether a fresh reader of path selecting `parts` verifies chunk checksums. */
+static int verifies(const char *path, unsigned parts)
+{
+    ms_trace_reader *r = open_or_die(path);
+    ms_reader_select(r, parts);
+    int v = ms_reader_chunk_checksums(r);
+    ms_reader_close(r);
+    return v;
+}
+
+/* Checked once per process and file version, part by part; the chunk
+ * checksums too, once every request was checked with the parts read. */
 static void check_once_per_process(const char *path, const char *other)
 {
+    CHECK(verifies(path, 0));
     uint64_t n = read_all(path, 0), c0 = ms_trace_checks();
+    CHECK(!verifies(path, 0));
+    CHECK(verifies(path, MS_PART_GATE)); /* the gate was not read yet */
     CHECK(n > 0);
     CHECK_EQ_INT(read_all(path, 0), n);
     CHECK_EQ_INT(ms_trace_checks(), c0);               /* the same parts again: no check */
     read_all(path, MS_PART_GATE);
     CHECK_EQ_INT(ms_trace_checks(), c0 + n);           /* the gate is new: checked, once */
+    CHECK(!verifies(path, MS_PART_GATE) && !verifies(path, MS_PART_WEIGHTS) && verifies(path, MS_PART_ALL));
     read_all(path, MS_PART_WEIGHTS);
     read_all(path, MS_PART_GATE);
     CHECK_EQ_INT(ms_trace_checks(), c0 + n);
     uint64_t m = read_all(other, MS_PART_GATE);       /* another file: its own marks */
     CHECK_EQ_INT(ms_trace_checks(), c0 + n + m);
     /* rewriting the file (a new version: another digest) checks it again */
+    read_all(path, MS_PART_ALL);
+    CHECK_EQ_INT(ms_trace_checks(), c0 + 2 * n + m); /* every part: checked, once */
+    ms_trace_reader *d = open_or_die(path);
+    CHECK(!ms_reader_chunk_checksums(d));
+    ms_reader_digest_begin(d); /* a content digest verifies every chunk */
+    CHECK(ms_reader_chunk_checksums(d));
+    ms_reader_close(d);
     ms_fixture_gen("mixtral-8x7b", path, 99, 3);
+    CHECK(verifies(path, 0) && verifies(path, MS_PART_GATE));
     uint64_t n2 = read_all(path, MS_PART_GATE);
-    CHECK_EQ_INT(ms_trace_checks(), c0 + n + m + n2);
+    CHECK_EQ_INT(ms_trace_checks(), c0 + 2 * n + m + n2);
 }
 
 /* The trace cache lends its requests: two readers see the same arrays. */

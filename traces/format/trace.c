@@ -9,12 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "traces/format/trace.h"
-
-/* Sums of normalised weights / probabilities may be off by float rounding. */
-#define MS_SUM_TOL 1e-3
-/* FULL traces store topk_w as a copy of probs; allow float rounding only. */
-#define MS_TOPK_PROB_TOL 1e-6
+#include "traces/format/trace_check.h"
 
 static const char *const kind_names[] = {"full", "topk_renorm", "topk_raw", "topk_ids"};
 
@@ -292,7 +287,8 @@ static int check_spec_cells(cell_scratch *s, const ms_request *r, uint32_t row, 
     return 0;
 }
 
-static int check_rows(const ms_trace_meta *m, const ms_request *r, unsigned parts, const char *where, ms_err *err)
+int ms_request_rows_check(const ms_trace_meta *m, const ms_request *r, unsigned parts, const char *where,
+                          ms_err *err)
 {
     const float *w = parts & MS_PART_WEIGHTS ? r->topk_w : NULL;
     int full = m->probs_kind == MS_PROBS_FULL && (parts & MS_PART_PROBS);
@@ -323,6 +319,15 @@ static int check_rows(const ms_trace_meta *m, const ms_request *r, unsigned part
     }
     free(s.stamp);
     return rc;
+}
+
+/* The fast pass first; the cell-by-cell checks only when it saw a value
+ * that may be bad, to name it (or to find none). */
+static int check_rows(const ms_trace_meta *m, const ms_request *r, unsigned parts, const char *where, ms_err *err)
+{
+    if (ms_request_rows_fast_ok(m, r, parts))
+        return 0;
+    return ms_request_rows_check(m, r, parts, where, err);
 }
 
 /* One prefill iteration of prompt_len rows first, then output_len decode

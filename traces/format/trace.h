@@ -172,6 +172,11 @@ void ms_reader_select(ms_trace_reader *r, unsigned parts);
 /* Requests the readers of this process have checked so far (a counter for
  * tests and benchmarks). */
 uint64_t ms_trace_checks(void);
+/* 1 when r's reads verify the chunks' Fletcher32 checksums; 0 when this
+ * process has read and checked every request of the file with every part r
+ * selects (r then skips the checksums as it skips the value checks: a trace
+ * is checked once).  A content digest always verifies them. */
+int ms_reader_chunk_checksums(const ms_trace_reader *r);
 /* Reads and validates the next request into *out (previous contents freed).
  * Returns 1 when a request was read, 0 at end of trace, -1 on error. */
 int ms_reader_next(ms_trace_reader *r, ms_request *out, ms_err *err);

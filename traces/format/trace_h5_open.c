@@ -546,6 +546,38 @@ void ms_reader_close(ms_trace_reader *r)
     free(r);
 }
 
+/* Whether every request of the file was checked, with every part in
+ * `parts`, by an earlier reader of this process (the shared marks of
+ * trace_checked.c: same path, inode, size, mtime and content digest).  The
+ * chunks it read then passed their Fletcher32 checksums, and the values
+ * their checks. */
+static int all_checked(const ms_trace_reader *r, unsigned parts)
+{
+    if (!r->checked)
+        return 0;
+    uint8_t want = (uint8_t)(H5P_CHECKED | (parts & MS_PART_ALL));
+    for (uint64_t i = 0; i < r->meta.n_requests; i++)
+        if ((r->marks[i] & want) != want)
+            return 0;
+    return 1;
+}
+
+/* A trace is checked once (issue 18.1): a pass over a file that this
+ * process has already read and checked whole, with the same parts, skips
+ * the chunks' Fletcher32 checksums as it skips the value checks (it reads
+ * no chunk an earlier pass did not verify).  Any other pass, and every
+ * content digest, verifies them. */
+static void set_chunk_checksums(ms_trace_reader *r)
+{
+    if (r->dxpl != H5I_INVALID_HID)
+        H5Pset_edc_check(r->dxpl, !r->dig && all_checked(r, r->parts) ? H5Z_DISABLE_EDC : H5Z_ENABLE_EDC);
+}
+
+int ms_reader_chunk_checksums(const ms_trace_reader *r)
+{
+    return r->dxpl != H5I_INVALID_HID && H5Pget_edc_check(r->dxpl) == H5Z_ENABLE_EDC;
+}
+
 /* Every part, and the marks of what was checked (trace_checked.c). */
 static void start_reading(ms_trace_reader *r)
 {
@@ -555,6 +587,7 @@ static void start_reading(ms_trace_reader *r)
         r->marks = h5p_checked_marks(r->checked);
     else
         r->marks = r->own_marks = ms_xcalloc(r->meta.n_requests ? r->meta.n_requests : 1, 1);
+    set_chunk_checksums(r);
 }
 
 /* A reader over a cached snapshot: no HDF5 object is opened. */
@@ -610,6 +643,7 @@ void ms_reader_rewind(ms_trace_reader *r)
 void ms_reader_select(ms_trace_reader *r, unsigned parts)
 {
     r->parts = (parts & MS_PART_ALL) | (r->dig ? MS_PART_ALL : 0u); /* a digest covers every part */
+    set_chunk_checksums(r);
 }
 
 void ms_reader_digest_begin(ms_trace_reader *r)
@@ -617,6 +651,7 @@ void ms_reader_digest_begin(ms_trace_reader *r)
     h5p_digest_free(r->dig);
     r->dig = h5p_digest_new(&r->meta, !r->derive_topk);
     r->parts = MS_PART_ALL;
+    set_chunk_checksums(r);
 }
 
 int ms_reader_digest_check(ms_trace_reader *r, char hex[MS_DIGEST_HEX], ms_err *err)
