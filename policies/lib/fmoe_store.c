@@ -302,6 +302,73 @@ void fmoe_sort_desc(const float *P, uint32_t J, uint32_t *order)
     free(r);
 }
 
+/* a ranks before b: larger p, or equal p and the lower id */
+static inline int ranks_before(fmoe_ranked a, fmoe_ranked b)
+{
+    return a.p > b.p || (a.p == b.p && a.e < b.e);
+}
+
+static void sift_down(fmoe_ranked *h, uint32_t n, uint32_t i)
+{
+    fmoe_ranked x = h[i];
+    for (uint32_t c; (c = 2 * i + 1) < n; i = c) {
+        if (c + 1 < n && ranks_before(h[c + 1], h[c]))
+            c++;
+        if (!ranks_before(h[c], x))
+            break;
+        h[i] = h[c];
+    }
+    h[i] = x;
+}
+
+/* The heap of (P[j], j); 0 when P holds a NaN (no heap: the caller sorts). */
+static int heap_of(const float *P, uint32_t J, fmoe_ranked *h)
+{
+    for (uint32_t j = 0; j < J; j++) {
+        if (isnan(P[j]))
+            return 0;
+        h[j] = (fmoe_ranked){P[j], j};
+    }
+    for (uint32_t i = J / 2; i-- > 0;)
+        sift_down(h, J, i);
+    return 1;
+}
+
+static uint32_t heap_pop(fmoe_ranked *h, uint32_t *n)
+{
+    uint32_t top = h[0].e;
+    h[0] = h[--*n];
+    sift_down(h, *n, 0);
+    return top;
+}
+
+void fmoe_top_desc(const float *P, uint32_t J, uint32_t n, uint32_t *order, fmoe_ranked *scratch)
+{
+    if (!heap_of(P, J, scratch)) {
+        fmoe_sort_desc(P, J, order);
+        return;
+    }
+    uint32_t left = J;
+    for (uint32_t i = 0; i < n && left; i++)
+        order[i] = heap_pop(scratch, &left);
+}
+
+uint32_t fmoe_select_paper_top(const float *P, uint32_t J, double delta, uint32_t K, uint32_t *order,
+                               fmoe_ranked *scratch)
+{
+    if (!heap_of(P, J, scratch)) {
+        fmoe_sort_desc(P, J, order);
+        return fmoe_select_paper(P, order, J, delta, K);
+    }
+    double sum = 0; /* fmoe_select_paper's loop, each next expert popped when it needs it */
+    uint32_t n = 0, left = J;
+    while (n < J && (n < K || sum < delta)) {
+        order[n] = heap_pop(scratch, &left);
+        sum += P[order[n++]];
+    }
+    return n;
+}
+
 uint32_t fmoe_select_paper(const float *P, const uint32_t *order, uint32_t J, double delta, uint32_t K)
 {
     double sum = 0;

@@ -137,6 +137,22 @@ int fmoe_traj_best(const fmoe_store *s, double *score);
 double fmoe_delta(double score);
 /* order[0..J) = expert ids by probability descending (ties: lower id). */
 void fmoe_sort_desc(const float *P, uint32_t J, uint32_t *order);
+/* The same order, only as far as it is used (issue 18): a binary heap on
+ * (p descending, id ascending) built in O(J), one expert per O(log J) pop.
+ * Without NaN that comparison is a strict total order (ids differ; -0 and
+ * +0 are equal p, as for fmoe_sort_desc), so any sort gives fmoe_sort_desc's
+ * permutation; a row holding a NaN (whose order depends on qsort's
+ * algorithm) goes to fmoe_sort_desc.  order has room for J; scratch[J]. */
+typedef struct {
+    float p;
+    uint32_t e;
+} fmoe_ranked;
+/* order[0..n) = the first n (<= J) of fmoe_sort_desc's order. */
+void fmoe_top_desc(const float *P, uint32_t J, uint32_t n, uint32_t *order, fmoe_ranked *scratch);
+/* n = fmoe_select_paper(P, fmoe_sort_desc's order, J, delta, K) with order[0..n)
+ * that order's first n, taking the experts from the heap one at a time. */
+uint32_t fmoe_select_paper_top(const float *P, uint32_t J, double delta, uint32_t K, uint32_t *order,
+                               fmoe_ranked *scratch);
 /* Paper Eq. expert-prefetch-set: the fewest experts, highest first, whose
  * summed probability >= delta, never fewer than K (at most J). */
 uint32_t fmoe_select_paper(const float *P, const uint32_t *order, uint32_t J, double delta, uint32_t K);
