@@ -73,7 +73,42 @@ static int traj1(double *dot, double *norm2, double *score, const double *acc, c
     return by;
 }
 
-static const fmoe_kernels kernels_c = {scan1, traj1, scan1_more, "c"};
+/* The in-order step of entries [y0, n) from their sums acc[y - y0], one at a
+ * time: dot only (sq given), folded into (*by, *bc) with traj's rule;
+ * returns 1 when a score is NaN. */
+static int traj_sq_tail(double *dot, const double *acc, const double *sq, uint32_t y0, uint32_t n, double traj_norm2,
+                        int *by, double *bc)
+{
+    double st = sqrt(traj_norm2);
+    int nan = 0;
+    for (uint32_t y = y0; y < n; y++) {
+        dot[y] += acc[y - y0];
+        double c = traj_norm2 > 0 && sq[y] > 0 ? dot[y] / (st * sq[y]) : 0.0;
+        nan |= isnan(c);
+        if (*by < 0 || c > *bc) {
+            *by = (int)y;
+            *bc = c;
+        }
+    }
+    return nan;
+}
+
+static int traj_scan1(const float *vals, size_t len, size_t first, const uint32_t *cols, const double *w, uint32_t nc,
+                      double *dot, const double *sq, uint32_t n, double traj_norm2, double *best)
+{
+    int by = -1, nan = 0;
+    double bc = 0, acc[B];
+    for (uint32_t y0 = 0; y0 < n; y0 += B) {
+        scan1(vals + (size_t)(y0 / B) * len * B, len, first, 1, cols, w, nc, acc);
+        nan |= traj_sq_tail(dot, acc, sq, y0, y0 + B < n ? y0 + B : n, traj_norm2, &by, &bc);
+    }
+    if (nan || by < 0)
+        return -1;
+    *best = bc;
+    return by;
+}
+
+static const fmoe_kernels kernels_c = {scan1, traj1, scan1_more, traj_scan1, "c"};
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
@@ -281,8 +316,95 @@ __attribute__((target("avx"))) static int traj4(double *dot, double *norm2, doub
                        best);
 }
 
-static const fmoe_kernels kernels_sse2 = {scan2, traj2, scan2_more, "sse2"},
-                          kernels_avx = {scan4, traj4, scan4_more, "avx"};
+/* traj4's step of the four entries y .. y + 3 whose sums are in acc: dot
+ * updated, the score compared with the lanes' bests (no score stored). */
+#define FMOE_AVX_TRAJ(acc, y)                                                                                      \
+    do {                                                                                                           \
+        __m256d d_ = _mm256_add_pd(_mm256_loadu_pd(dot + (y)), acc), r_ = _mm256_loadu_pd(sq + (y));               \
+        _mm256_storeu_pd(dot + (y), d_);                                                                           \
+        __m256d c_ = pos ? _mm256_and_pd(_mm256_cmp_pd(r_, zero, _CMP_GT_OQ), _mm256_div_pd(d_, _mm256_mul_pd(st, r_))) \
+                         : zero;                                                                                   \
+        bad = _mm256_or_pd(bad, _mm256_cmp_pd(c_, c_, _CMP_UNORD_Q));                                              \
+        __m256d gt_ = _mm256_cmp_pd(c_, bv, _CMP_GT_OQ), ix_ = _mm256_add_pd(_mm256_set1_pd((double)(y)), lane);   \
+        bv = _mm256_or_pd(_mm256_and_pd(gt_, c_), _mm256_andnot_pd(gt_, bv));                                      \
+        bi = _mm256_or_pd(_mm256_and_pd(gt_, ix_), _mm256_andnot_pd(gt_, bi));                                     \
+    } while (0)
+
+/* scan4 and traj4 in one pass over whole blocks (two at a time, as scan4),
+ * each block's sums going straight into its entries' steps; the last,
+ * partial block through traj_sq_tail, after the vector lanes (its indices
+ * are the highest: they win only when strictly greater). */
+__attribute__((target("avx"))) static int traj_scan4(const float *vals, size_t len, size_t first,
+                                                     const uint32_t *restrict cols, const double *restrict w,
+                                                     uint32_t nc, double *restrict dot, const double *restrict sq,
+                                                     uint32_t n, double traj_norm2, double *best)
+{
+    const __m256d zero = _mm256_setzero_pd(), st = _mm256_set1_pd(sqrt(traj_norm2)), lane = _mm256_set_pd(3, 2, 1, 0);
+    __m256d bv = _mm256_set1_pd(-INFINITY), bi = _mm256_set1_pd(-1), bad = zero;
+    int pos = traj_norm2 > 0;
+    uint32_t full = n / B, b = 0;
+    for (; b + 2 <= full; b += 2) {
+        const float *p = vals + ((size_t)b * len + first) * B, *q = p + len * B;
+        __m256d a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
+        for (uint32_t k = 0; k < nc; k++) {
+            size_t c = (size_t)cols[k] * B;
+            __m256d x = _mm256_set1_pd(w[k]);
+            FMOE_AVX_TERM(a0, p + c, 0);
+            FMOE_AVX_TERM(a1, p + c, 4);
+            FMOE_AVX_TERM(a2, p + c, 8);
+            FMOE_AVX_TERM(a3, p + c, 12);
+            FMOE_AVX_TERM(a4, q + c, 0);
+            FMOE_AVX_TERM(a5, q + c, 4);
+            FMOE_AVX_TERM(a6, q + c, 8);
+            FMOE_AVX_TERM(a7, q + c, 12);
+        }
+        uint32_t y = b * B;
+        FMOE_AVX_TRAJ(a0, y);
+        FMOE_AVX_TRAJ(a1, y + 4);
+        FMOE_AVX_TRAJ(a2, y + 8);
+        FMOE_AVX_TRAJ(a3, y + 12);
+        FMOE_AVX_TRAJ(a4, y + 16);
+        FMOE_AVX_TRAJ(a5, y + 20);
+        FMOE_AVX_TRAJ(a6, y + 24);
+        FMOE_AVX_TRAJ(a7, y + 28);
+    }
+    if (b < full) {
+        const float *p = vals + ((size_t)b * len + first) * B;
+        __m256d a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+        for (uint32_t k = 0; k < nc; k++) {
+            size_t c = (size_t)cols[k] * B;
+            __m256d x = _mm256_set1_pd(w[k]);
+            FMOE_AVX_TERM(a0, p + c, 0);
+            FMOE_AVX_TERM(a1, p + c, 4);
+            FMOE_AVX_TERM(a2, p + c, 8);
+            FMOE_AVX_TERM(a3, p + c, 12);
+        }
+        uint32_t y = b * B;
+        FMOE_AVX_TRAJ(a0, y);
+        FMOE_AVX_TRAJ(a1, y + 4);
+        FMOE_AVX_TRAJ(a2, y + 8);
+        FMOE_AVX_TRAJ(a3, y + 12);
+        b++;
+    }
+    double v[4], ix[4];
+    _mm256_storeu_pd(v, bv);
+    _mm256_storeu_pd(ix, bi);
+    int by = -1, nan = _mm256_movemask_pd(bad) != 0;
+    double bc = 0;
+    fold_lanes(v, ix, 4, &by, &bc);
+    if (b * B < n) {
+        double acc[B];
+        scan4_from(vals + (size_t)b * len * B, len, first, 1, cols, w, nc, acc, 0);
+        nan |= traj_sq_tail(dot, acc, sq, b * B, n, traj_norm2, &by, &bc);
+    }
+    if (nan || by < 0)
+        return -1;
+    *best = bc;
+    return by;
+}
+
+static const fmoe_kernels kernels_sse2 = {scan2, traj2, scan2_more, NULL, "sse2"},
+                          kernels_avx = {scan4, traj4, scan4_more, traj_scan4, "avx"};
 
 const fmoe_kernels *fmoe_kernels_pick(void)
 {

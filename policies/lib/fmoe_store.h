@@ -45,7 +45,8 @@ typedef struct {
     double *map_norm2;        /* [slots] |m_y|^2 over the whole map */
     double *map_norm;         /* [slots] sqrt(|m_y|^2) */
     double *row_norm2;        /* [L][slots] |m_y[l]|^2 */
-    double *prefix_norm;      /* [L][slots] sqrt(|m_y[0..l]|^2), the sum over layers 0..l in order */
+    double *prefix_norm2;     /* [L][slots] |m_y[0..l]|^2, summed over layers 0..l in order from +0 */
+    double *prefix_norm;      /* [L][slots] sqrt of prefix_norm2 */
     float *row_norm_up;       /* [slots / B][L][B] sqrt(|m_y[l]|^2) rounded up to a float (deduplication's bounds) */
     double *inv_map_norm;     /* [slots] 1 / map_norm (0 for a zero map): deduplication's bounds */
     double *inv_emb_norm;     /* [slots] 1 / emb_norm (0 for a zero embedding) */
@@ -53,7 +54,9 @@ typedef struct {
     uint8_t *entry_nonfinite; /* [slots] */
     /* incremental trajectory search (reset at each iteration) */
     double *dot;              /* [slots] m_y[0..observed) . traj */
-    double *norm2;            /* [slots] |m_y[0..observed)|^2 */
+    double *norm2;            /* [slots] |m_y[0..observed)|^2: norm2_own, or while the layers are observed in
+                                 order (0, 1, ..., l) the row l of prefix_norm2, the same values (read only) */
+    double *norm2_own;        /* [slots] */
     double *score;            /* [slots] cos(traj, m_y prefix) after the last observed layer */
     int best;                 /* argmax of score (ties to the lower index) */
     double best_score;
