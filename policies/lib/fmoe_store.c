@@ -245,9 +245,12 @@ uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map)
 
 void fmoe_traj_reset(fmoe_store *s)
 {
-    memset(s->dot, 0, s->slots * sizeof *s->dot);
     s->norm2 = s->norm2_own;
-    memset(s->norm2, 0, s->slots * sizeof *s->norm2);
+    if (!s->traj_zeroed) { /* else nothing wrote them since they were zeroed (a run of adds) */
+        memset(s->dot, 0, s->slots * sizeof *s->dot);
+        memset(s->norm2, 0, s->slots * sizeof *s->norm2);
+        s->traj_zeroed = 1;
+    }
     s->traj_norm2 = 0;
     s->observed = 0;
     s->in_order = 1;
@@ -276,6 +279,7 @@ static void traj_scores_in_order(fmoe_store *s, const double *sq)
 
 void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P)
 {
+    s->traj_zeroed = 0;
     for (uint32_t j = 0; j < s->J; j++)
         s->traj_norm2 += (double)P[j] * P[j];
     /* layers 0..l observed in order: norm2[y] becomes the cached prefix sum, whose sqrt is cached too */
@@ -440,11 +444,6 @@ double fmoe_priority_paper(double p, int64_t t, int64_t l_now)
 double fmoe_priority_code(double p, uint32_t t, uint32_t start, uint32_t end)
 {
     return p * (1.0 - (double)(t - start) / (double)(end + 1));
-}
-
-double fmoe_evict_key_paper(double p, double freq)
-{
-    return p * freq;
 }
 
 double fmoe_evict_key_code(double p, double count)

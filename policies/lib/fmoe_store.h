@@ -62,6 +62,7 @@ typedef struct {
     double best_score;
     double traj_norm2;        /* |traj|^2 */
     uint32_t observed;        /* layers observed so far */
+    int traj_zeroed;          /* dot and norm2_own are zero: nothing observed since the last reset zeroed them */
     int in_order;             /* they were layers 0, 1, ..., observed - 1: norm2 = the cached prefix */
     /* scratch of the scans */
     double *acc, *acc2;       /* [slots] one sum per entry */
@@ -169,7 +170,10 @@ double fmoe_priority_paper(double p, int64_t t, int64_t l_now);
 double fmoe_priority_code(double p, uint32_t t, uint32_t start, uint32_t end);
 /* Eviction keys, smallest evicted first: paper PRI^evict = 1 / (p freq), so
  * the victim has the smallest p x freq; code: integer truncation of p x count. */
-double fmoe_evict_key_paper(double p, double freq);
+static inline double fmoe_evict_key_paper(double p, double freq)
+{
+    return p * freq;
+}
 double fmoe_evict_key_code(double p, double count);
 /* FineMoE's key exactly: size_t(prob x incache_visit_count) with prob a float
  * and the product computed in float32 (task_scheduler.cpp:291-297). */
