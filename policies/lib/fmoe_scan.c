@@ -94,8 +94,9 @@ static int traj_sq_tail(double *dot, const double *acc, const double *sq, uint32
 }
 
 static int traj_scan1(const float *vals, size_t len, size_t first, const uint32_t *cols, const double *w, uint32_t nc,
-                      double *dot, const double *sq, uint32_t n, double traj_norm2, double *best)
+                      double *dot, const fmoe_roots *r, uint32_t n, double traj_norm2, double *best)
 {
+    const double *sq = r->sq;
     int by = -1, nan = 0;
     double bc = 0, acc[B];
     for (uint32_t y0 = 0; y0 < n; y0 += B) {
@@ -316,32 +317,84 @@ __attribute__((target("avx"))) static int traj4(double *dot, double *norm2, doub
                        best);
 }
 
-/* traj4's step of the four entries y .. y + 3 whose sums are in acc: dot
- * updated, the score compared with the lanes' bests (no score stored). */
-#define FMOE_AVX_TRAJ(acc, y)                                                                                      \
+/* The AVX step without a division per entry.  Pass 1 adds each block's sums
+ * to dot (as traj4) and keeps a[y] = dot[y] x inv[y], the score without its
+ * common factor 1 / sqrt(traj_norm2) up to the rounding of two products
+ * instead of a product and a quotient: |a[y] - st c[y]| <= 5 u |a[y]| with
+ * u = 2^-53 while no value leaves the normal range (st = sqrt(traj_norm2),
+ * c[y] the score as traj computes it; an entry with sq = 0 has a = +-0 and
+ * c = 0).  So the first largest score is among the entries whose a[y] is at
+ * least A - 2^-40 |A|, A = max a (a score larger or equal has a within 10 u
+ * of the largest a, whatever its sign), and pass 2 computes the exact score
+ * of those only, in index order, with traj's rule.  Guards, so that every
+ * value involved stays normal (scores of the size 2^-900 .. 2^900): st
+ * within 2^-300 .. 2^300 and floor >= 2^-300, else the exact loop of the C
+ * version; |A| within 2^-600 .. 2^600 and no NaN, else -1 (the caller's
+ * exact scan).  An entry whose a is far below |A| in size cannot have the
+ * largest score: that needs |a| >= |A| (1 - 10 u) when A < 0, and when
+ * A > 0 its score is below the normal-range score of A's entry. */
+#define FMOE_AVX_RATIO(acc, y)                                                                                     \
     do {                                                                                                           \
-        __m256d d_ = _mm256_add_pd(_mm256_loadu_pd(dot + (y)), acc), r_ = _mm256_loadu_pd(sq + (y));               \
+        __m256d d_ = _mm256_add_pd(_mm256_loadu_pd(dot + (y)), acc);                                               \
         _mm256_storeu_pd(dot + (y), d_);                                                                           \
-        __m256d c_ = pos ? _mm256_and_pd(_mm256_cmp_pd(r_, zero, _CMP_GT_OQ), _mm256_div_pd(d_, _mm256_mul_pd(st, r_))) \
-                         : zero;                                                                                   \
-        bad = _mm256_or_pd(bad, _mm256_cmp_pd(c_, c_, _CMP_UNORD_Q));                                              \
-        __m256d gt_ = _mm256_cmp_pd(c_, bv, _CMP_GT_OQ), ix_ = _mm256_add_pd(_mm256_set1_pd((double)(y)), lane);   \
-        bv = _mm256_or_pd(_mm256_and_pd(gt_, c_), _mm256_andnot_pd(gt_, bv));                                      \
-        bi = _mm256_or_pd(_mm256_and_pd(gt_, ix_), _mm256_andnot_pd(gt_, bi));                                     \
+        __m256d a_ = _mm256_mul_pd(d_, _mm256_loadu_pd(inv + (y)));                                                \
+        _mm256_storeu_pd(tmp + (y), a_);                                                                           \
+        bad = _mm256_or_pd(bad, _mm256_cmp_pd(a_, a_, _CMP_UNORD_Q));                                              \
+        top = _mm256_max_pd(top, a_);                                                                              \
     } while (0)
 
-/* scan4 and traj4 in one pass over whole blocks (two at a time, as scan4),
- * each block's sums going straight into its entries' steps; the last,
- * partial block through traj_sq_tail, after the vector lanes (its indices
- * are the highest: they win only when strictly greater). */
+#define FMOE_ST_LO 0x1p-300 /* st and floor at least this, st at most FMOE_ST_HI */
+#define FMOE_ST_HI 0x1p300
+#define FMOE_A_LO 0x1p-600  /* |A| within these */
+#define FMOE_A_HI 0x1p600
+#define FMOE_FILTER_TOL 0x1p-40
+
+/* Pass 2: the exact scores of the entries with tmp[y] >= thr, folded by
+ * traj's rule (ascending y, the first of the largest). */
+__attribute__((target("avx"))) static int traj_candidates(const double *dot, const double *sq, const double *tmp,
+                                                          uint32_t n, double st, double thr, double *best)
+{
+    const __m256d t = _mm256_set1_pd(thr);
+    int by = -1;
+    double bc = 0;
+    uint32_t y = 0;
+    for (; y + 4 <= n; y += 4) {
+        int m = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(tmp + y), t, _CMP_GE_OQ));
+        for (; m; m &= m - 1) {
+            uint32_t i = y + (uint32_t)__builtin_ctz((unsigned)m);
+            double c = sq[i] > 0 ? dot[i] / (st * sq[i]) : 0.0;
+            if (by < 0 || c > bc) {
+                by = (int)i;
+                bc = c;
+            }
+        }
+    }
+    for (; y < n; y++)
+        if (tmp[y] >= thr) {
+            double c = sq[y] > 0 ? dot[y] / (st * sq[y]) : 0.0;
+            if (by < 0 || c > bc) {
+                by = (int)y;
+                bc = c;
+            }
+        }
+    *best = bc;
+    return by;
+}
+
+/* scan4 and the step in one pass over whole blocks (two at a time, as
+ * scan4), each block's sums going straight into its entries' dot; the last,
+ * partial block by scan4_from into a buffer. */
 __attribute__((target("avx"))) static int traj_scan4(const float *vals, size_t len, size_t first,
                                                      const uint32_t *restrict cols, const double *restrict w,
-                                                     uint32_t nc, double *restrict dot, const double *restrict sq,
+                                                     uint32_t nc, double *restrict dot, const fmoe_roots *r,
                                                      uint32_t n, double traj_norm2, double *best)
 {
-    const __m256d zero = _mm256_setzero_pd(), st = _mm256_set1_pd(sqrt(traj_norm2)), lane = _mm256_set_pd(3, 2, 1, 0);
-    __m256d bv = _mm256_set1_pd(-INFINITY), bi = _mm256_set1_pd(-1), bad = zero;
-    int pos = traj_norm2 > 0;
+    const double *restrict inv = r->inv;
+    double *restrict tmp = r->tmp, st = sqrt(traj_norm2);
+    if (n == 0 || !(r->floor >= FMOE_ST_LO && st >= FMOE_ST_LO && st <= FMOE_ST_HI))
+        return traj_scan1(vals, len, first, cols, w, nc, dot, r, n, traj_norm2, best); /* exact, one at a time */
+    const __m256d zero = _mm256_setzero_pd();
+    __m256d top = _mm256_set1_pd(-INFINITY), bad = zero;
     uint32_t full = n / B, b = 0;
     for (; b + 2 <= full; b += 2) {
         const float *p = vals + ((size_t)b * len + first) * B, *q = p + len * B;
@@ -359,14 +412,14 @@ __attribute__((target("avx"))) static int traj_scan4(const float *vals, size_t l
             FMOE_AVX_TERM(a7, q + c, 12);
         }
         uint32_t y = b * B;
-        FMOE_AVX_TRAJ(a0, y);
-        FMOE_AVX_TRAJ(a1, y + 4);
-        FMOE_AVX_TRAJ(a2, y + 8);
-        FMOE_AVX_TRAJ(a3, y + 12);
-        FMOE_AVX_TRAJ(a4, y + 16);
-        FMOE_AVX_TRAJ(a5, y + 20);
-        FMOE_AVX_TRAJ(a6, y + 24);
-        FMOE_AVX_TRAJ(a7, y + 28);
+        FMOE_AVX_RATIO(a0, y);
+        FMOE_AVX_RATIO(a1, y + 4);
+        FMOE_AVX_RATIO(a2, y + 8);
+        FMOE_AVX_RATIO(a3, y + 12);
+        FMOE_AVX_RATIO(a4, y + 16);
+        FMOE_AVX_RATIO(a5, y + 20);
+        FMOE_AVX_RATIO(a6, y + 24);
+        FMOE_AVX_RATIO(a7, y + 28);
     }
     if (b < full) {
         const float *p = vals + ((size_t)b * len + first) * B;
@@ -380,27 +433,30 @@ __attribute__((target("avx"))) static int traj_scan4(const float *vals, size_t l
             FMOE_AVX_TERM(a3, p + c, 12);
         }
         uint32_t y = b * B;
-        FMOE_AVX_TRAJ(a0, y);
-        FMOE_AVX_TRAJ(a1, y + 4);
-        FMOE_AVX_TRAJ(a2, y + 8);
-        FMOE_AVX_TRAJ(a3, y + 12);
+        FMOE_AVX_RATIO(a0, y);
+        FMOE_AVX_RATIO(a1, y + 4);
+        FMOE_AVX_RATIO(a2, y + 8);
+        FMOE_AVX_RATIO(a3, y + 12);
         b++;
     }
-    double v[4], ix[4];
-    _mm256_storeu_pd(v, bv);
-    _mm256_storeu_pd(ix, bi);
-    int by = -1, nan = _mm256_movemask_pd(bad) != 0;
-    double bc = 0;
-    fold_lanes(v, ix, 4, &by, &bc);
+    double v[4], A = -INFINITY;
+    int nan = _mm256_movemask_pd(bad) != 0;
+    _mm256_storeu_pd(v, top);
+    for (int i = 0; i < 4; i++)
+        A = v[i] > A ? v[i] : A;
     if (b * B < n) {
         double acc[B];
         scan4_from(vals + (size_t)b * len * B, len, first, 1, cols, w, nc, acc, 0);
-        nan |= traj_sq_tail(dot, acc, sq, b * B, n, traj_norm2, &by, &bc);
+        for (uint32_t y = b * B; y < n; y++) {
+            dot[y] += acc[y - b * B];
+            tmp[y] = dot[y] * inv[y];
+            nan |= isnan(tmp[y]);
+            A = tmp[y] > A ? tmp[y] : A;
+        }
     }
-    if (nan || by < 0)
+    if (nan || !(fabs(A) >= FMOE_A_LO && fabs(A) <= FMOE_A_HI))
         return -1;
-    *best = bc;
-    return by;
+    return traj_candidates(dot, r->sq, tmp, n, st, A - FMOE_FILTER_TOL * fabs(A), best);
 }
 
 static const fmoe_kernels kernels_sse2 = {scan2, traj2, scan2_more, NULL, "sse2"},

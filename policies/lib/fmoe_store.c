@@ -43,6 +43,7 @@ static void carve_all(fmoe_store *s, carver *c)
     s->row_norm2 = carve(c, S * s->L, sizeof *s->row_norm2);
     s->prefix_norm2 = carve(c, S * s->L, sizeof *s->prefix_norm2);
     s->prefix_norm = carve(c, S * s->L, sizeof *s->prefix_norm);
+    s->prefix_inv = carve(c, S * s->L, sizeof *s->prefix_inv);
     s->row_norm_up = carve(c, S * s->L, sizeof *s->row_norm_up);
     s->layer_ids = carve(c, s->L ? s->L : 1, sizeof *s->layer_ids);
     s->layer_norm = carve(c, s->L ? s->L : 1, sizeof *s->layer_norm);
@@ -80,6 +81,7 @@ void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32
     for (uint32_t l = 0; l < L; l++)
         s->layer_ids[l] = l;
     s->norm2 = s->norm2_own;
+    s->prefix_floor = INFINITY;
 }
 
 void fmoe_store_free(fmoe_store *s)
@@ -234,7 +236,11 @@ uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map)
         s->row_norm_up[at(y, l, s->L)] = (double)up < sqrt(r) ? nextafterf(up, INFINITY) : up;
         prefix += r;
         s->prefix_norm2[(size_t)l * s->slots + y] = prefix;
-        s->prefix_norm[(size_t)l * s->slots + y] = sqrt(prefix);
+        double root = sqrt(prefix);
+        s->prefix_norm[(size_t)l * s->slots + y] = root;
+        s->prefix_inv[(size_t)l * s->slots + y] = root > 0 ? 1.0 / root : 0.0;
+        if (root > 0 && root < s->prefix_floor)
+            s->prefix_floor = root;
     }
     uint8_t bad = !fmoe_all_finite(map, LJ) || (s->D && !fmoe_all_finite(emb, s->D));
     s->nonfinite = s->nonfinite - s->entry_nonfinite[y] + bad;
@@ -266,6 +272,7 @@ static void traj_norm2_own(fmoe_store *s)
         return;
     memcpy(s->norm2_own, s->norm2, s->slots * sizeof *s->norm2);
     s->norm2 = s->norm2_own;
+    s->prefix_floor = INFINITY;
 }
 
 /* Scores as the traj kernels compute them, from dot and the cached prefix
@@ -289,10 +296,11 @@ void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P)
         /* in order, one pass: acc[y] = P . m_y[l] added to dot[y] as it is summed; norm2 is the
          * cached prefix sum then (copied into norm2_own if the order breaks) */
         uint32_t nc = fmoe_query_terms(s, P, s->J);
-        s->best = s->kernels->traj_scan(s->map, (size_t)s->L * s->J, (size_t)l * s->J, s->cols, s->w, nc, s->dot, sq,
+        fmoe_roots r = {sq, s->prefix_inv + (size_t)l * s->slots, s->prefix_floor, s->acc};
+        s->best = s->kernels->traj_scan(s->map, (size_t)s->L * s->J, (size_t)l * s->J, s->cols, s->w, nc, s->dot, &r,
                                         s->n, s->traj_norm2, &s->best_score);
         s->norm2 = s->prefix_norm2 + (size_t)l * s->slots;
-        if (s->best < 0 && s->n) { /* a NaN score: the scalar rule over score[] */
+        if (s->best < 0 && s->n) { /* a NaN score (or the filter undecided): the scalar rule over score[] */
             traj_scores_in_order(s, sq);
             s->best = argmax_first(s->score, s->n, &s->best_score);
         }

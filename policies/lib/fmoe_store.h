@@ -47,6 +47,8 @@ typedef struct {
     double *row_norm2;        /* [L][slots] |m_y[l]|^2 */
     double *prefix_norm2;     /* [L][slots] |m_y[0..l]|^2, summed over layers 0..l in order from +0 */
     double *prefix_norm;      /* [L][slots] sqrt of prefix_norm2 */
+    double *prefix_inv;       /* [L][slots] 1 / prefix_norm (0 where it is 0): the fused kernel's filter */
+    double prefix_floor;      /* <= every positive prefix_norm held (never raised: a lower bound) */
     float *row_norm_up;       /* [slots / B][L][B] sqrt(|m_y[l]|^2) rounded up to a float (deduplication's bounds) */
     double *inv_map_norm;     /* [slots] 1 / map_norm (0 for a zero map): deduplication's bounds */
     double *inv_emb_norm;     /* [slots] 1 / emb_norm (0 for a zero embedding) */
