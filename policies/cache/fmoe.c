@@ -204,14 +204,6 @@ static void fmoe_cache_gate(void *st, const ms_view *v, uint32_t l)
     }
 }
 
-static double evict_key(const fmoe_cache *s, const ms_view *v, uint32_t x)
-{
-    if (s->code)
-        return fmoe_evict_key_code(s->p_code[x], s->count[x]);
-    double p = ms_view_score(v, x / s->J, x % s->J);
-    return fmoe_evict_key_paper(isnan(p) ? s->eps : p, s->count[x]);
-}
-
 static int is_protected(const fmoe_cache *s, const ms_view *v, uint32_t x)
 {
     uint32_t l = x / s->J, e = x % s->J;
@@ -237,19 +229,30 @@ static int incoming_is_demand(const fmoe_cache *s, const ms_view *v)
     return 0;
 }
 
+/* Paper: the evictable (and, unless allowed, unprotected) member with the
+ * smallest key, ties to the least recently used.  A member is asked about
+ * evictability and protection only when its key would make it the best so
+ * far: the same running best as asking first (the two tests are pure, and
+ * `a && b` = `b && a`), with two calls through the view per candidate
+ * instead of per member.  p is read from the board directly (what
+ * ms_view_score returns for a member: x = l J + e is in range). */
 static uint32_t pick(const fmoe_cache *s, const ms_view *v, int allow_protected)
 {
+    const double *board = ms_view_scores(v);
     uint32_t best = MS_NIL;
     double best_key = 0;
+    uint64_t best_use = 0;
     for (uint32_t i = 0; i < s->members.n; i++) {
         uint32_t x = s->members.items[i];
+        double p = board[x];
+        double k = fmoe_evict_key_paper(isnan(p) ? s->eps : p, s->count[x]);
+        if (!(best == MS_NIL || k < best_key || (k == best_key && s->last_use[x] < best_use)))
+            continue;
         if (!ms_view_evictable(v, x / s->J, x % s->J) || (!allow_protected && is_protected(s, v, x)))
             continue;
-        double k = evict_key(s, v, x);
-        if (best == MS_NIL || k < best_key || (k == best_key && s->last_use[x] < s->last_use[best])) {
-            best = x;
-            best_key = k;
-        }
+        best = x;
+        best_key = k;
+        best_use = s->last_use[x];
     }
     return best;
 }

@@ -245,8 +245,10 @@ uint32_t fmoe_dedup_pruned(fmoe_store *s, const float *emb, const float *map)
     q.eps = ldexp((double)nc + s->J + s->L + 64, -50);
     split_stages(&q, nc, layer0);
     stage_bounds(&q, map, layer0);
-    memset(s->acc, 0, (size_t)q.nb * B * sizeof *s->acc);
-    scan_stages(&q, 0, q.nb, 0, 1);
+    if (q.k0[1]) /* stage 0's sums from +0: the kernels' scan, not scan_more of zeroed sums (the same bits) */
+        s->kernels->scan(s->map, LJ, 0, q.nb, s->cols, s->w, q.k0[1], s->acc);
+    else
+        memset(s->acc, 0, (size_t)q.nb * B * sizeof *s->acc);
     sem_bounds(&q);
     uint32_t first = first_guess(&q);
     scan_stages(&q, first, 1, 1, q.S);

@@ -73,7 +73,43 @@ static int traj1(double *dot, double *norm2, double *score, const double *acc, c
     return by;
 }
 
-static const fmoe_kernels kernels_c = {scan1, traj1, scan1_more, "c"};
+/* The in-order step of entries [y0, n) from their sums acc[y - y0], one at a
+ * time: dot only (sq given), folded into (*by, *bc) with traj's rule;
+ * returns 1 when a score is NaN. */
+static int traj_sq_tail(double *dot, const double *acc, const double *sq, uint32_t y0, uint32_t n, double traj_norm2,
+                        int *by, double *bc)
+{
+    double st = sqrt(traj_norm2);
+    int nan = 0;
+    for (uint32_t y = y0; y < n; y++) {
+        dot[y] += acc[y - y0];
+        double c = traj_norm2 > 0 && sq[y] > 0 ? dot[y] / (st * sq[y]) : 0.0;
+        nan |= isnan(c);
+        if (*by < 0 || c > *bc) {
+            *by = (int)y;
+            *bc = c;
+        }
+    }
+    return nan;
+}
+
+static int traj_scan1(const float *vals, size_t len, size_t first, const uint32_t *cols, const double *w, uint32_t nc,
+                      double *dot, const fmoe_roots *r, uint32_t n, double traj_norm2, double *best)
+{
+    const double *sq = r->sq;
+    int by = -1, nan = 0;
+    double bc = 0, acc[B];
+    for (uint32_t y0 = 0; y0 < n; y0 += B) {
+        scan1(vals + (size_t)(y0 / B) * len * B, len, first, 1, cols, w, nc, acc);
+        nan |= traj_sq_tail(dot, acc, sq, y0, y0 + B < n ? y0 + B : n, traj_norm2, &by, &bc);
+    }
+    if (nan || by < 0)
+        return -1;
+    *best = bc;
+    return by;
+}
+
+static const fmoe_kernels kernels_c = {scan1, traj1, scan1_more, traj_scan1, "c"};
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
@@ -281,8 +317,150 @@ __attribute__((target("avx"))) static int traj4(double *dot, double *norm2, doub
                        best);
 }
 
-static const fmoe_kernels kernels_sse2 = {scan2, traj2, scan2_more, "sse2"},
-                          kernels_avx = {scan4, traj4, scan4_more, "avx"};
+/* The AVX step without a division per entry.  Pass 1 adds each block's sums
+ * to dot (as traj4) and keeps a[y] = dot[y] x inv[y], the score without its
+ * common factor 1 / sqrt(traj_norm2) up to the rounding of two products
+ * instead of a product and a quotient: |a[y] - st c[y]| <= 5 u |a[y]| with
+ * u = 2^-53 while no value leaves the normal range (st = sqrt(traj_norm2),
+ * c[y] the score as traj computes it; an entry with sq = 0 has a = +-0 and
+ * c = 0).  So the first largest score is among the entries whose a[y] is at
+ * least A - 2^-40 |A|, A = max a (a score larger or equal has a within 10 u
+ * of the largest a, whatever its sign), and pass 2 computes the exact score
+ * of those only, in index order, with traj's rule.  Guards, so that every
+ * value involved stays normal (scores of the size 2^-900 .. 2^900): st
+ * within 2^-300 .. 2^300 and floor >= 2^-300, else the exact loop of the C
+ * version; |A| within 2^-600 .. 2^600 and no NaN, else -1 (the caller's
+ * exact scan).  An entry whose a is far below |A| in size cannot have the
+ * largest score: that needs |a| >= |A| (1 - 10 u) when A < 0, and when
+ * A > 0 its score is below the normal-range score of A's entry. */
+#define FMOE_AVX_RATIO(acc, y)                                                                                     \
+    do {                                                                                                           \
+        __m256d d_ = _mm256_add_pd(_mm256_loadu_pd(dot + (y)), acc);                                               \
+        _mm256_storeu_pd(dot + (y), d_);                                                                           \
+        __m256d a_ = _mm256_mul_pd(d_, _mm256_loadu_pd(inv + (y)));                                                \
+        _mm256_storeu_pd(tmp + (y), a_);                                                                           \
+        bad = _mm256_or_pd(bad, _mm256_cmp_pd(a_, a_, _CMP_UNORD_Q));                                              \
+        top = _mm256_max_pd(top, a_);                                                                              \
+    } while (0)
+
+#define FMOE_ST_LO 0x1p-300 /* st and floor at least this, st at most FMOE_ST_HI */
+#define FMOE_ST_HI 0x1p300
+#define FMOE_A_LO 0x1p-600  /* |A| within these */
+#define FMOE_A_HI 0x1p600
+#define FMOE_FILTER_TOL 0x1p-40
+
+/* Pass 2: the exact scores of the entries with tmp[y] >= thr, folded by
+ * traj's rule (ascending y, the first of the largest). */
+__attribute__((target("avx"))) static int traj_candidates(const double *dot, const double *sq, const double *tmp,
+                                                          uint32_t n, double st, double thr, double *best)
+{
+    const __m256d t = _mm256_set1_pd(thr);
+    int by = -1;
+    double bc = 0;
+    uint32_t y = 0;
+    for (; y + 4 <= n; y += 4) {
+        int m = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(tmp + y), t, _CMP_GE_OQ));
+        for (; m; m &= m - 1) {
+            uint32_t i = y + (uint32_t)__builtin_ctz((unsigned)m);
+            double c = sq[i] > 0 ? dot[i] / (st * sq[i]) : 0.0;
+            if (by < 0 || c > bc) {
+                by = (int)i;
+                bc = c;
+            }
+        }
+    }
+    for (; y < n; y++)
+        if (tmp[y] >= thr) {
+            double c = sq[y] > 0 ? dot[y] / (st * sq[y]) : 0.0;
+            if (by < 0 || c > bc) {
+                by = (int)y;
+                bc = c;
+            }
+        }
+    *best = bc;
+    return by;
+}
+
+/* scan4 and the step in one pass over whole blocks (two at a time, as
+ * scan4), each block's sums going straight into its entries' dot; the last,
+ * partial block by scan4_from into a buffer. */
+__attribute__((target("avx"))) static int traj_scan4(const float *vals, size_t len, size_t first,
+                                                     const uint32_t *restrict cols, const double *restrict w,
+                                                     uint32_t nc, double *restrict dot, const fmoe_roots *r,
+                                                     uint32_t n, double traj_norm2, double *best)
+{
+    const double *restrict inv = r->inv;
+    double *restrict tmp = r->tmp, st = sqrt(traj_norm2);
+    if (n == 0 || !(r->floor >= FMOE_ST_LO && st >= FMOE_ST_LO && st <= FMOE_ST_HI))
+        return traj_scan1(vals, len, first, cols, w, nc, dot, r, n, traj_norm2, best); /* exact, one at a time */
+    const __m256d zero = _mm256_setzero_pd();
+    __m256d top = _mm256_set1_pd(-INFINITY), bad = zero;
+    uint32_t full = n / B, b = 0;
+    for (; b + 2 <= full; b += 2) {
+        const float *p = vals + ((size_t)b * len + first) * B, *q = p + len * B;
+        __m256d a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
+        for (uint32_t k = 0; k < nc; k++) {
+            size_t c = (size_t)cols[k] * B;
+            __m256d x = _mm256_set1_pd(w[k]);
+            FMOE_AVX_TERM(a0, p + c, 0);
+            FMOE_AVX_TERM(a1, p + c, 4);
+            FMOE_AVX_TERM(a2, p + c, 8);
+            FMOE_AVX_TERM(a3, p + c, 12);
+            FMOE_AVX_TERM(a4, q + c, 0);
+            FMOE_AVX_TERM(a5, q + c, 4);
+            FMOE_AVX_TERM(a6, q + c, 8);
+            FMOE_AVX_TERM(a7, q + c, 12);
+        }
+        uint32_t y = b * B;
+        FMOE_AVX_RATIO(a0, y);
+        FMOE_AVX_RATIO(a1, y + 4);
+        FMOE_AVX_RATIO(a2, y + 8);
+        FMOE_AVX_RATIO(a3, y + 12);
+        FMOE_AVX_RATIO(a4, y + 16);
+        FMOE_AVX_RATIO(a5, y + 20);
+        FMOE_AVX_RATIO(a6, y + 24);
+        FMOE_AVX_RATIO(a7, y + 28);
+    }
+    if (b < full) {
+        const float *p = vals + ((size_t)b * len + first) * B;
+        __m256d a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+        for (uint32_t k = 0; k < nc; k++) {
+            size_t c = (size_t)cols[k] * B;
+            __m256d x = _mm256_set1_pd(w[k]);
+            FMOE_AVX_TERM(a0, p + c, 0);
+            FMOE_AVX_TERM(a1, p + c, 4);
+            FMOE_AVX_TERM(a2, p + c, 8);
+            FMOE_AVX_TERM(a3, p + c, 12);
+        }
+        uint32_t y = b * B;
+        FMOE_AVX_RATIO(a0, y);
+        FMOE_AVX_RATIO(a1, y + 4);
+        FMOE_AVX_RATIO(a2, y + 8);
+        FMOE_AVX_RATIO(a3, y + 12);
+        b++;
+    }
+    double v[4], A = -INFINITY;
+    int nan = _mm256_movemask_pd(bad) != 0;
+    _mm256_storeu_pd(v, top);
+    for (int i = 0; i < 4; i++)
+        A = v[i] > A ? v[i] : A;
+    if (b * B < n) {
+        double acc[B];
+        scan4_from(vals + (size_t)b * len * B, len, first, 1, cols, w, nc, acc, 0);
+        for (uint32_t y = b * B; y < n; y++) {
+            dot[y] += acc[y - b * B];
+            tmp[y] = dot[y] * inv[y];
+            nan |= isnan(tmp[y]);
+            A = tmp[y] > A ? tmp[y] : A;
+        }
+    }
+    if (nan || !(fabs(A) >= FMOE_A_LO && fabs(A) <= FMOE_A_HI))
+        return -1;
+    return traj_candidates(dot, r->sq, tmp, n, st, A - FMOE_FILTER_TOL * fabs(A), best);
+}
+
+static const fmoe_kernels kernels_sse2 = {scan2, traj2, scan2_more, NULL, "sse2"},
+                          kernels_avx = {scan4, traj4, scan4_more, traj_scan4, "avx"};
 
 const fmoe_kernels *fmoe_kernels_pick(void)
 {

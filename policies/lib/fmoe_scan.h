@@ -30,6 +30,30 @@ typedef void fmoe_scan_fn(const float *vals, size_t len, size_t first, uint32_t 
 typedef int fmoe_traj_fn(double *dot, double *norm2, double *score, const double *acc, const double *rn,
                          const double *sq, uint32_t n, double traj_norm2, double *best);
 
+/* The cached roots of one layer for traj_scan: sq[y] = sqrt of entry y's
+ * prefix norm over layers 0..l, inv[y] = 1 / sq[y] (0 where sq[y] = 0),
+ * floor <= every positive sq[y]; tmp: scratch of n doubles. */
+typedef struct {
+    const double *sq, *inv;
+    double floor;
+    double *tmp;
+} fmoe_roots;
+
+/* One in-order trajectory step fused with the scan of its layer (issue 18,
+ * i18f): for every entry y < n, acc = the scan's sum of w[k] x value
+ * first + cols[k] of entry y (from +0, k in order) and dot[y] += acc; then
+ * y* = the first index of the largest score dot[y] / (sqrt(traj_norm2)
+ * sq[y]) (0 unless traj_norm2 > 0 and sq[y] > 0), *best its score: the same
+ * operations as scan then traj with sq (sq[y] > 0 exactly when the norm2[y]
+ * whose root it is is), without the acc, norm2 and score arrays.  The AVX
+ * version divides only for the candidates (see fmoe_scan.c).  Returns -1
+ * when n = 0, when a score is NaN, or when the AVX version's filter cannot
+ * decide (values near the ends of the double range): the caller then
+ * computes every score from dot and takes the first largest. */
+typedef int fmoe_traj_scan_fn(const float *vals, size_t len, size_t first, const uint32_t *cols, const double *w,
+                              uint32_t nc, double *dot, const fmoe_roots *r, uint32_t n, double traj_norm2,
+                              double *best);
+
 typedef struct {
     fmoe_scan_fn *scan;
     fmoe_traj_fn *traj;
@@ -37,6 +61,7 @@ typedef struct {
      * [0, k) then scan_more of terms [k, nc) gives scan's result over [0, nc)
      * bit for bit (the same additions in the same order). */
     fmoe_scan_fn *scan_more;
+    fmoe_traj_scan_fn *traj_scan; /* NULL: the caller runs scan, then traj (SSE2) */
     const char *name; /* "avx", "sse2" or "c" */
 } fmoe_kernels;
 

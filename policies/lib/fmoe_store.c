@@ -41,7 +41,9 @@ static void carve_all(fmoe_store *s, carver *c)
     s->map_norm2 = carve(c, S, sizeof *s->map_norm2);
     s->map_norm = carve(c, S, sizeof *s->map_norm);
     s->row_norm2 = carve(c, S * s->L, sizeof *s->row_norm2);
+    s->prefix_norm2 = carve(c, S * s->L, sizeof *s->prefix_norm2);
     s->prefix_norm = carve(c, S * s->L, sizeof *s->prefix_norm);
+    s->prefix_inv = carve(c, S * s->L, sizeof *s->prefix_inv);
     s->row_norm_up = carve(c, S * s->L, sizeof *s->row_norm_up);
     s->layer_ids = carve(c, s->L ? s->L : 1, sizeof *s->layer_ids);
     s->layer_norm = carve(c, s->L ? s->L : 1, sizeof *s->layer_norm);
@@ -52,7 +54,7 @@ static void carve_all(fmoe_store *s, carver *c)
     s->blocks = carve(c, S / B, sizeof *s->blocks);
     s->entry_nonfinite = carve(c, S, sizeof *s->entry_nonfinite);
     s->dot = carve(c, S, sizeof *s->dot);
-    s->norm2 = carve(c, S, sizeof *s->norm2);
+    s->norm2_own = carve(c, S, sizeof *s->norm2_own);
     s->score = carve(c, S, sizeof *s->score);
     s->acc = carve(c, S, sizeof *s->acc);
     s->acc2 = carve(c, S, sizeof *s->acc2);
@@ -78,6 +80,8 @@ void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32
     carve_all(s, &c);
     for (uint32_t l = 0; l < L; l++)
         s->layer_ids[l] = l;
+    s->norm2 = s->norm2_own;
+    s->prefix_floor = INFINITY;
 }
 
 void fmoe_store_free(fmoe_store *s)
@@ -231,7 +235,12 @@ uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map)
         float up = (float)sqrt(r); /* an upper bound: what is dropped must not be able to win */
         s->row_norm_up[at(y, l, s->L)] = (double)up < sqrt(r) ? nextafterf(up, INFINITY) : up;
         prefix += r;
-        s->prefix_norm[(size_t)l * s->slots + y] = sqrt(prefix);
+        s->prefix_norm2[(size_t)l * s->slots + y] = prefix;
+        double root = sqrt(prefix);
+        s->prefix_norm[(size_t)l * s->slots + y] = root;
+        s->prefix_inv[(size_t)l * s->slots + y] = root > 0 ? 1.0 / root : 0.0;
+        if (root > 0 && root < s->prefix_floor)
+            s->prefix_floor = root;
     }
     uint8_t bad = !fmoe_all_finite(map, LJ) || (s->D && !fmoe_all_finite(emb, s->D));
     s->nonfinite = s->nonfinite - s->entry_nonfinite[y] + bad;
@@ -242,23 +251,66 @@ uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map)
 
 void fmoe_traj_reset(fmoe_store *s)
 {
-    memset(s->dot, 0, s->slots * sizeof *s->dot);
-    memset(s->norm2, 0, s->slots * sizeof *s->norm2);
+    s->norm2 = s->norm2_own;
+    if (!s->traj_zeroed) { /* else nothing wrote them since they were zeroed (a run of adds) */
+        memset(s->dot, 0, s->slots * sizeof *s->dot);
+        memset(s->norm2, 0, s->slots * sizeof *s->norm2);
+        s->traj_zeroed = 1;
+    }
     s->traj_norm2 = 0;
     s->observed = 0;
     s->in_order = 1;
 }
 
+/* norm2 back in its own array, to be summed into: it held the cached prefix
+ * row of the layers observed so far, 0 .. observed - 1 in order, whose value
+ * is what the steps would have summed (the same additions, in the same order,
+ * from +0). */
+static void traj_norm2_own(fmoe_store *s)
+{
+    if (s->norm2 == s->norm2_own)
+        return;
+    memcpy(s->norm2_own, s->norm2, s->slots * sizeof *s->norm2);
+    s->norm2 = s->norm2_own;
+    s->prefix_floor = INFINITY;
+}
+
+/* Scores as the traj kernels compute them, from dot and the cached prefix
+ * roots (the fused kernel stores none): for its NaN fallback. */
+static void traj_scores_in_order(fmoe_store *s, const double *sq)
+{
+    double st = sqrt(s->traj_norm2);
+    for (uint32_t y = 0; y < s->n; y++)
+        s->score[y] = s->traj_norm2 > 0 && sq[y] > 0 ? s->dot[y] / (st * sq[y]) : 0.0;
+}
+
 void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P)
 {
+    s->traj_zeroed = 0;
     for (uint32_t j = 0; j < s->J; j++)
         s->traj_norm2 += (double)P[j] * P[j];
-    /* acc[y] = P . m_y[l], from 0 over j, then added to the running sums */
-    fmoe_scan_query(s, s->map, (size_t)s->L * s->J, (size_t)l * s->J, P, s->J, s->acc);
-    const double *rn = s->row_norm2 + (size_t)l * s->slots; /* cached |m_y[l]|^2 */
     /* layers 0..l observed in order: norm2[y] becomes the cached prefix sum, whose sqrt is cached too */
     s->in_order = s->in_order && s->observed == l;
     const double *sq = s->in_order ? s->prefix_norm + (size_t)l * s->slots : NULL;
+    if (sq && s->kernels->traj_scan) {
+        /* in order, one pass: acc[y] = P . m_y[l] added to dot[y] as it is summed; norm2 is the
+         * cached prefix sum then (copied into norm2_own if the order breaks) */
+        uint32_t nc = fmoe_query_terms(s, P, s->J);
+        fmoe_roots r = {sq, s->prefix_inv + (size_t)l * s->slots, s->prefix_floor, s->acc};
+        s->best = s->kernels->traj_scan(s->map, (size_t)s->L * s->J, (size_t)l * s->J, s->cols, s->w, nc, s->dot, &r,
+                                        s->n, s->traj_norm2, &s->best_score);
+        s->norm2 = s->prefix_norm2 + (size_t)l * s->slots;
+        if (s->best < 0 && s->n) { /* a NaN score (or the filter undecided): the scalar rule over score[] */
+            traj_scores_in_order(s, sq);
+            s->best = argmax_first(s->score, s->n, &s->best_score);
+        }
+        s->observed++;
+        return;
+    }
+    traj_norm2_own(s);
+    /* acc[y] = P . m_y[l], from 0 over j, then added to the running sums */
+    fmoe_scan_query(s, s->map, (size_t)s->L * s->J, (size_t)l * s->J, P, s->J, s->acc);
+    const double *rn = s->row_norm2 + (size_t)l * s->slots; /* cached |m_y[l]|^2 */
     s->best = s->kernels->traj(s->dot, s->norm2, s->score, s->acc, rn, sq, s->n, s->traj_norm2, &s->best_score);
     if (s->best < 0 && s->n) /* a NaN score: the scalar rule over score[] */
         s->best = argmax_first(s->score, s->n, &s->best_score);
@@ -302,6 +354,73 @@ void fmoe_sort_desc(const float *P, uint32_t J, uint32_t *order)
     free(r);
 }
 
+/* a ranks before b: larger p, or equal p and the lower id */
+static inline int ranks_before(fmoe_ranked a, fmoe_ranked b)
+{
+    return a.p > b.p || (a.p == b.p && a.e < b.e);
+}
+
+static void sift_down(fmoe_ranked *h, uint32_t n, uint32_t i)
+{
+    fmoe_ranked x = h[i];
+    for (uint32_t c; (c = 2 * i + 1) < n; i = c) {
+        if (c + 1 < n && ranks_before(h[c + 1], h[c]))
+            c++;
+        if (!ranks_before(h[c], x))
+            break;
+        h[i] = h[c];
+    }
+    h[i] = x;
+}
+
+/* The heap of (P[j], j); 0 when P holds a NaN (no heap: the caller sorts). */
+static int heap_of(const float *P, uint32_t J, fmoe_ranked *h)
+{
+    for (uint32_t j = 0; j < J; j++) {
+        if (isnan(P[j]))
+            return 0;
+        h[j] = (fmoe_ranked){P[j], j};
+    }
+    for (uint32_t i = J / 2; i-- > 0;)
+        sift_down(h, J, i);
+    return 1;
+}
+
+static uint32_t heap_pop(fmoe_ranked *h, uint32_t *n)
+{
+    uint32_t top = h[0].e;
+    h[0] = h[--*n];
+    sift_down(h, *n, 0);
+    return top;
+}
+
+void fmoe_top_desc(const float *P, uint32_t J, uint32_t n, uint32_t *order, fmoe_ranked *scratch)
+{
+    if (!heap_of(P, J, scratch)) {
+        fmoe_sort_desc(P, J, order);
+        return;
+    }
+    uint32_t left = J;
+    for (uint32_t i = 0; i < n && left; i++)
+        order[i] = heap_pop(scratch, &left);
+}
+
+uint32_t fmoe_select_paper_top(const float *P, uint32_t J, double delta, uint32_t K, uint32_t *order,
+                               fmoe_ranked *scratch)
+{
+    if (!heap_of(P, J, scratch)) {
+        fmoe_sort_desc(P, J, order);
+        return fmoe_select_paper(P, order, J, delta, K);
+    }
+    double sum = 0; /* fmoe_select_paper's loop, each next expert popped when it needs it */
+    uint32_t n = 0, left = J;
+    while (n < J && (n < K || sum < delta)) {
+        order[n] = heap_pop(scratch, &left);
+        sum += P[order[n++]];
+    }
+    return n;
+}
+
 uint32_t fmoe_select_paper(const float *P, const uint32_t *order, uint32_t J, double delta, uint32_t K)
 {
     double sum = 0;
@@ -333,11 +452,6 @@ double fmoe_priority_paper(double p, int64_t t, int64_t l_now)
 double fmoe_priority_code(double p, uint32_t t, uint32_t start, uint32_t end)
 {
     return p * (1.0 - (double)(t - start) / (double)(end + 1));
-}
-
-double fmoe_evict_key_paper(double p, double freq)
-{
-    return p * freq;
 }
 
 double fmoe_evict_key_code(double p, double count)

@@ -45,7 +45,10 @@ typedef struct {
     double *map_norm2;        /* [slots] |m_y|^2 over the whole map */
     double *map_norm;         /* [slots] sqrt(|m_y|^2) */
     double *row_norm2;        /* [L][slots] |m_y[l]|^2 */
-    double *prefix_norm;      /* [L][slots] sqrt(|m_y[0..l]|^2), the sum over layers 0..l in order */
+    double *prefix_norm2;     /* [L][slots] |m_y[0..l]|^2, summed over layers 0..l in order from +0 */
+    double *prefix_norm;      /* [L][slots] sqrt of prefix_norm2 */
+    double *prefix_inv;       /* [L][slots] 1 / prefix_norm (0 where it is 0): the fused kernel's filter */
+    double prefix_floor;      /* <= every positive prefix_norm held (never raised: a lower bound) */
     float *row_norm_up;       /* [slots / B][L][B] sqrt(|m_y[l]|^2) rounded up to a float (deduplication's bounds) */
     double *inv_map_norm;     /* [slots] 1 / map_norm (0 for a zero map): deduplication's bounds */
     double *inv_emb_norm;     /* [slots] 1 / emb_norm (0 for a zero embedding) */
@@ -53,12 +56,15 @@ typedef struct {
     uint8_t *entry_nonfinite; /* [slots] */
     /* incremental trajectory search (reset at each iteration) */
     double *dot;              /* [slots] m_y[0..observed) . traj */
-    double *norm2;            /* [slots] |m_y[0..observed)|^2 */
+    double *norm2;            /* [slots] |m_y[0..observed)|^2: norm2_own, or while the layers are observed in
+                                 order (0, 1, ..., l) the row l of prefix_norm2, the same values (read only) */
+    double *norm2_own;        /* [slots] */
     double *score;            /* [slots] cos(traj, m_y prefix) after the last observed layer */
     int best;                 /* argmax of score (ties to the lower index) */
     double best_score;
     double traj_norm2;        /* |traj|^2 */
     uint32_t observed;        /* layers observed so far */
+    int traj_zeroed;          /* dot and norm2_own are zero: nothing observed since the last reset zeroed them */
     int in_order;             /* they were layers 0, 1, ..., observed - 1: norm2 = the cached prefix */
     /* scratch of the scans */
     double *acc, *acc2;       /* [slots] one sum per entry */
@@ -137,6 +143,22 @@ int fmoe_traj_best(const fmoe_store *s, double *score);
 double fmoe_delta(double score);
 /* order[0..J) = expert ids by probability descending (ties: lower id). */
 void fmoe_sort_desc(const float *P, uint32_t J, uint32_t *order);
+/* The same order, only as far as it is used (issue 18): a binary heap on
+ * (p descending, id ascending) built in O(J), one expert per O(log J) pop.
+ * Without NaN that comparison is a strict total order (ids differ; -0 and
+ * +0 are equal p, as for fmoe_sort_desc), so any sort gives fmoe_sort_desc's
+ * permutation; a row holding a NaN (whose order depends on qsort's
+ * algorithm) goes to fmoe_sort_desc.  order has room for J; scratch[J]. */
+typedef struct {
+    float p;
+    uint32_t e;
+} fmoe_ranked;
+/* order[0..n) = the first n (<= J) of fmoe_sort_desc's order. */
+void fmoe_top_desc(const float *P, uint32_t J, uint32_t n, uint32_t *order, fmoe_ranked *scratch);
+/* n = fmoe_select_paper(P, fmoe_sort_desc's order, J, delta, K) with order[0..n)
+ * that order's first n, taking the experts from the heap one at a time. */
+uint32_t fmoe_select_paper_top(const float *P, uint32_t J, double delta, uint32_t K, uint32_t *order,
+                               fmoe_ranked *scratch);
 /* Paper Eq. expert-prefetch-set: the fewest experts, highest first, whose
  * summed probability >= delta, never fewer than K (at most J). */
 uint32_t fmoe_select_paper(const float *P, const uint32_t *order, uint32_t J, double delta, uint32_t K);
@@ -150,7 +172,10 @@ double fmoe_priority_paper(double p, int64_t t, int64_t l_now);
 double fmoe_priority_code(double p, uint32_t t, uint32_t start, uint32_t end);
 /* Eviction keys, smallest evicted first: paper PRI^evict = 1 / (p freq), so
  * the victim has the smallest p x freq; code: integer truncation of p x count. */
-double fmoe_evict_key_paper(double p, double freq);
+static inline double fmoe_evict_key_paper(double p, double freq)
+{
+    return p * freq;
+}
 double fmoe_evict_key_code(double p, double count);
 /* FineMoE's key exactly: size_t(prob x incache_visit_count) with prob a float
  * and the product computed in float32 (task_scheduler.cpp:291-297). */

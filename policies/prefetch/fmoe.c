@@ -65,7 +65,8 @@ typedef struct {
     float *cur;        /* [L][J] this iteration's map; hitcount: the request's counts */
     float *emb;        /* [D] */
     float *row;        /* [J] scratch: a guided layer's row (hitcount: normalised) */
-    uint32_t *order;   /* [J] scratch */
+    uint32_t *order;   /* [J] scratch: a guided row's experts, best first */
+    fmoe_ranked *rank; /* [J] scratch of the ordering heap */
     uint64_t cur_req;  /* hitcount: request whose counts are in cur */
     ms_policy_stats sim; /* best scores of the searches that found a map (stats hook) */
     /* offline fill */
@@ -90,6 +91,7 @@ static void pf_free(fmoe_pf *s)
     free(s->emb);
     free(s->row);
     free(s->order);
+    free(s->rank);
     free(s);
 }
 
@@ -208,6 +210,7 @@ static void *fmoe_create(const ms_params *p, const ms_policy_env *env, ms_err *e
     s->emb = ms_xcalloc(s->D ? s->D : 1, sizeof *s->emb);
     s->row = ms_xcalloc(s->J, sizeof *s->row);
     s->order = ms_xcalloc(s->J, sizeof *s->order);
+    s->rank = ms_xcalloc(s->J, sizeof *s->rank);
     if (!s->online && fill_offline(s, env, err)) {
         pf_free(s);
         return NULL;
@@ -246,13 +249,20 @@ static const float *guided_row(fmoe_pf *s, int y, uint32_t t)
     return m;
 }
 
-static uint32_t selected_count(const fmoe_pf *s, const float *P, double score)
+/* Orders row P's experts, best first, into s->order (code: all J, as its
+ * guidance lists them all; paper: only the ones selected) and returns how
+ * many are selected. */
+static uint32_t order_selected(fmoe_pf *s, const float *P, double score)
 {
-    if (s->track != TRACK_FULL)
-        return s->K; /* ablations without delta: the top K */
-    double delta = fmoe_delta(score);
-    return s->code ? fmoe_select_code(P, s->order, s->J, delta, s->K)
-                   : fmoe_select_paper(P, s->order, s->J, delta, s->K);
+    if (s->code) {
+        fmoe_top_desc(P, s->J, s->J, s->order, s->rank);
+        return s->track != TRACK_FULL ? s->K : fmoe_select_code(P, s->order, s->J, fmoe_delta(score), s->K);
+    }
+    if (s->track != TRACK_FULL) { /* ablations without delta: the top K */
+        fmoe_top_desc(P, s->J, s->K, s->order, s->rank);
+        return s->K;
+    }
+    return fmoe_select_paper_top(P, s->J, fmoe_delta(score), s->K, s->order, s->rank);
 }
 
 /* Paper: E_prefetch of layer t with PRI = p / (t - l_now); every expert's
@@ -292,8 +302,7 @@ static void guide(fmoe_pf *s, ms_view *v, int y, double score, uint32_t t0, uint
     }
     for (uint32_t t = t0; t <= t1; t++) {
         const float *P = guided_row(s, y, t);
-        fmoe_sort_desc(P, s->J, s->order);
-        uint32_t n = selected_count(s, P, score);
+        uint32_t n = order_selected(s, P, score);
         if (s->code)
             guide_code(s, v, P, n, t, t0, t1 + 1);
         else

@@ -1,9 +1,11 @@
 /* fMoE's map store scans (policies/lib/fmoe_scan.h, fmoe_store.h, issue 18):
  *  - every kernel version this CPU runs (C, SSE2, AVX) gives the plain C
- *    version's results bit for bit, ties and NaN included;
+ *    version's results bit for bit, ties and NaN included; the fused
+ *    in-order trajectory step gives what the scan then the step give;
  *  - the blocked store gives the scalar formulas' results exactly (==, not
  *    within a tolerance) across several blocks: the dedup victim, the
- *    semantic and trajectory scores;
+ *    semantic and trajectory scores (the trajectory with every kernel
+ *    version, in order, out of order and in order then out of it);
  *  - hand-computed cases: a victim in the second block, a tie to the lowest
  *    index, an infinity that forbids skipping zero terms, a NaN score. */
 #include <math.h>
@@ -76,6 +78,80 @@ static void check_traj_kernels(const fmoe_kernels *k, const fmoe_kernels *c)
     }
 }
 
+/* What fmoe_traj_observe does with a -1 from traj_scan: every score from
+ * dot and the roots, the first of the largest (NaN never compares greater). */
+static int resolve(int got, double *best, const double *dot, const double *sq, uint32_t n, double t2)
+{
+    if (got >= 0 || n == 0)
+        return got;
+    int by = -1;
+    for (uint32_t y = 0; y < n; y++) {
+        double c = t2 > 0 && sq[y] > 0 ? dot[y] / (sqrt(t2) * sq[y]) : 0.0;
+        if (by < 0 || c > *best) {
+            by = (int)y;
+            *best = c;
+        }
+    }
+    return by;
+}
+
+/* The fused in-order step (traj_scan) against the C scan, then the C traj
+ * with the same roots (its norm2 only decides the zero-prefix mask, so it
+ * gets sq itself: positive exactly where sq is): the same dot bit for bit
+ * and, after the caller's fallback for a -1, the same best and score;
+ * entries in 0 to 4 blocks, the last partial or not, ties (an entry a copy
+ * of the one before) and near ties (its dot one ulp away), zero roots, NaN,
+ * scores of either sign.  Returns how many the kernel decided itself. */
+static int check_traj_scan_kernels(const fmoe_kernels *k, const fmoe_kernels *c)
+{
+    enum { NB = 5, N = NB * FMOE_BLOCK, LEN = 12 };
+    static float vals[NB * LEN * FMOE_BLOCK];
+    int decided = 0;
+    for (int trial = 0; trial < 3000; trial++) {
+        uint32_t n = trial % 7 == 0 ? (uint32_t)(1 + trial % 4) * FMOE_BLOCK : rnd(N - FMOE_BLOCK + 1);
+        uint32_t first = rnd(LEN), nc = rnd(LEN - first + 1);
+        double dot[2][N], sq[N], norm2[N], score[N], acc[N], zero[N] = {0}, w[LEN];
+        uint32_t cols[LEN];
+        for (uint32_t y = 0; y < N; y++) {
+            int copy = y && rnd(3) == 0; /* equal scores: ties to the lower index */
+            for (uint32_t i = 0; i < LEN; i++) {
+                size_t at = ((size_t)(y / FMOE_BLOCK) * LEN + i) * FMOE_BLOCK + y % FMOE_BLOCK;
+                vals[at] = copy ? vals[((size_t)((y - 1) / FMOE_BLOCK) * LEN + i) * FMOE_BLOCK + (y - 1) % FMOE_BLOCK]
+                                : value();
+            }
+            dot[0][y] = copy ? dot[0][y - 1] : value();
+            if (copy && rnd(2)) /* a near tie: the score one or two ulps away */
+                dot[0][y] = nextafter(dot[0][y], rnd(2) ? INFINITY : -INFINITY);
+            sq[y] = copy ? sq[y - 1] : rnd(5) ? fabs(value()) : 0.0; /* some zero prefixes */
+            norm2[y] = sq[y];
+        }
+        for (uint32_t i = 0; i < nc; i++) {
+            cols[i] = rnd(LEN - first);
+            w[i] = value();
+        }
+        if (n && trial % 25 == 7)
+            dot[0][rnd(n)] = NAN;
+        double t2 = trial % 10 == 3 ? 0.0 : fabs(value()) + 0.25, best[2] = {-7, -7};
+        memcpy(dot[1], dot[0], sizeof dot[0]);
+        double inv[N], tmp[N], floor = INFINITY;
+        for (uint32_t y = 0; y < N; y++) {
+            inv[y] = sq[y] > 0 ? 1.0 / sq[y] : 0.0;
+            floor = sq[y] > 0 && sq[y] < floor ? sq[y] : floor;
+        }
+        fmoe_roots roots = {sq, inv, floor, tmp};
+        int got = k->traj_scan(vals, LEN, first, cols, w, nc, dot[0], &roots, n, t2, &best[0]);
+        decided += got >= 0;
+        got = resolve(got, &best[0], dot[0], sq, n, t2);
+        c->scan(vals, LEN, first, (n + FMOE_BLOCK - 1) / FMOE_BLOCK, cols, w, nc, acc);
+        int want = resolve(c->traj(dot[1], norm2, score, acc, zero, sq, n, t2, &best[1]), &best[1], dot[1], sq, n, t2);
+        CHECK_EQ_INT(got, want);
+        if (want >= 0)
+            CHECK(memcmp(&best[0], &best[1], sizeof best[0]) == 0);
+        CHECK(memcmp(dot[0], dot[1], sizeof dot[0]) == 0);
+    }
+    return decided;
+}
+
 static void test_kernels(void)
 {
     const fmoe_kernels *list[3];
@@ -86,7 +162,13 @@ static void test_kernels(void)
         picked_listed |= list[i] == fmoe_kernels_pick();
         check_scan_kernels(list[i], list[0]);
         check_traj_kernels(list[i], list[0]);
+        if (list[i]->traj_scan) {
+            int decided = check_traj_scan_kernels(list[i], list[0]);
+            CHECK(decided > 2000); /* the filter decided most cases itself */
+            printf("traj_scan %s: %d of 3000 decided by the kernel\n", list[i]->name, decided);
+        }
     }
+    CHECK(list[0]->traj_scan != NULL); /* the C one, the reference of the others */
     CHECK(picked_listed);
     printf("kernels checked:");
     for (size_t i = 0; i < n; i++)
@@ -133,7 +215,7 @@ static uint32_t direct_victim(const fmoe_store *s, const float *emb, const float
  * (per layer, P . m_y[l] summed from 0 over j and added to the running dot;
  * |m_y[l]|^2 likewise).  In order 0, 1, 2 the store reads the square roots
  * of its cached prefix norms; in another order it takes them from norm2. */
-static void check_trajectory_exact(fmoe_store *s, const uint32_t *order)
+static void check_trajectory_exact_with(fmoe_store *s, const uint32_t *order)
 {
     double dot[SC_C] = {0}, nn[SC_C] = {0}, tt = 0;
     float P[SC_J], m[SC_L * SC_J];
@@ -156,6 +238,7 @@ static void check_trajectory_exact(fmoe_store *s, const uint32_t *order)
             }
             dot[y] += d;
             nn[y] += r;
+            CHECK(s->norm2[y] == nn[y]); /* the running |prefix|^2, whichever array holds it */
             double c = tt > 0 && nn[y] > 0 ? dot[y] / (sqrt(tt) * sqrt(nn[y])) : 0.0;
             if (want < 0 || c > want_c) {
                 want = (int)y;
@@ -166,6 +249,20 @@ static void check_trajectory_exact(fmoe_store *s, const uint32_t *order)
         CHECK_EQ_INT(fmoe_traj_best(s, &got_c), want);
         CHECK(got_c == want_c);
     }
+}
+
+/* ... with every kernel version this CPU runs (the fused in-order step of
+ * the C and AVX ones, the two-step SSE2 one; norm2 summed when the order
+ * breaks after a fused step). */
+static void check_trajectory_exact(fmoe_store *s, const uint32_t *order)
+{
+    const fmoe_kernels *list[3], *picked = s->kernels;
+    size_t n = fmoe_kernels_list(list);
+    for (size_t i = 0; i < n; i++) {
+        s->kernels = list[i];
+        check_trajectory_exact_with(s, order);
+    }
+    s->kernels = picked;
 }
 
 static void check_semantic_exact(fmoe_store *s)
@@ -210,10 +307,12 @@ static void test_store_exact(void)
         CHECK(memcmp(got_map, map, sizeof map) == 0);
         CHECK(memcmp(got_emb, emb, sizeof emb) == 0);
         if (k % 23 == 0) {
-            static const uint32_t in_order[SC_L] = {0, 1, 2}, shuffled[SC_L] = {1, 0, 2}, repeated[SC_L] = {0, 0, 1};
+            static const uint32_t in_order[SC_L] = {0, 1, 2}, shuffled[SC_L] = {1, 0, 2}, repeated[SC_L] = {0, 0, 1},
+                                  late[SC_L] = {0, 1, 1};
             check_trajectory_exact(&s, in_order);
             check_trajectory_exact(&s, shuffled);
             check_trajectory_exact(&s, repeated);
+            check_trajectory_exact(&s, late);
             check_semantic_exact(&s);
         }
     }
