@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "sim/engine/exec.h"
+#include "sim/core/fminmax.h"
 #include "sim/core/timing.h"
 
 /* Busy intervals of the copy or the compute stream, in submission order
@@ -61,7 +62,7 @@ static double stretched_end(const busy_log *other, double start, double work, do
         first--;
     double t = start;
     for (uint64_t j = first; j < other->n; j++) {
-        double b0 = fmax(t, other->t0[j % MS_EXEC_SIM_EVENTS]), b1 = other->t1[j % MS_EXEC_SIM_EVENTS];
+        double b0 = ms_fmax(t, other->t0[j % MS_EXEC_SIM_EVENTS]), b1 = other->t1[j % MS_EXEC_SIM_EVENTS];
         if (b0 - t >= work)
             break;
         work -= b0 - t;
@@ -107,9 +108,9 @@ static int has_expert(const sim_exec *s, const ms_op *op, ms_err *err)
     return 0;
 }
 
-static int sim_submit(void *st, const ms_op *op, ms_event *out, ms_err *err)
+/* Times op and records its event; *start_s and *end_s its times. */
+static int sim_time(sim_exec *s, const ms_op *op, ms_event *out, double *start_s, double *end_s, ms_err *err)
 {
-    sim_exec *s = st;
     if (op->kind < 0 || op->kind >= MS_OP_KINDS)
         return ms_fail(err, "simulated executor: unknown op kind %d", (int)op->kind);
     int expert_op = op->kind == MS_OP_COPY || op->kind == MS_OP_EXPERT_GPU;
@@ -120,16 +121,16 @@ static int sim_submit(void *st, const ms_op *op, ms_event *out, ms_err *err)
                        MS_EXEC_SIM_GPUS - 1);
     ms_stream k = ms_op_stream(op->kind);
     double *stream_end = &s->stream_end[k == MS_STREAM_CPU ? 0 : op->gpu][k];
-    double start = fmax(op->not_before_s, *stream_end);
+    double start = ms_fmax(op->not_before_s, *stream_end);
     if (op->after != MS_NO_EVENT) {
         double a0, a1;
         if (lookup(s, op->after, &a0, &a1, err))
             return -1;
-        start = fmax(start, a1);
+        start = ms_fmax(start, a1);
     }
     size_t x = expert_op ? (size_t)op->layer * s->J + op->expert : 0;
     if (op->kind == MS_OP_EXPERT_GPU)
-        start = fmax(start, s->copy_end[x]);
+        start = ms_fmax(start, s->copy_end[x]);
     double end = start + ms_exec_sim_duration(s->p, op);
     if (s->busy[0] && k != MS_STREAM_CPU) {
         const busy_log *other = s->busy[k == MS_STREAM_COPY ? 0 : 1];
@@ -145,7 +146,21 @@ static int sim_submit(void *st, const ms_op *op, ms_event *out, ms_err *err)
     s->ring_t0[i] = start;
     s->ring_t1[i] = end;
     *out = ev;
+    *start_s = start;
+    *end_s = end;
     return 0;
+}
+
+static int sim_submit(void *st, const ms_op *op, ms_event *out, ms_err *err)
+{
+    double start, end;
+    return sim_time(st, op, out, &start, &end, err);
+}
+
+static int sim_run(void *st, const ms_op *op, double *start_s, double *end_s, ms_err *err)
+{
+    ms_event ev;
+    return sim_time(st, op, &ev, start_s, end_s, err);
 }
 
 static int sim_wait(void *st, ms_event ev, double *start_s, double *end_s, ms_err *err)
@@ -192,6 +207,7 @@ static const ms_exec_ops sim_ops = {
     .release = sim_release,
     .begin = sim_begin,
     .destroy = sim_destroy,
+    .run = sim_run,
 };
 
 int ms_exec_sim_create(const ms_platform *p, uint32_t layers, uint32_t experts, ms_exec *out, ms_err *err)

@@ -17,9 +17,8 @@ int eng_exec_failed(ms_view *v)
 /* Submits op and waits for it: its start and end on the executor's clock. */
 int eng_exec_run(ms_view *v, ms_op *op, double *start, double *end)
 {
-    ms_event ev;
     op->iteration = v->iter;
-    if (ms_exec_submit(v->exec, op, &ev, v->err) || ms_exec_wait(v->exec, ev, start, end, v->err))
+    if (ms_exec_run(v->exec, op, start, end, v->err))
         return eng_exec_failed(v);
     return 0;
 }

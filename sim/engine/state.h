@@ -30,6 +30,7 @@
 #include "policies/policy.h"
 #include "sim/engine/qheap.h"
 #include "sim/core/dvec.h"
+#include "sim/core/fminmax.h"
 #include "sim/core/out.h"
 #include "sim/engine/batcher.h"
 #include "sim/engine/engine.h"
@@ -79,6 +80,8 @@ struct ms_view {
     uint64_t *protect;      /* == stamp: activated by the running layer */
     uint64_t *mark;         /* == iteration + 1: activated in the running iteration */
     uint32_t *act_pos;      /* index of x in its layer's activated list */
+    uint32_t *act_tok;      /* scratch of eng_build_activated_sets (actsets.h), 0 between builds */
+    float *act_wsum;        /* the same, weight sums */
     double *score;          /* the prefetcher -> cache score board (NAN: unset) */
     uint32_t incoming;      /* expert make_room works for, UINT32_MAX outside */
     double *layer_bytes, *layer_params, *dense_bytes, *dense_params;
@@ -214,18 +217,59 @@ void eng_order_step(ms_view *v, uint32_t l);
 /* The visit order of layer l's n activated experts, in v->step_visit (owned
  * by the view: valid until the next call). */
 uint32_t eng_step_visits(ms_view *v, uint32_t l, uint32_t n, const uint32_t **out);
-int eng_step_evictable(const ms_view *v, uint32_t x, int resident);
+/* Whether the cache policy may evict x now (resident: its copy has
+ * landed).  Inline: policies ask it of every member they consider. */
+static inline int eng_step_evictable(const ms_view *v, uint32_t x, int resident)
+{
+    if (!v->cached[x])
+        return 0;
+    int of_step = v->protect[x] == v->stamp;
+    if (v->rules.protect == MS_PROTECT_STEP) /* NONE and LIST leave the step's experts evictable (issue 16) */
+        return resident && !of_step;
+    if (!resident && !(of_step && v->step_open))
+        return 0; /* in flight, and not a load of the running step */
+    if (v->rules.protect == MS_PROTECT_LIST && v->cache->cache->protects &&
+        v->cache->cache->protects(v->cache_st, v, x / v->J, x % v->J))
+        return 0;
+    return 1;
+}
 int eng_evict_defers_release(ms_view *v, uint32_t x);
 
 /* nextuse.c: the next-use pre-pass (policies with needs_future) */
 int eng_build_future(ms_view *v, ms_trace_reader *rd);
 
 /* outputs.c: the events CSV, per-request and per-iteration CSVs, summary statistics */
-double eng_unit_of(const ms_view *v, uint32_t x);
-void eng_event_tagged(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes, const char *unused_prefetch);
-void eng_event(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes);
-void eng_event_layer(ms_view *v, const char *kind, double t0, double t1);
-void eng_event_gpu(ms_view *v, const char *kind, double t0, double t1, uint32_t gpu, double bytes);
+/* x's size in the cache's units: bytes (cap_kind bytes) or 1 expert */
+static inline double eng_unit_of(const ms_view *v, uint32_t x)
+{
+    return v->cfg->cap_kind == MS_CAP_BYTES ? v->layer_bytes[x / v->J] : 1.0;
+}
+/* The rows of the events CSV (v->ev).  The test of v->ev is inline: a run
+ * without --events (a sweep) pays neither the call nor its arguments. */
+void eng_write_event(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes, const char *unused_prefetch);
+void eng_write_event_layer(ms_view *v, const char *kind, double t0, double t1);
+void eng_write_event_gpu(ms_view *v, const char *kind, double t0, double t1, uint32_t gpu, double bytes);
+static inline void eng_event_tagged(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes,
+                                    const char *unused_prefetch)
+{
+    if (v->ev)
+        eng_write_event(v, kind, t0, t1, x, bytes, unused_prefetch);
+}
+static inline void eng_event(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes)
+{
+    if (v->ev)
+        eng_write_event(v, kind, t0, t1, x, bytes, "");
+}
+static inline void eng_event_layer(ms_view *v, const char *kind, double t0, double t1)
+{
+    if (v->ev)
+        eng_write_event_layer(v, kind, t0, t1);
+}
+static inline void eng_event_gpu(ms_view *v, const char *kind, double t0, double t1, uint32_t gpu, double bytes)
+{
+    if (v->ev)
+        eng_write_event_gpu(v, kind, t0, t1, gpu, bytes);
+}
 void eng_request_done(const ms_rslot *s, void *ctx);
 void eng_summarise(ms_dvec *d, uint64_t *n, double *mean, double *p50, double *p90, double *p99);
 int eng_open_outputs(ms_view *v);

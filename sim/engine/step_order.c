@@ -131,27 +131,6 @@ uint32_t eng_step_visits(ms_view *v, uint32_t l, uint32_t n, const uint32_t **ou
 
 /* ---- protection ---- */
 
-/* The step's experts may be evicted (issue 16): NONE and LIST. */
-static int step_unprotected(const ms_view *v)
-{
-    return v->rules.protect != MS_PROTECT_STEP;
-}
-
-int eng_step_evictable(const ms_view *v, uint32_t x, int resident)
-{
-    if (!v->cached[x])
-        return 0;
-    int of_step = v->protect[x] == v->stamp;
-    if (!step_unprotected(v))
-        return resident && !of_step;
-    if (!resident && !(of_step && v->step_open))
-        return 0; /* in flight, and not a load of the running step */
-    if (v->rules.protect == MS_PROTECT_LIST && v->cache->cache->protects &&
-        v->cache->cache->protects(v->cache_st, v, x / v->J, x % v->J))
-        return 0;
-    return 1;
-}
-
 /* An expert of the running step evicted before its compute: it still
  * computes, and its slot is released after the layer (as a transient one). */
 int eng_evict_defers_release(ms_view *v, uint32_t x)
