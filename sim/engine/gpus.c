@@ -165,18 +165,14 @@ void eng_gpus_free(ms_view *v)
 
 /* ---- per-GPU caches ---- */
 
-int eng_over_capacity(const ms_view *v, uint32_t x, double need)
+int eng_over_capacity_gpu(const ms_view *v, uint32_t x, double need)
 {
-    if (v->G == 1)
-        return v->used_units + need > v->cap_units + 1e-9;
     uint32_t g = v->gpu_of[x];
     return v->gused[g] + need > v->gcap[g] + 1e-9;
 }
 
-void eng_gpu_account(ms_view *v, uint32_t x, int sign)
+void eng_gpu_account_gpu(ms_view *v, uint32_t x, int sign)
 {
-    if (v->G == 1)
-        return;
     uint32_t g = v->gpu_of[x];
     v->gused[g] += sign * eng_unit_of(v, x);
     v->gused_bytes[g] += sign * v->layer_bytes[x / v->J];

@@ -122,9 +122,10 @@ static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8
         else
             v->outcome[x] = OUT_MISS;
     }
-    memset(on_cpu, 0, n);
-    if (v->sched->sched->place)
+    if (v->sched->sched->place) { /* only place writes on_cpu: without it, all 0 from the start */
+        memset(on_cpu, 0, n);
         v->sched->sched->place(v->sched_st, v, l, n, acts, cached, on_cpu);
+    }
     const uint32_t *visit;
     uint32_t nv = eng_step_visits(v, l, n, &visit);
     for (uint32_t j = 0; j < nv; j++) {
@@ -225,19 +226,34 @@ static double compute_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, 
 
 /* Layer l runs: the queued prefetches of its experts it does not activate
  * expire, and the prefetched ones it does not activate had their target. */
+static inline void expire_prefetch(ms_view *v, uint32_t x)
+{
+    if (v->queued[x] && v->mark[x] != v->iter + 1) {
+        eng_dequeue_prefetch(v, x);
+        v->m->prefetch_cancelled++;
+    }
+    if (v->from_prefetch[x] == PF_AHEAD && v->mark[x] != v->iter + 1) {
+        v->from_prefetch[x] = PF_PASSED;
+        v->m->prefetch_target_passed++;
+    }
+}
+
+/* In ascending expert order; 8 experts none of which is queued or
+ * PF_AHEAD (bit 0: PF_PASSED is 2) have nothing to expire (one test of
+ * two words). */
 static void expire_prefetches_of_layer(ms_view *v, uint32_t l)
 {
-    for (uint32_t e = 0; e < v->J; e++) {
-        uint32_t x = l * v->J + e;
-        if (v->queued[x] && v->mark[x] != v->iter + 1) {
-            eng_dequeue_prefetch(v, x);
-            v->m->prefetch_cancelled++;
-        }
-        if (v->from_prefetch[x] == PF_AHEAD && v->mark[x] != v->iter + 1) {
-            v->from_prefetch[x] = PF_PASSED;
-            v->m->prefetch_target_passed++;
-        }
+    uint32_t x0 = l * v->J, e = 0;
+    for (; e + 8 <= v->J; e += 8) {
+        uint64_t q, f;
+        memcpy(&q, v->queued + x0 + e, sizeof q);
+        memcpy(&f, v->from_prefetch + x0 + e, sizeof f);
+        if (q | (f & 0x0101010101010101u))
+            for (uint32_t i = 0; i < 8; i++)
+                expire_prefetch(v, x0 + e + i);
     }
+    for (; e < v->J; e++)
+        expire_prefetch(v, x0 + e);
 }
 
 static int run_layer(ms_view *v, uint32_t l)

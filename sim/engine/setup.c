@@ -241,6 +241,9 @@ void eng_alloc_state(ms_view *v)
     v->step_ready = ms_xcalloc(j, sizeof *v->step_ready);
     v->step_visit_cap = j;
     v->step_visit = ms_xcalloc(j, sizeof *v->step_visit);
+    v->step_identity = ms_xcalloc(j, sizeof *v->step_identity);
+    for (uint32_t i = 0; i < j; i++)
+        v->step_identity[i] = i;
     v->m->L = v->L;
     v->m->layer = ms_xcalloc(v->L, sizeof *v->m->layer);
 }
@@ -255,7 +258,7 @@ void eng_free_state(ms_view *v)
         v->sched->sched->destroy(v->sched_st);
     void *arrays[] = {v->cached, v->transient, v->from_prefetch, v->queued, v->outcome, v->qgen, v->qpos, v->qissue, v->ready_t,
                       v->protect, v->mark, v->act_pos, v->act_tok, v->act_wsum, v->score, v->acts, v->n_acts, v->step_cached, v->step_on_cpu,
-                      v->step_seen, v->step_order, v->step_ready, v->step_lanes, v->step_visit, v->layer_bytes, v->layer_params, v->dense_bytes,
+                      v->step_seen, v->step_order, v->step_ready, v->step_lanes, v->step_visit, v->step_identity, v->layer_bytes, v->layer_params, v->dense_bytes,
                       v->dense_params, v->in_host, v->host_used_at, v->q.a, v->use_n, v->use_cap, v->use_cur,
                       v->ttft.v, v->tpot.v, v->latency.v};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)

@@ -40,7 +40,7 @@
 enum { OUT_HIT = 1, OUT_LATE = 2, OUT_MISS = 3 };
 /* from_prefetch: its target layer (the next run of its layer) is still
  * ahead, or it ran without activating the expert */
-enum { PF_AHEAD = 1, PF_PASSED = 2 };
+enum { PF_AHEAD = 1, PF_PASSED = 2 }; /* loop.c tests PF_AHEAD as bit 0 of 8 flags at once */
 
 
 /* One GPU's H2D link when the run has several GPUs (links.c): its queue and
@@ -126,6 +126,7 @@ struct ms_view {
     double *step_lanes;
     uint32_t *step_visit;
     size_t step_visit_cap;
+    uint32_t *step_identity; /* [J] 0, 1, ..., J-1: the visits of every order but token */
     /* hook cost accounting */
     double hook_t, sync_delay, async_delay;
     /* next-use pre-pass: sorted iteration indices per expert */
@@ -179,9 +180,22 @@ void eng_start_demands(ms_view *v);
 
 /* residency.c: executor ops, cache slots (evict, make room, occupy) and the host tier */
 int eng_exec_failed(ms_view *v);
-int eng_exec_run(ms_view *v, ms_op *op, double *start, double *end);
+/* Submits op and waits for it: its start and end on the executor's clock
+ * (inline, as eng_expert_op: several per layer step). */
+static inline int eng_exec_run(ms_view *v, ms_op *op, double *start, double *end)
+{
+    op->iteration = v->iter;
+    if (ms_exec_run(v->exec, op, start, end, v->err))
+        return eng_exec_failed(v);
+    return 0;
+}
 void eng_release_slot(ms_view *v, uint32_t x);
-ms_op eng_expert_op(const ms_view *v, ms_op_kind kind, uint32_t x);
+static inline ms_op eng_expert_op(const ms_view *v, ms_op_kind kind, uint32_t x)
+{
+    uint32_t l = x / v->J;
+    return (ms_op){.kind = kind, .layer = l, .expert = x % v->J, .bytes = v->layer_bytes[l],
+                   .params = v->layer_params[l], .after = MS_NO_EVENT};
+}
 void eng_evict(ms_view *v, uint32_t x);
 int eng_make_room(ms_view *v, uint32_t x);
 void eng_occupy(ms_view *v, uint32_t x);
@@ -194,8 +208,21 @@ int eng_admit_prefetch(ms_view *v, uint32_t x);
 /* gpus.c: several GPUs: placement, per-GPU caches, a layer's experts on
  * their GPUs with dispatch and combine, per-GPU results */
 int eng_gpus_setup(ms_view *v);
-int eng_over_capacity(const ms_view *v, uint32_t x, double need);
-void eng_gpu_account(ms_view *v, uint32_t x, int sign);
+/* The one-GPU case of the next two is inline (every eviction and every
+ * slot taken asks them); the _gpu versions are the several-GPU case. */
+int eng_over_capacity_gpu(const ms_view *v, uint32_t x, double need);
+void eng_gpu_account_gpu(ms_view *v, uint32_t x, int sign);
+static inline int eng_over_capacity(const ms_view *v, uint32_t x, double need)
+{
+    if (v->G == 1)
+        return v->used_units + need > v->cap_units + 1e-9;
+    return eng_over_capacity_gpu(v, x, need);
+}
+static inline void eng_gpu_account(ms_view *v, uint32_t x, int sign)
+{
+    if (v->G > 1)
+        eng_gpu_account_gpu(v, x, sign);
+}
 int eng_gpu_streams(ms_view *v, uint32_t x);
 void eng_count_gate(ms_view *v, const ms_act *acts, uint32_t n);
 void eng_count_late_in_time(ms_view *v, uint32_t x);
