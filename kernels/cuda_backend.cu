@@ -620,7 +620,7 @@ static void cuda_destroy(void *st)
 }
 
 static const ms_exec_ops cuda_ops_table = {
-    "cuda", cuda_submit, cuda_wait, cuda_release, cuda_begin, cuda_destroy, cuda_time_copy, cuda_time_expert,
+    "cuda", cuda_submit, cuda_wait, cuda_release, cuda_begin, cuda_destroy, cuda_time_copy, cuda_time_expert, NULL,
 };
 
 /* ---------------------------------------------------------------- create */

@@ -1,14 +1,6 @@
+/* The timing model (ms_t_copy_h2d, ms_t_expert_gpu and ms_t_dense_gpu are
+ * inline in timing.h). */
 #include "sim/core/timing.h"
-
-static double max2(double a, double b)
-{
-    return a > b ? a : b;
-}
-
-double ms_t_copy_h2d(const ms_platform *p, double bytes)
-{
-    return p->h2d_latency_s + bytes / p->h2d_bw;
-}
 
 double ms_t_copy_ssd_h2d(const ms_platform *p, double bytes)
 {
@@ -16,20 +8,10 @@ double ms_t_copy_ssd_h2d(const ms_platform *p, double bytes)
     return p->ssd_latency_s + p->h2d_latency_s + bytes / bw;
 }
 
-double ms_t_expert_gpu(const ms_platform *p, double bytes, double params, double tokens)
-{
-    return max2(bytes / p->hbm_bw, 2.0 * params * tokens / p->gpu_flops) + p->launch_s;
-}
-
-double ms_t_dense_gpu(const ms_platform *p, double bytes, double params, double tokens)
-{
-    return max2(bytes / p->hbm_bw, 2.0 * params * tokens / p->gpu_flops) + p->launch_s;
-}
-
 double ms_t_expert_cpu(const ms_platform *p, double bytes, double params, double tokens)
 {
     double flops = p->cpu_flops_per_core * p->cpu_cores;
-    return max2(bytes / p->dram_bw, 2.0 * params * tokens / flops) + p->cpu_launch_s;
+    return ms_t_max2(bytes / p->dram_bw, 2.0 * params * tokens / flops) + p->cpu_launch_s;
 }
 
 int ms_gpu_memory_bound(const ms_platform *p, double bytes, double params, double tokens)

@@ -5,18 +5,33 @@
 
 #include "sim/core/profile.h"
 
-/* One host->device copy of `bytes` from pinned host memory:
+/* The larger of a and b (b when they compare equal). */
+static inline double ms_t_max2(double a, double b)
+{
+    return a > b ? a : b;
+}
+/* The three the simulated timeline asks for every op are inline.
+ * One host->device copy of `bytes` from pinned host memory:
  * latency + bytes / bandwidth. */
-double ms_t_copy_h2d(const ms_platform *p, double bytes);
+static inline double ms_t_copy_h2d(const ms_platform *p, double bytes)
+{
+    return p->h2d_latency_s + bytes / p->h2d_bw;
+}
 /* The same expert read from SSD first: the SSD read and the H2D copy
  * pipeline in chunks, so the slower of the two sets the pace. */
 double ms_t_copy_ssd_h2d(const ms_platform *p, double bytes);
 /* Expert FFN on the GPU, a roofline: max(weight bytes / HBM bandwidth,
  * 2 x params x tokens / FLOP/s) + kernel launch. */
-double ms_t_expert_gpu(const ms_platform *p, double bytes, double params, double tokens);
+static inline double ms_t_expert_gpu(const ms_platform *p, double bytes, double params, double tokens)
+{
+    return ms_t_max2(bytes / p->hbm_bw, 2.0 * params * tokens / p->gpu_flops) + p->launch_s;
+}
 /* Non-expert work of one layer (attention, norms, gate, shared experts) over
  * `tokens` token rows, same roofline over the dense weights. */
-double ms_t_dense_gpu(const ms_platform *p, double bytes, double params, double tokens);
+static inline double ms_t_dense_gpu(const ms_platform *p, double bytes, double params, double tokens)
+{
+    return ms_t_max2(bytes / p->hbm_bw, 2.0 * params * tokens / p->gpu_flops) + p->launch_s;
+}
 /* Expert FFN on the host CPU (Fiddler / HybriMoE): roofline over DRAM
  * bandwidth and all cores' FLOP/s, plus a dispatch overhead. */
 double ms_t_expert_cpu(const ms_platform *p, double bytes, double params, double tokens);

@@ -151,7 +151,7 @@ static void start_copy(ms_view *v, const qentry *q, double start)
              * time or the earliest issue time of what is left (next_copy), so
              * the next pick is the same, without next_copy's scan (a queue of
              * thousands of droppable prefetches was quadratic). */
-            v->link_free = fmax(v->link_free, start);
+            v->link_free = ms_fmax(v->link_free, start);
             return;
         }
     } else {
@@ -199,7 +199,7 @@ int eng_q_next(const eng_heap *h, double link_free, size_t *idx, double *start)
         const qentry *q = &h->a[i];
         if (q->issue_t <= link_free && (best_free == SIZE_MAX || qbefore(q, &h->a[best_free])))
             best_free = i;
-        if (q->issue_t < earliest) { /* fmin's value: issue times are never NaN or -0 (sums of times >= +0) */
+        if (q->issue_t < earliest) { /* ms_fmin's value: issue times are never NaN or -0 (sums of times >= +0) */
             earliest = q->issue_t;
             best_first = i;
         } else if (q->issue_t == earliest && best_first != SIZE_MAX && qbefore(q, &h->a[best_first])) {
@@ -208,7 +208,7 @@ int eng_q_next(const eng_heap *h, double link_free, size_t *idx, double *start)
     }
     if (!isfinite(earliest))
         return 0;
-    *start = fmax(link_free, earliest);
+    *start = ms_fmax(link_free, earliest);
     *idx = earliest <= link_free ? best_free : best_first;
     return 1;
 }
@@ -243,6 +243,6 @@ void eng_start_demands(ms_view *v)
         if (!v->q.n || !v->q.a[0].demand || v->failed)
             return;
         qentry q = eng_q_take(&v->q, 0);
-        start_copy(v, &q, fmax(v->link_free, q.issue_t));
+        start_copy(v, &q, ms_fmax(v->link_free, q.issue_t));
     }
 }

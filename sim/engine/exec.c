@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "sim/engine/exec.h"
+#include "sim/core/fminmax.h"
 #include "sim/core/timing.h"
 
 /* Busy intervals of the copy or the compute stream, in submission order
@@ -23,7 +24,7 @@ typedef struct {
     double ring_t0[MS_EXEC_SIM_EVENTS], ring_t1[MS_EXEC_SIM_EVENTS];
 } sim_exec;
 
-double ms_exec_sim_duration(const ms_platform *p, const ms_op *op)
+static inline double duration(const ms_platform *p, const ms_op *op)
 {
     switch (op->kind) {
     case MS_OP_DENSE:
@@ -37,6 +38,11 @@ double ms_exec_sim_duration(const ms_platform *p, const ms_op *op)
     default:
         return 0;
     }
+}
+
+double ms_exec_sim_duration(const ms_platform *p, const ms_op *op)
+{
+    return duration(p, op);
 }
 
 static void log_busy(busy_log *b, double t0, double t1)
@@ -61,7 +67,7 @@ static double stretched_end(const busy_log *other, double start, double work, do
         first--;
     double t = start;
     for (uint64_t j = first; j < other->n; j++) {
-        double b0 = fmax(t, other->t0[j % MS_EXEC_SIM_EVENTS]), b1 = other->t1[j % MS_EXEC_SIM_EVENTS];
+        double b0 = ms_fmax(t, other->t0[j % MS_EXEC_SIM_EVENTS]), b1 = other->t1[j % MS_EXEC_SIM_EVENTS];
         if (b0 - t >= work)
             break;
         work -= b0 - t;
@@ -107,9 +113,10 @@ static int has_expert(const sim_exec *s, const ms_op *op, ms_err *err)
     return 0;
 }
 
-static int sim_submit(void *st, const ms_op *op, ms_event *out, ms_err *err)
+/* The checks of an op: its kind, its expert, its GPU (out of line: the
+ * messages' calls would otherwise cost sim_time registers on every op). */
+static __attribute__((noinline)) int bad_op(const sim_exec *s, const ms_op *op, ms_err *err)
 {
-    sim_exec *s = st;
     if (op->kind < 0 || op->kind >= MS_OP_KINDS)
         return ms_fail(err, "simulated executor: unknown op kind %d", (int)op->kind);
     int expert_op = op->kind == MS_OP_COPY || op->kind == MS_OP_EXPERT_GPU;
@@ -118,24 +125,42 @@ static int sim_submit(void *st, const ms_op *op, ms_event *out, ms_err *err)
     if (op->gpu >= MS_EXEC_SIM_GPUS || (op->gpu > 0 && s->busy[0]))
         return ms_fail(err, "simulated executor: GPU %u outside 0..%d (or with [contention])", op->gpu,
                        MS_EXEC_SIM_GPUS - 1);
+    return 0;
+}
+
+/* The end of an op of stream k from start with [contention] (busy logs
+ * kept); logs its interval. */
+static __attribute__((noinline)) double contended_end(sim_exec *s, const ms_op *op, ms_stream k, double start,
+                                                      double end)
+{
+    const busy_log *other = s->busy[k == MS_STREAM_COPY ? 0 : 1];
+    end = stretched_end(other, start, end - start, contention_slowdown(s->p, op), k == MS_STREAM_COPY);
+    log_busy(s->busy[k == MS_STREAM_COPY ? 1 : 0], start, end);
+    return end;
+}
+
+/* Times op and records its event; *start_s and *end_s its times. */
+static int sim_time(sim_exec *s, const ms_op *op, ms_event *out, double *start_s, double *end_s, ms_err *err)
+{
+    int expert_op = op->kind == MS_OP_COPY || op->kind == MS_OP_EXPERT_GPU;
+    if ((unsigned)op->kind >= MS_OP_KINDS || (expert_op && (op->layer >= s->L || op->expert >= s->J)) ||
+        op->gpu >= MS_EXEC_SIM_GPUS || (op->gpu > 0 && s->busy[0]))
+        return bad_op(s, op, err) ? -1 : ms_fail(err, "simulated executor: invalid op");
     ms_stream k = ms_op_stream(op->kind);
     double *stream_end = &s->stream_end[k == MS_STREAM_CPU ? 0 : op->gpu][k];
-    double start = fmax(op->not_before_s, *stream_end);
+    double start = ms_fmax(op->not_before_s, *stream_end);
     if (op->after != MS_NO_EVENT) {
         double a0, a1;
         if (lookup(s, op->after, &a0, &a1, err))
             return -1;
-        start = fmax(start, a1);
+        start = ms_fmax(start, a1);
     }
     size_t x = expert_op ? (size_t)op->layer * s->J + op->expert : 0;
     if (op->kind == MS_OP_EXPERT_GPU)
-        start = fmax(start, s->copy_end[x]);
-    double end = start + ms_exec_sim_duration(s->p, op);
-    if (s->busy[0] && k != MS_STREAM_CPU) {
-        const busy_log *other = s->busy[k == MS_STREAM_COPY ? 0 : 1];
-        end = stretched_end(other, start, end - start, contention_slowdown(s->p, op), k == MS_STREAM_COPY);
-        log_busy(s->busy[k == MS_STREAM_COPY ? 1 : 0], start, end);
-    }
+        start = ms_fmax(start, s->copy_end[x]);
+    double end = start + duration(s->p, op);
+    if (s->busy[0] && k != MS_STREAM_CPU)
+        end = contended_end(s, op, k, start, end);
     *stream_end = end;
     if (op->kind == MS_OP_COPY)
         s->copy_end[x] = end;
@@ -145,7 +170,21 @@ static int sim_submit(void *st, const ms_op *op, ms_event *out, ms_err *err)
     s->ring_t0[i] = start;
     s->ring_t1[i] = end;
     *out = ev;
+    *start_s = start;
+    *end_s = end;
     return 0;
+}
+
+static int sim_submit(void *st, const ms_op *op, ms_event *out, ms_err *err)
+{
+    double start, end;
+    return sim_time(st, op, out, &start, &end, err);
+}
+
+static int sim_run(void *st, const ms_op *op, double *start_s, double *end_s, ms_err *err)
+{
+    ms_event ev;
+    return sim_time(st, op, &ev, start_s, end_s, err);
 }
 
 static int sim_wait(void *st, ms_event ev, double *start_s, double *end_s, ms_err *err)
@@ -192,6 +231,7 @@ static const ms_exec_ops sim_ops = {
     .release = sim_release,
     .begin = sim_begin,
     .destroy = sim_destroy,
+    .run = sim_run,
 };
 
 int ms_exec_sim_create(const ms_platform *p, uint32_t layers, uint32_t experts, ms_exec *out, ms_err *err)

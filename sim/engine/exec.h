@@ -91,6 +91,11 @@ typedef struct {
      * seconds of one expert FFN over `tokens` rows. */
     int (*time_copy)(void *st, double bytes, int to_device, int pageable, int reps, double *seconds, ms_err *err);
     int (*time_expert)(void *st, uint32_t tokens, int reps, double *seconds, ms_err *err);
+    /* Optional, last (backends that list their operations in order leave
+     * it NULL): submit(op) and wait() for its event in one call, the same
+     * times; the simulated timeline skips looking up the event it just
+     * made.  NULL: ms_exec_run calls submit, then wait. */
+    int (*run)(void *st, const ms_op *op, double *start_s, double *end_s, ms_err *err);
 } ms_exec_ops;
 
 /* What a real backend is built for.  Experts are sized from the model
@@ -119,6 +124,14 @@ static inline int ms_exec_submit(ms_exec *x, const ms_op *op, ms_event *out, ms_
 static inline int ms_exec_wait(ms_exec *x, ms_event ev, double *start_s, double *end_s, ms_err *err)
 {
     return x->ops->wait(x->st, ev, start_s, end_s, err);
+}
+/* Submits op and waits for it. */
+static inline int ms_exec_run(ms_exec *x, const ms_op *op, double *start_s, double *end_s, ms_err *err)
+{
+    if (x->ops->run)
+        return x->ops->run(x->st, op, start_s, end_s, err);
+    ms_event ev;
+    return x->ops->submit(x->st, op, &ev, err) || x->ops->wait(x->st, ev, start_s, end_s, err) ? -1 : 0;
 }
 static inline int ms_exec_release(ms_exec *x, uint32_t layer, uint32_t expert, ms_err *err)
 {

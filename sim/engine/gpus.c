@@ -81,7 +81,7 @@ static int split_caches(ms_view *v)
     int bytes = c->cap_kind == MS_CAP_BYTES;
     double max_bytes = 0, total = 0;
     for (uint32_t l = 0; l < v->L; l++)
-        max_bytes = fmax(max_bytes, v->layer_bytes[l]);
+        max_bytes = ms_fmax(max_bytes, v->layer_bytes[l]);
     for (uint32_t g = 0; g < v->G; g++) {
         double cap = c->cache_per_gpu ? c->cap_value
                      : bytes          ? c->cap_value / v->G
@@ -165,18 +165,14 @@ void eng_gpus_free(ms_view *v)
 
 /* ---- per-GPU caches ---- */
 
-int eng_over_capacity(const ms_view *v, uint32_t x, double need)
+int eng_over_capacity_gpu(const ms_view *v, uint32_t x, double need)
 {
-    if (v->G == 1)
-        return v->used_units + need > v->cap_units + 1e-9;
     uint32_t g = v->gpu_of[x];
     return v->gused[g] + need > v->gcap[g] + 1e-9;
 }
 
-void eng_gpu_account(ms_view *v, uint32_t x, int sign)
+void eng_gpu_account_gpu(ms_view *v, uint32_t x, int sign)
 {
-    if (v->G == 1)
-        return;
     uint32_t g = v->gpu_of[x];
     v->gused[g] += sign * eng_unit_of(v, x);
     v->gused_bytes[g] += sign * v->layer_bytes[x / v->J];
@@ -271,7 +267,7 @@ static void run_expert(ms_view *v, const ms_act *a, int on_cpu, double t_start, 
     op.issue_s = op.not_before_s = t_start;
     if (!on_cpu) {
         op.gpu = gi;
-        op.not_before_s = fmax(t_start + g->dispatch[gi], v->ready_t[x]); /* copies bypass the executor */
+        op.not_before_s = ms_fmax(t_start + g->dispatch[gi], v->ready_t[x]); /* copies bypass the executor */
     }
     double start, end;
     if (eng_exec_run(v, &op, &start, &end))
@@ -306,7 +302,7 @@ double eng_gpus_compute_layer(ms_view *v, const ms_act *acts, uint32_t n, const 
     double *ready = v->step_ready;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t x = v->layer * v->J + acts[i].expert;
-        ready[i] = on_cpu[i] ? INFINITY : fmax(v->ready_t[x], 0.0);
+        ready[i] = on_cpu[i] ? INFINITY : ms_fmax(v->ready_t[x], 0.0);
         if (!on_cpu[i])
             g.tokens[v->gpu_of[x]] += acts[i].tokens;
     }
@@ -324,12 +320,12 @@ double eng_gpus_compute_layer(ms_view *v, const ms_act *acts, uint32_t n, const 
         double combine = peer_time(v, k, g.tokens[k]);
         if (combine > 0)
             eng_event_gpu(v, "combine", g.free[k], g.free[k] + combine, k, g.tokens[k] * v->token_bytes);
-        end = fmax(end, g.free[k] + combine);
+        end = ms_fmax(end, g.free[k] + combine);
         v->m->gpu[k].dispatch_s += g.dispatch[k] + combine;
         v->m->gpu[k].stall_s += g.stall[k];
         stall += g.stall[k];
     }
-    end = fmax(end, cpu);
+    end = ms_fmax(end, cpu);
     ms_counts *c[3] = {&v->m->total, &v->m->phase[v->phase], &v->m->layer[v->layer]};
     for (int i = 0; i < 3; i++)
         c[i]->stall_s += stall;

@@ -28,7 +28,7 @@ typedef struct {
 
 static double flow_rate(const flow *f, double ceiling, int active)
 {
-    return fmin(f->cap, ceiling / active);
+    return ms_fmin(f->cap, ceiling / active);
 }
 
 /* Runs the flows from t0 until `until` (INFINITY: until all end): a flow in
@@ -51,7 +51,7 @@ static void run_flows(flow *f, uint32_t n, double ceiling, double t0, double unt
         for (uint32_t i = 0; i < n; i++) {
             if (!f[i].on)
                 continue;
-            next = fmin(next, f[i].xfer0 > t ? f[i].xfer0 : t + f[i].left / flow_rate(&f[i], ceiling, active));
+            next = ms_fmin(next, f[i].xfer0 > t ? f[i].xfer0 : t + f[i].left / flow_rate(&f[i], ceiling, active));
         }
         for (uint32_t i = 0; i < n; i++) {
             if (!f[i].on || f[i].xfer0 > t)
@@ -134,7 +134,7 @@ static void move_fluid(ms_view *v, double s)
         for (uint32_t g = 0; g < v->G; g++)
             v->links[g].busy = v->links[g].busy && !v->links[g].final;
     }
-    v->fluid_t = fmax(v->fluid_t, s);
+    v->fluid_t = ms_fmax(v->fluid_t, s);
 }
 
 /* Publishes the tentative end of every copy in flight (free_t, ready_t)
@@ -171,7 +171,7 @@ static void start_on_link(ms_view *v, uint32_t g, const qentry *q, double s)
     const ms_platform *p = v->cfg->platform;
     int ssd = eng_host_fetch(v, x);
     double lat = ssd ? p->ssd_latency_s + p->h2d_latency_s : p->h2d_latency_s;
-    double cap = ssd ? fmin(p->ssd_bw, p->h2d_bw) : p->h2d_bw;
+    double cap = ssd ? ms_fmin(p->ssd_bw, p->h2d_bw) : p->h2d_bw;
     eng_link *k = &v->links[g];
     *k = (eng_link){.q = k->q, .busy = 1, .final = 0, .cur = *q, .cur_start = s, .cur_xfer0 = s + lat, .cur_left = bytes,
                     .cur_cap = cap, .cur_ssd = ssd, .cur_iter = v->iter, .cur_phase = v->phase};
@@ -252,7 +252,7 @@ void eng_links_settle(ms_view *v, const ms_act *acts, uint32_t n, const uint8_t 
                 continue;
             pending = 1;
             unstarted |= isinf(end) && end < 0;
-            T = fmax(T, end);
+            T = ms_fmax(T, end);
         }
         if (!pending)
             return;
@@ -276,6 +276,6 @@ double eng_links_free(const ms_view *v)
 {
     double t = v->clock;
     for (uint32_t g = 0; g < v->G; g++)
-        t = fmax(t, v->links[g].free_t);
+        t = ms_fmax(t, v->links[g].free_t);
     return t;
 }

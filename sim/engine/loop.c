@@ -5,58 +5,27 @@
 #include <string.h>
 
 #include "policies/lib/gate.h"
+#include "sim/engine/actsets.h"
 #include "sim/engine/state.h"
 
 /* one iteration */
 
-/* Adds one row's top-k of layer l to the layer's activated set (acts[0..n)),
- * returns its new size:
- * a new expert is appended, every slot counts a token and adds its weight
- * (w NULL: weights not read).  The arrays are passed in: the stores into
- * them cannot alias the view's sizes, which stay in registers. */
-static uint32_t add_row_layer(const int32_t *restrict ids, const float *restrict w, uint32_t K, uint32_t x0,
-                              uint64_t stamp, uint64_t *restrict mark, uint32_t *restrict act_pos,
-                              ms_act *restrict acts, uint32_t n)
-{
-    for (uint32_t k = 0; k < K; k++) {
-        int32_t e = ids[k];
-        if (e < 0)
-            continue;
-        uint32_t x = x0 + (uint32_t)e;
-        if (mark[x] != stamp) {
-            mark[x] = stamp;
-            act_pos[x] = n;
-            acts[n++] = (ms_act){(uint32_t)e, 0, 0.0f};
-        }
-        ms_act *a = &acts[act_pos[x]];
-        a->tokens++;
-        if (w) /* read when the step order or a policy uses them (eng_replay_parts) */
-            a->weight_sum += w[k];
-    }
-    return n;
-}
-
 /* Union of top-k over the batch's rows, per layer, in order of first
- * appearance (row, then slot). */
+ * appearance (row, then slot): counted row by row (actsets.h). */
 void eng_build_activated_sets(ms_view *v)
 {
     const ms_batcher *b = v->batch;
-    uint64_t stamp = v->iter + 1;
-    uint32_t L = v->L, J = v->J, K = v->K;
-    for (uint32_t l = 0; l < L; l++) {
-        ms_act *acts = v->acts + (size_t)l * J;
-        uint32_t n = 0;
-        for (uint32_t i = 0; i < b->n_items; i++) {
-            const ms_request *r = &b->slots[b->items[i]].req;
-            const ms_iteration *it = ms_batcher_iter(b, b->items[i]);
-            for (uint32_t row = it->row0; row < it->row0 + it->n_rows; row++) {
-                size_t base = ms_topk_index(v->meta, row, l);
-                n = add_row_layer(r->topk_ids + base, r->topk_w ? r->topk_w + base : NULL, K, l * J, stamp,
-                                  v->mark, v->act_pos, acts, n);
-            }
-        }
-        v->n_acts[l] = n;
+    eng_actsets s = {.L = v->L, .J = v->J, .K = v->K, .tok = v->act_tok, .wsum = v->act_wsum, .acts = v->acts,
+                     .n = v->n_acts};
+    eng_actsets_begin(&s);
+    for (uint32_t i = 0; i < b->n_items; i++) {
+        const ms_request *r = &b->slots[b->items[i]].req;
+        const ms_iteration *it = ms_batcher_iter(b, b->items[i]);
+        size_t base = ms_topk_index(v->meta, it->row0, 0);
+        /* weights are read when the step order or a policy uses them (eng_replay_parts) */
+        eng_actsets_add_rows(&s, r->topk_ids + base, r->topk_w ? r->topk_w + base : NULL, it->n_rows);
     }
+    eng_actsets_finish(&s, v->mark, v->iter + 1, v->act_pos);
 }
 
 /* The three counter sets every layer-step updates: run, phase, layer. */
@@ -153,9 +122,10 @@ static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8
         else
             v->outcome[x] = OUT_MISS;
     }
-    memset(on_cpu, 0, n);
-    if (v->sched->sched->place)
+    if (v->sched->sched->place) { /* only place writes on_cpu: without it, all 0 from the start */
+        memset(on_cpu, 0, n);
         v->sched->sched->place(v->sched_st, v, l, n, acts, cached, on_cpu);
+    }
     const uint32_t *visit;
     uint32_t nv = eng_step_visits(v, l, n, &visit);
     for (uint32_t j = 0; j < nv; j++) {
@@ -218,7 +188,7 @@ static double compute_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, 
     uint32_t *order = v->step_order; /* [J] >= n */
     double *ready = v->step_ready;
     for (uint32_t i = 0; i < n; i++)
-        ready[i] = on_cpu[i] ? INFINITY : fmax(v->ready_t[l * v->J + acts[i].expert], 0.0);
+        ready[i] = on_cpu[i] ? INFINITY : ms_fmax(v->ready_t[l * v->J + acts[i].expert], 0.0);
     order_by_ready(order, ready, n);
     double gpu = t_start, cpu = t_start, stall = 0;
     for (uint32_t j = 0; j < n && !v->failed; j++) {
@@ -251,24 +221,39 @@ static double compute_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, 
     counts_of(v, l, c);
     for (int i = 0; i < 3; i++)
         c[i]->stall_s += stall;
-    return fmax(gpu, cpu);
+    return ms_fmax(gpu, cpu);
 }
 
 /* Layer l runs: the queued prefetches of its experts it does not activate
  * expire, and the prefetched ones it does not activate had their target. */
+static inline void expire_prefetch(ms_view *v, uint32_t x)
+{
+    if (v->queued[x] && v->mark[x] != v->iter + 1) {
+        eng_dequeue_prefetch(v, x);
+        v->m->prefetch_cancelled++;
+    }
+    if (v->from_prefetch[x] == PF_AHEAD && v->mark[x] != v->iter + 1) {
+        v->from_prefetch[x] = PF_PASSED;
+        v->m->prefetch_target_passed++;
+    }
+}
+
+/* In ascending expert order; 8 experts none of which is queued or
+ * PF_AHEAD (bit 0: PF_PASSED is 2) have nothing to expire (one test of
+ * two words). */
 static void expire_prefetches_of_layer(ms_view *v, uint32_t l)
 {
-    for (uint32_t e = 0; e < v->J; e++) {
-        uint32_t x = l * v->J + e;
-        if (v->queued[x] && v->mark[x] != v->iter + 1) {
-            eng_dequeue_prefetch(v, x);
-            v->m->prefetch_cancelled++;
-        }
-        if (v->from_prefetch[x] == PF_AHEAD && v->mark[x] != v->iter + 1) {
-            v->from_prefetch[x] = PF_PASSED;
-            v->m->prefetch_target_passed++;
-        }
+    uint32_t x0 = l * v->J, e = 0;
+    for (; e + 8 <= v->J; e += 8) {
+        uint64_t q, f;
+        memcpy(&q, v->queued + x0 + e, sizeof q);
+        memcpy(&f, v->from_prefetch + x0 + e, sizeof f);
+        if (q | (f & 0x0101010101010101u))
+            for (uint32_t i = 0; i < 8; i++)
+                expire_prefetch(v, x0 + e + i);
     }
+    for (; e < v->J; e++)
+        expire_prefetch(v, x0 + e);
 }
 
 static int run_layer(ms_view *v, uint32_t l)

@@ -10,21 +10,14 @@
 #include "sim/engine/report.h"
 #include "sim/engine/state.h"
 
-/* small helpers */
-
-double eng_unit_of(const ms_view *v, uint32_t x)
-{
-    return v->cfg->cap_kind == MS_CAP_BYTES ? v->layer_bytes[x / v->J] : 1.0;
-}
+/* the events CSV (state.h's inline eng_event* test v->ev first) */
 
 /* `unused_prefetch` is set on evict rows only.  Runs with several GPUs add
  * a last column `gpu`: the expert's GPU (empty on the host's compute_cpu
  * rows and on layer rows; the home GPU 0 on dense rows). */
-void eng_event_tagged(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes,
-                         const char *unused_prefetch)
+void eng_write_event(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes,
+                     const char *unused_prefetch)
 {
-    if (!v->ev)
-        return;
     fprintf(v->ev, "%s,%.9f,%.9f,%llu,%u,%u,%s,%.0f,%s", kind, t0, t1, (unsigned long long)v->iter,
             x / v->J, x % v->J, v->phase == MS_PHASE_PREFILL ? "prefill" : "decode", bytes, unused_prefetch);
     if (v->G > 1 && strcmp(kind, "compute_cpu"))
@@ -34,25 +27,17 @@ void eng_event_tagged(ms_view *v, const char *kind, double t0, double t1, uint32
     fputc('\n', v->ev);
 }
 
-void eng_event(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes)
+void eng_write_event_layer(ms_view *v, const char *kind, double t0, double t1)
 {
-    eng_event_tagged(v, kind, t0, t1, x, bytes, "");
-}
-
-void eng_event_layer(ms_view *v, const char *kind, double t0, double t1)
-{
-    if (v->ev)
-        fprintf(v->ev, "%s,%.9f,%.9f,%llu,%u,,%s,,%s\n", kind, t0, t1, (unsigned long long)v->iter, v->layer,
-                v->phase == MS_PHASE_PREFILL ? "prefill" : "decode",
-                v->G == 1 ? "" : strcmp(kind, "dense") ? "," : ",0");
+    fprintf(v->ev, "%s,%.9f,%.9f,%llu,%u,,%s,,%s\n", kind, t0, t1, (unsigned long long)v->iter, v->layer,
+            v->phase == MS_PHASE_PREFILL ? "prefill" : "decode", v->G == 1 ? "" : strcmp(kind, "dense") ? "," : ",0");
 }
 
 /* Token dispatch or combine between the home GPU and `gpu` (several GPUs). */
-void eng_event_gpu(ms_view *v, const char *kind, double t0, double t1, uint32_t gpu, double bytes)
+void eng_write_event_gpu(ms_view *v, const char *kind, double t0, double t1, uint32_t gpu, double bytes)
 {
-    if (v->ev)
-        fprintf(v->ev, "%s,%.9f,%.9f,%llu,%u,,%s,%.0f,,%u\n", kind, t0, t1, (unsigned long long)v->iter, v->layer,
-                v->phase == MS_PHASE_PREFILL ? "prefill" : "decode", bytes, gpu);
+    fprintf(v->ev, "%s,%.9f,%.9f,%llu,%u,,%s,%.0f,,%u\n", kind, t0, t1, (unsigned long long)v->iter, v->layer,
+            v->phase == MS_PHASE_PREFILL ? "prefill" : "decode", bytes, gpu);
 }
 
 /* ------------------------------------------------------------------ */

@@ -14,28 +14,12 @@ int eng_exec_failed(ms_view *v)
     return -1;
 }
 
-/* Submits op and waits for it: its start and end on the executor's clock. */
-int eng_exec_run(ms_view *v, ms_op *op, double *start, double *end)
-{
-    ms_event ev;
-    op->iteration = v->iter;
-    if (ms_exec_submit(v->exec, op, &ev, v->err) || ms_exec_wait(v->exec, ev, start, end, v->err))
-        return eng_exec_failed(v);
-    return 0;
-}
-
 void eng_release_slot(ms_view *v, uint32_t x)
 {
     if (!v->failed && ms_exec_release(v->exec, x / v->J, x % v->J, v->err))
         eng_exec_failed(v);
 }
 
-ms_op eng_expert_op(const ms_view *v, ms_op_kind kind, uint32_t x)
-{
-    uint32_t l = x / v->J;
-    return (ms_op){.kind = kind, .layer = l, .expert = x % v->J, .bytes = v->layer_bytes[l],
-                   .params = v->layer_params[l], .after = MS_NO_EVENT};
-}
 
 /* ------------------------------------------------------------------ */
 /* cache slots */

@@ -111,7 +111,7 @@ int eng_check_capacity(ms_view *v)
     const ms_run_config *c = v->cfg;
     double max_bytes = 0, total_bytes = 0;
     for (uint32_t l = 0; l < v->L; l++) {
-        max_bytes = fmax(max_bytes, v->layer_bytes[l]);
+        max_bytes = ms_fmax(max_bytes, v->layer_bytes[l]);
         total_bytes += v->layer_bytes[l] * v->J;
     }
     if (!(c->cap_value > 0) || !isfinite(c->cap_value))
@@ -225,6 +225,8 @@ void eng_alloc_state(ms_view *v)
     v->protect = ms_xcalloc(nx, sizeof *v->protect);
     v->mark = ms_xcalloc(nx, sizeof *v->mark);
     v->act_pos = ms_xcalloc(nx, sizeof *v->act_pos);
+    v->act_tok = ms_xcalloc(nx, sizeof *v->act_tok);
+    v->act_wsum = ms_xcalloc(nx, sizeof *v->act_wsum);
     v->score = ms_xcalloc(nx, sizeof *v->score);
     v->incoming = UINT32_MAX;
     for (size_t x = 0; x < nx; x++)
@@ -241,6 +243,9 @@ void eng_alloc_state(ms_view *v)
     v->step_visit = ms_xcalloc(j, sizeof *v->step_visit);
     v->gate_mean = ms_xcalloc(nx ? nx : 1, sizeof *v->gate_mean);
     v->gate_mean_at = ms_xcalloc(v->L ? v->L : 1, sizeof *v->gate_mean_at);
+    v->step_identity = ms_xcalloc(j, sizeof *v->step_identity);
+    for (uint32_t i = 0; i < j; i++)
+        v->step_identity[i] = i;
     v->m->L = v->L;
     v->m->layer = ms_xcalloc(v->L, sizeof *v->m->layer);
 }
@@ -254,8 +259,9 @@ void eng_free_state(ms_view *v)
     if (v->sched && v->sched_st && v->sched->sched->destroy)
         v->sched->sched->destroy(v->sched_st);
     void *arrays[] = {v->cached, v->transient, v->from_prefetch, v->queued, v->outcome, v->qgen, v->qpos, v->qissue, v->ready_t,
-                      v->protect, v->mark, v->act_pos, v->score, v->acts, v->n_acts, v->step_cached, v->step_on_cpu,
-                      v->step_seen, v->step_order, v->step_ready, v->step_lanes, v->step_visit, v->gate_mean, v->gate_mean_at, v->layer_bytes, v->layer_params, v->dense_bytes,
+                      v->protect, v->mark, v->act_pos, v->act_tok, v->act_wsum, v->score, v->acts, v->n_acts, v->step_cached, v->step_on_cpu,
+                      v->step_seen, v->step_order, v->step_ready, v->step_lanes, v->step_visit, v->step_identity, v->gate_mean,
+                      v->gate_mean_at, v->layer_bytes, v->layer_params, v->dense_bytes,
                       v->dense_params, v->in_host, v->host_used_at, v->q.a, v->use_n, v->use_cap, v->use_cur,
                       v->ttft.v, v->tpot.v, v->latency.v};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)

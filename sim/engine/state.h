@@ -30,6 +30,7 @@
 #include "policies/policy.h"
 #include "sim/engine/qheap.h"
 #include "sim/core/dvec.h"
+#include "sim/core/fminmax.h"
 #include "sim/core/out.h"
 #include "sim/engine/batcher.h"
 #include "sim/engine/engine.h"
@@ -39,7 +40,7 @@
 enum { OUT_HIT = 1, OUT_LATE = 2, OUT_MISS = 3 };
 /* from_prefetch: its target layer (the next run of its layer) is still
  * ahead, or it ran without activating the expert */
-enum { PF_AHEAD = 1, PF_PASSED = 2 };
+enum { PF_AHEAD = 1, PF_PASSED = 2 }; /* loop.c tests PF_AHEAD as bit 0 of 8 flags at once */
 
 
 /* One GPU's H2D link when the run has several GPUs (links.c): its queue and
@@ -79,6 +80,8 @@ struct ms_view {
     uint64_t *protect;      /* == stamp: activated by the running layer */
     uint64_t *mark;         /* == iteration + 1: activated in the running iteration */
     uint32_t *act_pos;      /* index of x in its layer's activated list */
+    uint32_t *act_tok;      /* scratch of eng_build_activated_sets (actsets.h), 0 between builds */
+    float *act_wsum;        /* the same, weight sums */
     double *score;          /* the prefetcher -> cache score board (NAN: unset) */
     uint32_t incoming;      /* expert make_room works for, UINT32_MAX outside */
     double *layer_bytes, *layer_params, *dense_bytes, *dense_params;
@@ -130,6 +133,7 @@ struct ms_view {
     double *step_lanes;
     uint32_t *step_visit;
     size_t step_visit_cap;
+    uint32_t *step_identity; /* [J] 0, 1, ..., J-1: the visits of every order but token */
     /* hook cost accounting */
     double hook_t, sync_delay, async_delay;
     /* next-use pre-pass: sorted iteration indices per expert */
@@ -183,9 +187,22 @@ void eng_start_demands(ms_view *v);
 
 /* residency.c: executor ops, cache slots (evict, make room, occupy) and the host tier */
 int eng_exec_failed(ms_view *v);
-int eng_exec_run(ms_view *v, ms_op *op, double *start, double *end);
+/* Submits op and waits for it: its start and end on the executor's clock
+ * (inline, as eng_expert_op: several per layer step). */
+static inline int eng_exec_run(ms_view *v, ms_op *op, double *start, double *end)
+{
+    op->iteration = v->iter;
+    if (ms_exec_run(v->exec, op, start, end, v->err))
+        return eng_exec_failed(v);
+    return 0;
+}
 void eng_release_slot(ms_view *v, uint32_t x);
-ms_op eng_expert_op(const ms_view *v, ms_op_kind kind, uint32_t x);
+static inline ms_op eng_expert_op(const ms_view *v, ms_op_kind kind, uint32_t x)
+{
+    uint32_t l = x / v->J;
+    return (ms_op){.kind = kind, .layer = l, .expert = x % v->J, .bytes = v->layer_bytes[l],
+                   .params = v->layer_params[l], .after = MS_NO_EVENT};
+}
 void eng_evict(ms_view *v, uint32_t x);
 int eng_make_room(ms_view *v, uint32_t x);
 void eng_occupy(ms_view *v, uint32_t x);
@@ -198,8 +215,21 @@ int eng_admit_prefetch(ms_view *v, uint32_t x);
 /* gpus.c: several GPUs: placement, per-GPU caches, a layer's experts on
  * their GPUs with dispatch and combine, per-GPU results */
 int eng_gpus_setup(ms_view *v);
-int eng_over_capacity(const ms_view *v, uint32_t x, double need);
-void eng_gpu_account(ms_view *v, uint32_t x, int sign);
+/* The one-GPU case of the next two is inline (every eviction and every
+ * slot taken asks them); the _gpu versions are the several-GPU case. */
+int eng_over_capacity_gpu(const ms_view *v, uint32_t x, double need);
+void eng_gpu_account_gpu(ms_view *v, uint32_t x, int sign);
+static inline int eng_over_capacity(const ms_view *v, uint32_t x, double need)
+{
+    if (v->G == 1)
+        return v->used_units + need > v->cap_units + 1e-9;
+    return eng_over_capacity_gpu(v, x, need);
+}
+static inline void eng_gpu_account(ms_view *v, uint32_t x, int sign)
+{
+    if (v->G > 1)
+        eng_gpu_account_gpu(v, x, sign);
+}
 int eng_gpu_streams(ms_view *v, uint32_t x);
 void eng_count_gate(ms_view *v, const ms_act *acts, uint32_t n);
 void eng_count_late_in_time(ms_view *v, uint32_t x);
@@ -221,18 +251,59 @@ void eng_order_step(ms_view *v, uint32_t l);
 /* The visit order of layer l's n activated experts, in v->step_visit (owned
  * by the view: valid until the next call). */
 uint32_t eng_step_visits(ms_view *v, uint32_t l, uint32_t n, const uint32_t **out);
-int eng_step_evictable(const ms_view *v, uint32_t x, int resident);
+/* Whether the cache policy may evict x now (resident: its copy has
+ * landed).  Inline: policies ask it of every member they consider. */
+static inline int eng_step_evictable(const ms_view *v, uint32_t x, int resident)
+{
+    if (!v->cached[x])
+        return 0;
+    int of_step = v->protect[x] == v->stamp;
+    if (v->rules.protect == MS_PROTECT_STEP) /* NONE and LIST leave the step's experts evictable (issue 16) */
+        return resident && !of_step;
+    if (!resident && !(of_step && v->step_open))
+        return 0; /* in flight, and not a load of the running step */
+    if (v->rules.protect == MS_PROTECT_LIST && v->cache->cache->protects &&
+        v->cache->cache->protects(v->cache_st, v, x / v->J, x % v->J))
+        return 0;
+    return 1;
+}
 int eng_evict_defers_release(ms_view *v, uint32_t x);
 
 /* nextuse.c: the next-use pre-pass (policies with needs_future) */
 int eng_build_future(ms_view *v, ms_trace_reader *rd);
 
 /* outputs.c: the events CSV, per-request and per-iteration CSVs, summary statistics */
-double eng_unit_of(const ms_view *v, uint32_t x);
-void eng_event_tagged(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes, const char *unused_prefetch);
-void eng_event(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes);
-void eng_event_layer(ms_view *v, const char *kind, double t0, double t1);
-void eng_event_gpu(ms_view *v, const char *kind, double t0, double t1, uint32_t gpu, double bytes);
+/* x's size in the cache's units: bytes (cap_kind bytes) or 1 expert */
+static inline double eng_unit_of(const ms_view *v, uint32_t x)
+{
+    return v->cfg->cap_kind == MS_CAP_BYTES ? v->layer_bytes[x / v->J] : 1.0;
+}
+/* The rows of the events CSV (v->ev).  The test of v->ev is inline: a run
+ * without --events (a sweep) pays neither the call nor its arguments. */
+void eng_write_event(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes, const char *unused_prefetch);
+void eng_write_event_layer(ms_view *v, const char *kind, double t0, double t1);
+void eng_write_event_gpu(ms_view *v, const char *kind, double t0, double t1, uint32_t gpu, double bytes);
+static inline void eng_event_tagged(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes,
+                                    const char *unused_prefetch)
+{
+    if (v->ev)
+        eng_write_event(v, kind, t0, t1, x, bytes, unused_prefetch);
+}
+static inline void eng_event(ms_view *v, const char *kind, double t0, double t1, uint32_t x, double bytes)
+{
+    if (v->ev)
+        eng_write_event(v, kind, t0, t1, x, bytes, "");
+}
+static inline void eng_event_layer(ms_view *v, const char *kind, double t0, double t1)
+{
+    if (v->ev)
+        eng_write_event_layer(v, kind, t0, t1);
+}
+static inline void eng_event_gpu(ms_view *v, const char *kind, double t0, double t1, uint32_t gpu, double bytes)
+{
+    if (v->ev)
+        eng_write_event_gpu(v, kind, t0, t1, gpu, bytes);
+}
 void eng_request_done(const ms_rslot *s, void *ctx);
 void eng_summarise(ms_dvec *d, uint64_t *n, double *mean, double *p50, double *p90, double *p99);
 int eng_open_outputs(ms_view *v);

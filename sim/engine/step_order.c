@@ -99,10 +99,7 @@ static uint32_t *visit_buffer(ms_view *v, size_t cap)
 uint32_t eng_step_visits(ms_view *v, uint32_t l, uint32_t n, const uint32_t **out)
 {
     if (v->rules.order != MS_ORDER_TOKEN) {
-        uint32_t *seq = visit_buffer(v, n);
-        for (uint32_t i = 0; i < n; i++)
-            seq[i] = i;
-        *out = seq;
+        *out = v->step_identity; /* n <= J */
         return n;
     }
     const ms_batcher *b = v->batch;
@@ -130,27 +127,6 @@ uint32_t eng_step_visits(ms_view *v, uint32_t l, uint32_t n, const uint32_t **ou
 }
 
 /* ---- protection ---- */
-
-/* The step's experts may be evicted (issue 16): NONE and LIST. */
-static int step_unprotected(const ms_view *v)
-{
-    return v->rules.protect != MS_PROTECT_STEP;
-}
-
-int eng_step_evictable(const ms_view *v, uint32_t x, int resident)
-{
-    if (!v->cached[x])
-        return 0;
-    int of_step = v->protect[x] == v->stamp;
-    if (!step_unprotected(v))
-        return resident && !of_step;
-    if (!resident && !(of_step && v->step_open))
-        return 0; /* in flight, and not a load of the running step */
-    if (v->rules.protect == MS_PROTECT_LIST && v->cache->cache->protects &&
-        v->cache->cache->protects(v->cache_st, v, x / v->J, x % v->J))
-        return 0;
-    return 1;
-}
 
 /* An expert of the running step evicted before its compute: it still
  * computes, and its slot is released after the layer (as a transient one). */

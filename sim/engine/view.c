@@ -40,8 +40,11 @@ static int view_resident(const ms_view *v, uint32_t l, uint32_t e)
 /* With several GPUs, making room for an expert evicts on its GPU only. */
 static int view_evictable(const ms_view *v, uint32_t l, uint32_t e)
 {
-    return l < v->L && e < v->J && eng_step_evictable(v, l * v->J + e, view_resident(v, l, e)) &&
-           (v->G == 1 || v->incoming == UINT32_MAX || v->gpu_of[l * v->J + e] == v->gpu_of[v->incoming]);
+    if (l >= v->L || e >= v->J)
+        return 0;
+    uint32_t x = l * v->J + e; /* resident = cached (eng_step_evictable's first test) and landed */
+    return eng_step_evictable(v, x, v->ready_t[x] <= v->clock) &&
+           (v->G == 1 || v->incoming == UINT32_MAX || v->gpu_of[x] == v->gpu_of[v->incoming]);
 }
 
 static int view_fits(const ms_view *v, uint32_t l, uint32_t e)
@@ -179,7 +182,7 @@ static int view_spec_gate(const ms_view *v, uint32_t l, uint32_t i, float *out)
 static const ms_platform *view_platform(const ms_view *v) { return v->cfg->platform; }
 static double view_expert_bytes(const ms_view *v, uint32_t l) { return l < v->L ? v->layer_bytes[l] : 0; }
 static double view_expert_params(const ms_view *v, uint32_t l) { return l < v->L ? v->layer_params[l] : 0; }
-static double view_link_free(const ms_view *v) { return v->G > 1 ? eng_links_free(v) : fmax(v->link_free, v->clock); }
+static double view_link_free(const ms_view *v) { return v->G > 1 ? eng_links_free(v) : ms_fmax(v->link_free, v->clock); }
 
 static void view_set_score(ms_view *v, uint32_t l, uint32_t e, double score)
 {
@@ -215,7 +218,7 @@ static void view_prefetch(ms_view *v, uint32_t l, uint32_t e, double priority)
         v->m->prefetch_issued++;
         v->qissue[x] = issue_t;
     }
-    issue_t = fmin(issue_t, v->qissue[x]);
+    issue_t = ms_fmin(issue_t, v->qissue[x]);
     v->qgen[x]++;
     qentry q = {x, v->qgen[x], 0, priority, issue_t, v->seq++};
     eng_heap_push(v, q);
