@@ -16,15 +16,7 @@
 #include "policies/lib/expert_list.h"
 #include "policies/policy.h"
 
-static uint64_t rng_state;
-static uint64_t rnd(void) /* splitmix64 */
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-static uint32_t below(uint32_t n) { return (uint32_t)(rnd() % n); }
+#include "splitmix.h"
 
 enum { L = 4, J = 8, NX = L * J };
 
