@@ -63,6 +63,12 @@ foreach(t qwen gptoss)
     "$<TARGET_FILE:moesim> trace import --format route-csv ${MOESIM_SHARED_DIR}/traces/bigmoeonedge/${t}.route.csv src_${t}.h5 > /dev/null && sh ${FIT_TWIN} $<TARGET_FILE:moesim> ${t} src_${t}.h5 '${exc}'")
   set_tests_properties(fit.twin.${t} PROPERTIES WORKING_DIRECTORY ${FIT_TWIN_DIR} TIMEOUT 300)
 endforeach()
+# qwen with three decode phases (docs/traces.md "Decode phases"): every cell
+# within 0.05, the EAM/fMoE order at 1/8 the known gap (fMoE loses its
+# training maps' phase; the twin lacks qwen's layer coupling).
+add_test(NAME fit.twin.qwen_phases3 COMMAND sh -c
+  "$<TARGET_FILE:moesim> trace import --format route-csv ${MOESIM_SHARED_DIR}/traces/bigmoeonedge/qwen.route.csv src_qwen3.h5 > /dev/null && FIT_FLAGS='--decode-phases 3' sh ${FIT_TWIN} $<TARGET_FILE:moesim> qwen3 src_qwen3.h5 '8:rank'")
+set_tests_properties(fit.twin.qwen_phases3 PROPERTIES WORKING_DIRECTORY ${FIT_TWIN_DIR} TIMEOUT 300)
 # The recorded trace: traces/record/record.py on a randomly initialised tiny
 # Mixtral (16 experts, 4 layers; no trained MoE weights can be downloaded
 # here), tests/data/record/README.md.  Its twin is small, so one seed is one
