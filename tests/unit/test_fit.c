@@ -243,7 +243,7 @@ static void three_phases(void)
         CHECK(0);
         return;
     }
-    CHECK_EQ_INT(f.decode_phases, 3);
+    CHECK_EQ_INT(f.p.decode_phases, 3);
     CHECK(ms_gen_set(&f.p, "decode_recall", "0", &err) == 0 && ms_gen_set(&f.p, "decode_mix", "0", &err) == 0 &&
           ms_gen_set(&f.p, "decode_reuse", "0", &err) == 0);
     CHECK(ms_gen_write(&f.p, &f.model, "fit_phases3.h5", NULL, &err) == 0);

@@ -274,9 +274,8 @@ double ms_fit_coverage_smooth(const double *c, uint32_t J, double *out)
 }
 
 /* Activation counts of prompt and decode rows per layer, the decode rows by
- * phase (dec: [MS_GEN_MAX_PHASES][L][J]; *phases of them: on a one-request
- * trace `want` (MS_FIT_DECODE_PHASES for 0), at most the request's decode
- * steps; else 1); token ids' range. */
+ * phase (dec: [want][L][J]; *phases of them: on a one-request trace `want`,
+ * at most the request's decode steps; else 1); token ids' range. */
 static int count_activations(const char *path, uint32_t want, double *pre, double *dec, uint32_t *phases,
                              uint64_t *n_pre, uint64_t *n_dec, uint32_t *max_token, ms_err *err)
 {
@@ -296,10 +295,8 @@ static int count_activations(const char *path, uint32_t want, double *pre, doubl
         uint32_t steps = 0, d = 0;
         for (uint32_t it = 0; it < req.n_iters; it++)
             steps += req.iters[it].phase == MS_PHASE_DECODE;
-        if (m->n_requests == 1) {
-            uint32_t p = want ? want : MS_FIT_DECODE_PHASES;
-            *phases = p < steps ? p : steps ? steps : 1;
-        }
+        if (m->n_requests == 1)
+            *phases = want < steps ? want : steps ? steps : 1;
         for (uint32_t it = 0; it < req.n_iters; it++) {
             const ms_iteration *iter = &req.iters[it];
             int decode = iter->phase == MS_PHASE_DECODE;
@@ -382,11 +379,12 @@ static int measure_popularity(const char *path, uint32_t want_phases, ms_fit_res
 {
     uint32_t L = r->model.moe_layers, J = r->model.experts;
     size_t LJ = (size_t)L * J;
-    double *pre = ms_xcalloc(LJ, sizeof *pre), *dec = ms_xcalloc(MS_GEN_MAX_PHASES * LJ, sizeof *dec);
+    uint32_t want = want_phases ? want_phases : MS_FIT_DECODE_PHASES;
+    double *pre = ms_xcalloc(LJ, sizeof *pre), *dec = ms_xcalloc(want * LJ, sizeof *dec);
     double *all_dec = ms_xcalloc(LJ, sizeof *all_dec);
     uint64_t n_pre_rows, n_dec;
     uint32_t phases = 1;
-    int rc = count_activations(path, want_phases, pre, dec, &phases, &n_pre_rows, &n_dec, max_token, err);
+    int rc = count_activations(path, want, pre, dec, &phases, &n_pre_rows, &n_dec, max_token, err);
     int every_phase = 1; /* each phase has activations (missing cells may empty one) */
     for (uint32_t k = 0; k < phases; k++) {
         double n = 0;
@@ -422,10 +420,8 @@ static void popularities(ms_fit_result *r, double *pre, const double *dec, uint3
     if (!(n_pre > 0)) /* no prompt activations: the decode rows are the popularity */
         memcpy(pre, all_dec, LJ * sizeof *pre);
     r->popularity = ms_xcalloc(LJ, sizeof *r->popularity);
-    if (decode_pop) {
-        r->decode_phases = phases;
+    if (decode_pop)
         r->decode_popularity = ms_xcalloc(phases * LJ, sizeof *r->decode_popularity);
-    }
     for (uint32_t l = 0; l < L; l++) {
         size_t at = (size_t)l * J;
         double *c = pre + at, have = 0;
@@ -440,7 +436,7 @@ static void popularities(ms_fit_result *r, double *pre, const double *dec, uint3
     }
     r->p.popularity = r->popularity;
     r->p.decode_popularity = r->decode_popularity;
-    r->p.decode_phases = r->decode_phases;
+    r->p.decode_phases = decode_pop ? phases : 0;
 }
 
 int ms_fit_trace(const char *path, const ms_fit_options *o, ms_fit_result *r, ms_err *err)
@@ -516,10 +512,10 @@ void ms_fit_print(const ms_fit_result *r, FILE *out)
     fprintf(out, "  copied: shape, probs kind, embeddings, speculative depth, token ids, %llu requests, %s\n",
             (unsigned long long)p->requests, p->n_lens ? "their lengths (list)" : "lognormal lengths");
     fprintf(out, "  measured: popularity of prompt rows%s (coverage-smoothed), arrival rate %.4g/s\n",
-            r->decode_phases > 1 ? ", of decode rows by phase of the generation"
+            p->decode_phases > 1 ? ", of decode rows by phase of the generation"
             : r->decode_popularity ? " and of decode rows" : "", p->arrival_rate);
-    if (r->decode_phases > 1)
-        fprintf(out, "  measured: %u decode phases (--decode-phases, default %d: the halves)\n", r->decode_phases,
+    if (p->decode_phases > 1)
+        fprintf(out, "  measured: %u decode phases (--decode-phases, default %d: the halves)\n", p->decode_phases,
                 MS_FIT_DECODE_PHASES);
     if (r->n_loops) {
         fprintf(out, "  measured: looping decode routing in %u of %llu requests (period:repeat by moments of the "
@@ -566,7 +562,6 @@ void ms_fit_free(ms_fit_result *r)
     free(r->expert_bytes);
     free(r->dense_bytes);
     r->popularity = r->decode_popularity = NULL;
-    r->decode_phases = 0;
     r->prompt_lens = r->output_lens = NULL;
     r->expert_bytes = r->dense_bytes = NULL;
     r->p.popularity = r->p.decode_popularity = NULL;

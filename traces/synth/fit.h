@@ -110,8 +110,7 @@ typedef struct {
     ms_gen_params p;            /* fitted knobs; p.popularity / layer bytes point below */
     ms_model model;             /* the trace's shape */
     double *popularity;         /* [L][J] prompt rows (all rows without decode) */
-    double *decode_popularity;  /* [decode_phases][L][J] decode rows by phase, or NULL */
-    uint32_t decode_phases;
+    double *decode_popularity;  /* [p.decode_phases][L][J] decode rows by phase, or NULL */
     uint32_t *prompt_lens, *output_lens; /* [requests] or NULL */
     uint32_t *periods;          /* [requests] decode routing periods, or NULL (no loop found) */
     double *period_repeats;     /* [requests] their repeat probabilities */

@@ -170,6 +170,12 @@ static int popularity_value(parse_ctx *c, num_list *lists, const char *key, cons
     return list_append(c, nl, key, value);
 }
 
+/* The section a params file writes decode phase k (0-based) in. */
+static void decode_phase_section(uint32_t k, char out[32])
+{
+    snprintf(out, 32, k ? "decode_phase%u" : "decode_popularity", k + 1);
+}
+
 /* The decode phase (0-based) a section holds: [decode_popularity] 0,
  * [late_decode_popularity] (the older name of [decode_phase2]) 1,
  * [decode_phaseK] K-1; -1 for any other section. */
@@ -363,7 +369,7 @@ static int finish_decode_phases(parse_ctx *c, const ms_model *shape)
     for (uint32_t k = P; k < MS_GEN_MAX_PHASES; k++)
         if (c->dpop[k]) {
             char missing[32];
-            snprintf(missing, sizeof missing, P ? "decode_phase%u" : "decode_popularity", P + 1);
+            decode_phase_section(P, missing);
             c->line = 0;
             for (uint32_t l = 0; l < PARAMS_MAX_LAYERS && !c->line; l++)
                 c->line = c->dpop[k][l].line;
@@ -385,7 +391,6 @@ static int finish_decode_phases(parse_ctx *c, const ms_model *shape)
         memcpy(f->decode_popularity + k * LJ, phase[k], LJ * sizeof *phase[k]);
         free(phase[k]);
     }
-    f->decode_phases = P;
     f->p.decode_popularity = f->decode_popularity;
     f->p.decode_phases = P;
     return 0;
@@ -522,7 +527,6 @@ void ms_gen_file_free(ms_gen_file *f)
     free(f->expert_bytes);
     free(f->dense_bytes);
     f->popularity = f->decode_popularity = NULL;
-    f->decode_phases = 0;
     f->prompt_lens = f->output_lens = NULL;
     f->n_lens = 0;
     f->expert_bytes = f->dense_bytes = NULL;
@@ -595,7 +599,7 @@ int ms_gen_file_write(FILE *out, const char *comment, const ms_model *m, const u
     write_popularity(out, "popularity", p->popularity, m);
     for (uint32_t k = 0; p->decode_popularity && k < p->decode_phases; k++) {
         char section[32];
-        snprintf(section, sizeof section, k ? "decode_phase%u" : "decode_popularity", k + 1);
+        decode_phase_section(k, section);
         write_popularity(out, section, p->decode_popularity + (size_t)k * m->moe_layers * m->experts, m);
     }
     if (p->n_lens) {

@@ -53,8 +53,7 @@ typedef struct {
     ms_model model;           /* valid when has_model */
     uint32_t L, J;            /* shape the [popularity] section was checked against (0 = none) */
     double *popularity;       /* [L][J] or NULL */
-    double *decode_popularity; /* [decode_phases][L][J] or NULL */
-    uint32_t decode_phases;
+    double *decode_popularity; /* [p.decode_phases][L][J] or NULL */
     uint32_t *prompt_lens, *output_lens; /* [n_lens] or NULL */
     uint32_t n_lens;
     uint32_t *periods;        /* [n_periods] or NULL */
