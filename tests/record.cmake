@@ -18,6 +18,12 @@ if(MOESIM_PYTHON AND NOT MOESIM_SANITIZE)
     set_tests_properties(record.tiny_models PROPERTIES WORKING_DIRECTORY ${RECORD_DIR}
       FIXTURES_SETUP record_traces PASS_REGULAR_EXPRESSION "record: all ok" FAIL_REGULAR_EXPRESSION "FAIL: "
       ENVIRONMENT "HF_HUB_OFFLINE=1;TRANSFORMERS_OFFLINE=1" TIMEOUT 600)
+    add_test(NAME record.train
+      COMMAND ${MOESIM_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/record/test_train.py $<TARGET_FILE:moesim>
+              ${CMAKE_CURRENT_LIST_DIR}/data/record/prompts.jsonl ${PROJECT_SOURCE_DIR}/docs/generator.md)
+    set_tests_properties(record.train PROPERTIES WORKING_DIRECTORY ${RECORD_DIR}
+      PASS_REGULAR_EXPRESSION "train: all ok" FAIL_REGULAR_EXPRESSION "FAIL: "
+      ENVIRONMENT "HF_HUB_OFFLINE=1;TRANSFORMERS_OFFLINE=1;OMP_NUM_THREADS=1" TIMEOUT 600)
     add_test(NAME record.embed
       COMMAND ${MOESIM_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/record/test_embed.py $<TARGET_FILE:moesim>
               record_mixtral.h5)

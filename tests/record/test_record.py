@@ -43,7 +43,8 @@ def check(cond, what):
 
 def args_for(arch, prompts, out, spec):
     return types.SimpleNamespace(config=arch, model_id=None, prompts=prompts, max_new_tokens=NEW_TOKENS,
-                                 spec_depth=spec, output=out, seed=0, interval=0.25, dtype="float32", tiny_set=[])
+                                 spec_depth=spec, output=out, seed=0, interval=0.25, dtype="float32", tiny_set=[],
+                                 temperature=0.0, train_steps=0, train_text=None)
 
 
 def validate(moesim, out, n_rows):

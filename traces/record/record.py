@@ -16,10 +16,12 @@ HybriMoE-style prefetchers use.
 Usage:
   record.py (--model-id ID | --config ARCH) --prompts FILE -o OUT.h5
             [--max-new-tokens N] [--spec-depth S] [--seed N] [--interval S]
+            [--temperature T] [--train-steps N --train-text FILE]
 
 --config ARCH builds a tiny randomly initialised model from the architecture's
 config class (2 MoE layers, 4 experts, hidden 32; nothing is downloaded) and
-tokenises prompts as UTF-8 bytes; --model-id loads a model and its tokenizer
+tokenises prompts as UTF-8 bytes (--train-steps N trains it first on the bytes
+of --train-text, train_tiny.py); --model-id loads a model and its tokenizer
 with from_pretrained (a hub id or a local folder).  See docs/recorder.md.
 
 Errors print one line `record.py: ...` on stderr and exit 1 (2 for usage).
@@ -304,14 +306,26 @@ class Request:
         self.generated = []  # generated token ids (the decode rows' tokens)
 
 
-def run_request(model, rec, req, max_new, eos_id):
+def next_token_picker(temperature, seed):
+    """logits -> next token id: the argmax (greedy) for temperature 0, else a
+    draw from softmax(logits / temperature) with a generator seeded by SEED
+    (one stream over all the prompts, in file order)."""
+    import torch
+    if temperature == 0:
+        return lambda logits: int(logits.argmax())
+    gen = torch.Generator().manual_seed(seed)
+    return lambda logits: int(torch.multinomial(torch.softmax(logits.float() / temperature, dim=-1), 1,
+                                                generator=gen))
+
+
+def run_request(model, rec, req, max_new, eos_id, pick):
     import torch
     ids = torch.tensor([req.prompt_ids], dtype=torch.long)
     with torch.no_grad():
         if model.config.is_encoder_decoder:
-            step = seq2seq_steps(model, ids)
+            step = seq2seq_steps(model, ids, pick)
         else:
-            step = causal_steps(model, ids)
+            step = causal_steps(model, ids, pick)
         rec.begin(len(req.prompt_ids))
         nxt = step(None)
         store_iteration(rec, req, 0)
@@ -324,7 +338,7 @@ def run_request(model, rec, req, max_new, eos_id):
             store_iteration(rec, req, 1)
 
 
-def causal_steps(model, prompt):
+def causal_steps(model, prompt, pick):
     import torch
     state = {}
 
@@ -334,11 +348,11 @@ def causal_steps(model, prompt):
         else:
             out = model(input_ids=torch.tensor([[tok]]), past_key_values=state["past"], use_cache=True)
         state["past"] = out.past_key_values
-        return int(out.logits[0, -1].argmax())
+        return pick(out.logits[0, -1])
     return step
 
 
-def seq2seq_steps(model, prompt):
+def seq2seq_steps(model, prompt, pick):
     """Prefill = the encoder over the prompt; decode d feeds decoder token d
     (the start token, then the generated ones)."""
     import torch
@@ -353,7 +367,7 @@ def seq2seq_steps(model, prompt):
         out = model(encoder_outputs=state["enc"], decoder_input_ids=torch.tensor([[tok]]),
                     past_key_values=state["past"], use_cache=True)
         state["past"] = out.past_key_values
-        return int(out.logits[0, -1].argmax())
+        return pick(out.logits[0, -1])
     return step
 
 
@@ -515,6 +529,8 @@ def load_model(args):
     """(model, tokenize(text) -> ids, eos id or None, model name)."""
     if args.config:
         model = tiny_model(args.config, args.seed, parse_tiny_set(getattr(args, "tiny_set", None) or []))
+        if getattr(args, "train_steps", 0):
+            train_model(model, args)
         vocab = model.config.vocab_size
         return model, (lambda t: [b % vocab for b in t.encode("utf-8")]), None, f"tiny-{args.config}"
     import torch
@@ -530,6 +546,19 @@ def load_model(args):
     return model, (lambda t: tok(t)["input_ids"]), tok.eos_token_id, args.model_id
 
 
+def train_model(model, args):
+    """--train-steps N --train-text FILE: trains the tiny model (train_tiny.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import train_tiny
+    try:
+        first, last = train_tiny.train(model, args.train_text, args.train_steps, args.seed)
+    except train_tiny.TrainError as e:
+        raise RecordError(str(e))
+    print(f"trained {args.train_steps} steps on {', '.join(args.train_text)}: loss {first:.3f} -> {last:.3f} "
+          f"(mean of the last 10 %)")
+    model.eval()
+
+
 def record(args):
     """Records ARGS.prompts; returns (model, requests, attrs, data) and writes ARGS.output."""
     prompts = read_prompts(args.prompts)
@@ -539,6 +568,7 @@ def record(args):
         raise RecordError(f"--spec-depth {args.spec_depth}: the model has {rec.L} MoE layers (at most {rec.L - 1})")
     if args.spec_depth and model.config.is_encoder_decoder:
         raise RecordError("--spec-depth: not supported for encoder-decoder models")
+    pick = next_token_picker(args.temperature, args.seed)
     requests, last = [], 0.0
     for i, (rid, arrival, text) in enumerate(prompts):
         arrival = i * args.interval if math.isnan(arrival) else arrival
@@ -549,13 +579,16 @@ def record(args):
         if not ids:
             raise RecordError(f"{args.prompts}: prompt {i}: tokenises to no tokens")
         req = Request(rid, arrival, text, ids)
-        run_request(model, rec, req, args.max_new_tokens, eos_id)
+        run_request(model, rec, req, args.max_new_tokens, eos_id, pick)
         requests.append(req)
     if len({r.rid for r in requests}) != len(requests):
         raise RecordError(f"{args.prompts}: request ids are not unique")
     source = (f"traces/record/record.py {'--config ' + args.config if args.config else '--model-id ' + name} "
               f"--prompts {os.path.basename(args.prompts)} --max-new-tokens {args.max_new_tokens} "
-              f"--spec-depth {args.spec_depth} --seed {args.seed}")
+              f"--spec-depth {args.spec_depth} --seed {args.seed}"
+              + (f" --temperature {args.temperature:g}" if args.temperature else "")
+              + (f" --train-steps {args.train_steps} --train-text "
+                 + " --train-text ".join(os.path.basename(t) for t in args.train_text) if args.train_steps else ""))
     attrs, data = build_trace(model, rec, requests, name, source, args.spec_depth)
     write_trace(args.output, attrs, data)
     return model, requests, attrs, data
@@ -574,6 +607,12 @@ def parse_args(argv):
     p.add_argument("-o", "--output", required=True, help="trace file to write (OUT.h5)")
     p.add_argument("--seed", type=int, default=0, help="torch seed (tiny models' weights)")
     p.add_argument("--interval", type=float, default=0.0, help="arrival gap in seconds when the prompts give none")
+    p.add_argument("--temperature", type=float, default=0.0,
+                   help="sample each next token from softmax(logits / T), seeded by --seed (default 0: greedy)")
+    p.add_argument("--train-steps", type=int, default=0,
+                   help="with --config: train the tiny model N steps on --train-text first (default 0: random)")
+    p.add_argument("--train-text", action="append", metavar="FILE",
+                   help="with --train-steps: a text file to train on (repeatable; its UTF-8 bytes)")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
                    help="weights dtype for --model-id")
     args = p.parse_args(argv)
@@ -583,6 +622,16 @@ def parse_args(argv):
         p.error(f"--spec-depth {args.spec_depth}: must be in 0..3")
     if not (math.isfinite(args.interval) and args.interval >= 0):
         p.error(f"--interval {args.interval}: must be finite and >= 0")
+    if not (math.isfinite(args.temperature) and args.temperature >= 0):
+        p.error(f"--temperature {args.temperature}: must be finite and >= 0")
+    if args.train_steps < 0:
+        p.error(f"--train-steps {args.train_steps}: must be >= 0")
+    if args.train_steps and not args.config:
+        p.error("--train-steps: only with --config (a --model-id model is used as trained)")
+    if args.train_steps and not args.train_text:
+        p.error("--train-steps: give the text to train on with --train-text FILE")
+    if args.train_text and not args.train_steps:
+        p.error("--train-text: give the number of steps with --train-steps N")
     return args
 
 
