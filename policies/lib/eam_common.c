@@ -321,9 +321,10 @@ static int seq_finished(const eam_tracker *t, const eam_seq *s)
     return s->last_iter + 1 >= s->n_iters || (t->window && (s->last_iter + 1) % t->window == 0);
 }
 
-static void drop_finished(eam_tracker *t, eam_done_fn done, void *ctx)
+/* Drops the finished sequences; 1 when there was any. */
+static int drop_finished(eam_tracker *t, eam_done_fn done, void *ctx)
 {
-    uint32_t w = 0;
+    uint32_t w = 0, n = t->n;
     for (uint32_t i = 0; i < t->n; i++) {
         if (seq_finished(t, &t->seq[i])) {
             if (done)
@@ -334,6 +335,7 @@ static void drop_finished(eam_tracker *t, eam_done_fn done, void *ctx)
         }
     }
     t->n = w;
+    return w != n;
 }
 
 static uint32_t find_or_add(eam_tracker *t, uint64_t req, uint32_t seg)
@@ -372,20 +374,32 @@ void eam_tracker_sync(eam_tracker *t, const ms_view *v, eam_done_fn done, void *
         return;
     t->started = 1;
     t->iter = ms_view_iteration(v);
-    drop_finished(t, done, ctx);
-    uint32_t n = ms_view_items(v);
+    /* cur is the sum of the bound sequences' EAMs; add_layer keeps it so
+     * row by row.  When the batch holds the same sequences in the same
+     * order as before (none dropped, none new: the indices still name the
+     * same ones), cur is already that sum, bit for bit, and its rows keep
+     * their generations (the matcher and the victim order then skip them). */
+    int rebound = drop_finished(t, done, ctx) || !t->primed;
+    uint32_t n = ms_view_items(v), n_seq = t->n;
     if (n > t->item_cap) {
         t->item_cap = n;
         t->item_seq = ms_xrealloc(t->item_seq, n, sizeof *t->item_seq);
     }
+    rebound |= n != t->n_items;
     t->n_items = n;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t it = ms_view_item_iter(v, i);
         uint32_t k = find_or_add(t, ms_view_item_index(v, i), t->window ? it / t->window : 0);
         t->seq[k].last_iter = it;
         t->seq[k].n_iters = ms_view_item_request(v, i)->n_iters;
+        if (!rebound && t->item_seq[i] != k) /* (n unchanged: item_seq[i] was set) */
+            rebound = 1;
         t->item_seq[i] = k;
     }
+    rebound |= t->n != n_seq;
+    t->primed = 1;
+    if (!rebound)
+        return;
     for (uint32_t l = 0; l < t->L; l++)
         sum_row(t, l);
 }

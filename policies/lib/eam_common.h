@@ -176,6 +176,7 @@ typedef struct {
     uint64_t *row_gen;     /* [L] bumped whenever cur's row l is recomputed */
     uint64_t iter;         /* engine iteration the batch belongs to */
     int started;
+    int primed;            /* cur was summed for a binding of items to sequences */
     uint32_t *mark;        /* [J] scratch for distinct experts */
     uint32_t stamp;
 } eam_tracker;
@@ -187,8 +188,9 @@ void eam_tracker_init(eam_tracker *t, uint32_t L, uint32_t J, uint32_t window);
 void eam_tracker_free(eam_tracker *t);
 /* When the engine has moved to a new iteration: drops (after done()) every
  * sequence whose last iteration ran, binds the batch's items to their
- * sequences (new ones start at zero) and recomputes cur.  Idempotent within
- * an iteration. */
+ * sequences (new ones start at zero) and recomputes cur (not when the
+ * binding is the one cur was summed for: cur and row_gen stay).  Idempotent
+ * within an iteration. */
 void eam_tracker_sync(eam_tracker *t, const ms_view *v, eam_done_fn done, void *ctx);
 /* Algorithm 1 lines 6-7: adds layer l's routed tokens of every batch item
  * to its sequence's EAM, and updates cur's row l. */

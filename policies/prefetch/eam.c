@@ -63,6 +63,7 @@ typedef struct {
     eam_matcher matcher; /* paper mode: incremental eam_match */
     gsl_rng *rng;
     double *last_prio; /* [L][J] priority last submitted (paper mode) */
+    uint8_t *renew;    /* [L][J] 1 when last_prio != prio: a queued request would get a new priority */
     double *prio;      /* [L][J] the priorities of entry prio_of of the collection at prio_version */
     uint32_t prio_of;  /* UINT32_MAX: none yet */
     uint64_t prio_version;
@@ -81,6 +82,7 @@ static void eam_destroy(void *st)
     if (s->rng)
         gsl_rng_free(s->rng);
     free(s->last_prio);
+    free(s->renew);
     free(s->prio);
     free(s);
 }
@@ -118,6 +120,7 @@ static void *eam_create(const ms_params *p, const ms_policy_env *env, ms_err *er
     s->rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(s->rng, (unsigned long)env->seed);
     s->last_prio = ms_xcalloc((size_t)s->L * s->J, sizeof *s->last_prio);
+    s->renew = ms_xcalloc((size_t)s->L * s->J, sizeof *s->renew);
     s->prio = ms_xcalloc((size_t)s->L * s->J, sizeof *s->prio);
     s->prio_of = UINT32_MAX;
     if (s->mode != EAM_MODE_PAPER)
@@ -171,8 +174,9 @@ static void charge_match(const eam_state *s, ms_view *v)
 
 /* Lines 22-26 for every layer of collection entry i: the priority of each
  * (f, e), kept in s->prio while the match stays on that entry (the matched
- * entry changes far less often than once per layer).  n_token (line 23) is
- * the matcher's row sum of the entry: the same sum, in the same order. */
+ * entry changes far less often than once per layer), with s->renew.  n_token
+ * (line 23) is the matcher's row sum of the entry: the same sum, in the same
+ * order. */
 static const double *entry_priorities(eam_state *s, uint32_t i)
 {
     if (s->prio_of == i && s->prio_version == s->eamc.version)
@@ -183,6 +187,7 @@ static const double *entry_priorities(eam_state *s, uint32_t i)
         for (uint32_t e = 0; e < s->J; e++) {
             size_t x = (size_t)f * s->J + e;
             s->prio[x] = eam_priority_decayed(p_eam[x], n_token, decay); /* lines 25-26 */
+            s->renew[x] = s->last_prio[x] != s->prio[x];
         }
     }
     s->prio_of = i;
@@ -191,32 +196,28 @@ static const double *entry_priorities(eam_state *s, uint32_t i)
 }
 
 /* The first x in [x, end) that prefetch_paper submits: not in flight or
- * resident, and not queued with an unchanged priority; end when none.  The
- * arrays are read when called, so a scan after each submission sees what a
- * one-at-a-time loop saw.  With SSE2 eight entries a round (nearly every
- * entry is skipped): cached and queued (0 or 1 each) as byte masks,
- * last == prio by _mm_cmpeq_pd, which is C's == (NaN unequal, -0 == +0). */
-static size_t next_submitted(const uint8_t *cached, const uint8_t *queued, const double *last, const double *prio,
-                             size_t x, size_t end)
+ * resident, and not queued with an unchanged priority (renew[x] == 0: the
+ * C == of last and prio, NaN unequal, -0 == +0, kept by entry_priorities and
+ * the submissions); end when none.  The arrays are read when called, so a
+ * scan after each submission sees what a one-at-a-time loop saw.  With SSE2
+ * sixteen entries a round (nearly every entry is skipped): byte masks of
+ * cached, queued and renew (0 or 1 each). */
+static size_t next_submitted(const uint8_t *cached, const uint8_t *queued, const uint8_t *renew, size_t x, size_t end)
 {
 #if defined(__SSE2__)
     const __m128i zero = _mm_setzero_si128();
-    for (; x + 8 <= end; x += 8) {
-        unsigned c = ~(unsigned)_mm_movemask_epi8(
-                         _mm_cmpeq_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(cached + x)), zero)) & 0xffu;
-        unsigned q = ~(unsigned)_mm_movemask_epi8(
-                         _mm_cmpeq_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(queued + x)), zero)) & 0xffu;
-        unsigned eq = 0;
-        for (unsigned i = 0; i < 4; i++)
-            eq |= (unsigned)_mm_movemask_pd(_mm_cmpeq_pd(_mm_loadu_pd(last + x + 2 * i), _mm_loadu_pd(prio + x + 2 * i)))
-                  << (2 * i);
-        unsigned keep = ~(c | (q & eq)) & 0xffu;
+    for (; x + 16 <= end; x += 16) {
+        __m128i free_ = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(cached + x)), zero);
+        __m128i unqueued = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(queued + x)), zero);
+        __m128i same = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(renew + x)), zero);
+        __m128i skip_queued = _mm_andnot_si128(unqueued, same); /* queued, priority unchanged */
+        unsigned keep = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(skip_queued, free_));
         if (keep)
             return x + (size_t)__builtin_ctz(keep);
     }
 #endif
     for (; x < end; x++)
-        if (!(cached[x] | (queued[x] & (last[x] == prio[x]))))
+        if (!(cached[x] | (queued[x] & !renew[x])))
             return x;
     return end;
 }
@@ -228,14 +229,16 @@ static void prefetch_paper(eam_state *s, ms_view *v, uint32_t l)
     const double *prio = entry_priorities(s, eam_matcher_match_gen(&s->matcher, &s->eamc, s->tr.cur, s->tr.row_gen, NULL));
     const uint8_t *cached = ms_view_cached_all(v), *queued = ms_view_queued_all(v); /* live */
     double *last = s->last_prio;
+    uint8_t *renew = s->renew;
     uint32_t J = s->J;
     size_t end = (size_t)s->L * J;
     /* line 22: fl in layers[cur_l + 1 : n_layers], each expert e; skipped:
      * experts in flight (or resident), and queued ones whose priority would
      * not change */
-    for (size_t x = next_submitted(cached, queued, last, prio, (size_t)(l + 1) * J, end); x < end;
-         x = next_submitted(cached, queued, last, prio, x + 1, end)) {
+    for (size_t x = next_submitted(cached, queued, renew, (size_t)(l + 1) * J, end); x < end;
+         x = next_submitted(cached, queued, renew, x + 1, end)) {
         last[x] = prio[x];
+        renew[x] = last[x] != prio[x]; /* 0 (a priority is never NaN), as the == test gave */
         ms_view_prefetch(v, (uint32_t)(x / J), (uint32_t)(x % J), prio[x]); /* line 27: q.submit(e, p) */
     }
 }

@@ -143,7 +143,7 @@ int eng_gpus_setup(ms_view *v)
     v->gused_bytes = ms_xcalloc(v->G, sizeof *v->gused_bytes);
     v->links = ms_xcalloc(v->G, sizeof *v->links);
     for (uint32_t g = 0; g < v->G; g++)
-        v->links[g].q.pos = v->qpos; /* one entry per expert across the links */
+        eng_qset_init(&v->links[g].q, v->NX); /* x's requests go to its GPU's link only */
     v->step_lanes = ms_xcalloc((size_t)4 * v->G, sizeof *v->step_lanes);
     v->ceiling = c->platform->host_ceiling_bw > 0 ? c->platform->host_ceiling_bw : INFINITY;
     if (check_multi_gpu(v) || place_experts(v))
@@ -157,7 +157,7 @@ void eng_gpus_free(ms_view *v)
 {
     if (v->links)
         for (uint32_t g = 0; g < v->G; g++)
-            free(v->links[g].q.a);
+            eng_qset_free(&v->links[g].q);
     void *arrays[] = {v->gpu_of, v->asked, v->gcap, v->gused, v->gused_bytes, v->links};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         free(arrays[i]);

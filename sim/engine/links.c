@@ -1,6 +1,6 @@
 /* One H2D link per GPU in runs with several GPUs (docs/engine.md "Several
  * GPUs"): every link has its own copy queue (on-demand loads first, then
- * prefetches by priority, FIFO on ties: copyq.c's heap) and serves one copy
+ * prefetches by priority, FIFO on ties: qset.h) and serves one copy
  * at a time.  A copy is latency, then its bytes.  Without a host ceiling a
  * copy takes latency + bytes / link bandwidth, fixed when it starts.  With
  * one (the platform's host_ceiling_bw: root complex or DRAM shared by all
@@ -191,31 +191,25 @@ static void start_on_link(ms_view *v, uint32_t g, const qentry *q, double s)
  * the lower GPU); 1 when one was taken off a queue. */
 static int start_next(ms_view *v, double T)
 {
-    uint32_t best = UINT32_MAX;
-    size_t best_i = 0;
+    uint32_t best = UINT32_MAX, best_x = EQ_NONE;
     double best_s = INFINITY;
     for (uint32_t g = 0; g < v->G && !v->failed; g++) {
         eng_link *k = &v->links[g];
-        size_t i;
+        uint32_t i;
         double s;
-        if (!k->q.n || !eng_q_next(&k->q, k->free_t, &i, &s))
+        if (!k->q.n || !eng_qset_next(&k->q, k->free_t, &i, &s))
             continue;
         if (s < best_s) {
             best = g;
-            best_i = i;
+            best_x = i;
             best_s = s;
         }
     }
     if (best == UINT32_MAX || !(best_s < T))
         return 0;
-    qentry q = eng_q_take(&v->links[best].q, best_i);
+    qentry q = eng_qset_take(&v->links[best].q, best_x);
     start_on_link(v, best, &q, best_s);
     return 1;
-}
-
-void eng_links_push(ms_view *v, qentry q)
-{
-    eng_q_push(&v->links[v->gpu_of[q.x]].q, q);
 }
 
 void eng_links_advance(ms_view *v, double T)

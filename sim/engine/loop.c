@@ -157,7 +157,7 @@ static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8
             }
             v->ready_t[x] = INFINITY;
             v->qgen[x]++;
-            eng_heap_push(v, (qentry){x, v->qgen[x], 1, 0.0, v->now, v->seq++});
+            eng_queue_request(v, (qentry){x, v->qgen[x], 1, 0.0, v->now, v->seq++});
         } else if (out != OUT_MISS) {
             access_again(v, l, acts[i].expert, on_cpu[i]);
         }

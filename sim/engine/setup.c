@@ -216,10 +216,7 @@ void eng_alloc_state(ms_view *v)
     v->queued = ms_xcalloc(nx, 1);
     v->outcome = ms_xcalloc(nx, 1);
     v->qgen = ms_xcalloc(nx, sizeof *v->qgen);
-    v->qpos = ms_xcalloc(nx, sizeof *v->qpos);
-    for (size_t x = 0; x < nx; x++)
-        v->qpos[x] = EQ_NONE;
-    v->q.pos = v->qpos;
+    eng_qset_init(&v->q, v->NX);
     v->qissue = ms_xcalloc(nx, sizeof *v->qissue);
     v->ready_t = ms_xcalloc(nx, sizeof *v->ready_t);
     v->protect = ms_xcalloc(nx, sizeof *v->protect);
@@ -258,11 +255,11 @@ void eng_free_state(ms_view *v)
         v->cache->cache->destroy(v->cache_st);
     if (v->sched && v->sched_st && v->sched->sched->destroy)
         v->sched->sched->destroy(v->sched_st);
-    void *arrays[] = {v->cached, v->transient, v->from_prefetch, v->queued, v->outcome, v->qgen, v->qpos, v->qissue, v->ready_t,
+    void *arrays[] = {v->cached, v->transient, v->from_prefetch, v->queued, v->outcome, v->qgen, v->qissue, v->ready_t,
                       v->protect, v->mark, v->act_pos, v->act_tok, v->act_wsum, v->score, v->acts, v->n_acts, v->step_cached, v->step_on_cpu,
                       v->step_seen, v->step_order, v->step_ready, v->step_lanes, v->step_visit, v->step_identity, v->gate_mean,
                       v->gate_mean_at, v->layer_bytes, v->layer_params, v->dense_bytes,
-                      v->dense_params, v->in_host, v->host_used_at, v->q.a, v->use_n, v->use_cap, v->use_cur,
+                      v->dense_params, v->in_host, v->host_used_at, v->use_n, v->use_cap, v->use_cur,
                       v->ttft.v, v->tpot.v, v->latency.v};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         free(arrays[i]);
@@ -270,6 +267,7 @@ void eng_free_state(ms_view *v)
         for (uint32_t x = 0; x < v->NX; x++)
             free(v->use_it[x]);
     free(v->use_it);
+    eng_qset_free(&v->q);
     eng_gpus_free(v);
 }
 

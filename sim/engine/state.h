@@ -3,7 +3,7 @@
  *
  * Expert (l, e) is slot x = l * J + e in every per-expert array.  The GPU
  * compute stream is the engine clock `now`; the H2D copy engine is a
- * priority heap (on-demand loads first, then prefetches by priority, FIFO on
+ * priority queue (qset.h: on-demand loads first, then prefetches by priority, FIFO on
  * ties) served one copy at a time from `link_free`.  advance(T) starts every
  * copy whose start time falls before T, so state changes at T see exactly the
  * copies that began earlier.
@@ -13,7 +13,7 @@
  *   setup.c: sizes, capacity, the training split, policy loading, state
  *   view.c: the policy-facing view (policies/view.h)
  *   loop.c: one iteration, layer by layer
- *   copyq.c: the H2D copy queue (a priority heap) and the copy engine
+ *   copyq.c: the H2D copy queue and the copy engine; qset.c: its request set
  *   links.c: several GPUs: a link per GPU, the shared host ceiling
  *   gpus.c: several GPUs: placement, per-GPU caches, a layer on its GPUs
  *   residency.c: executor ops, cache slots (evict, make room, occupy) and the host tier
@@ -28,7 +28,7 @@
 #include <stdio.h>
 
 #include "policies/policy.h"
-#include "sim/engine/qheap.h"
+#include "sim/engine/qset.h"
 #include "sim/core/dvec.h"
 #include "sim/core/fminmax.h"
 #include "sim/core/out.h"
@@ -47,7 +47,7 @@ enum { PF_AHEAD = 1, PF_PASSED = 2 }; /* loop.c tests PF_AHEAD as bit 0 of 8 fla
  * the copy in flight, whose end is tentative while a shared host ceiling
  * can still slow it down. */
 typedef struct {
-    eng_heap q;
+    eng_qset q;
     double free_t;      /* end of the copy in flight (tentative until final), or of the last one */
     int busy;           /* its copy is in the fluid (links.c), since the last start on any link */
     int final;          /* that copy's end is final (its events row written) */
@@ -71,10 +71,9 @@ struct ms_view {
     uint8_t *cached;        /* holds a GPU slot (ready or in flight) */
     uint8_t *transient;     /* loaded for this layer only (cache declined it) */
     uint8_t *from_prefetch; /* slot filled by a prefetch, not used yet: PF_AHEAD or PF_PASSED */
-    uint8_t *queued;        /* a prefetch request waits in the heap */
+    uint8_t *queued;        /* a prefetch request waits in the copy queue */
     uint8_t *outcome;       /* this layer's OUT_* for activated experts */
     uint32_t *qgen;
-    uint32_t *qpos;         /* [NX] x's entry in its copy queue (eng_heap.pos), EQ_NONE if none */
     double *qissue;         /* issue time of the queued prefetch request of x */
     double *ready_t;
     uint64_t *protect;      /* == stamp: activated by the running layer */
@@ -92,7 +91,7 @@ struct ms_view {
     double host_cap, host_used;
     uint64_t host_clock;
     /* copy engine */
-    eng_heap q;
+    eng_qset q;
     size_t n_queued;        /* experts with queued[x] set */
     uint64_t seq;
     double link_free;
@@ -179,8 +178,8 @@ void eng_build_activated_sets(ms_view *v);
 void eng_policy_stats_now(const ms_view *v, ms_policy_stats *st);
 int eng_run_iteration(ms_view *v);
 
-/* copyq.c: the H2D copy queue (a priority heap) and the copy engine */
-void eng_heap_push(ms_view *v, qentry q);
+/* copyq.c: the H2D copy queue (qset.h) and the copy engine */
+void eng_queue_request(ms_view *v, qentry q);
 void eng_dequeue_prefetch(ms_view *v, uint32_t x);
 void eng_advance(ms_view *v, double T);
 void eng_start_demands(ms_view *v);
@@ -237,7 +236,6 @@ double eng_gpus_compute_layer(ms_view *v, const ms_act *acts, uint32_t n, const 
 void eng_gpus_free(ms_view *v);
 
 /* links.c: one H2D link per GPU, a shared host ceiling (G > 1) */
-void eng_links_push(ms_view *v, qentry q);
 void eng_links_advance(ms_view *v, double T);
 void eng_links_settle(ms_view *v, const ms_act *acts, uint32_t n, const uint8_t *on_cpu);
 void eng_links_finish(ms_view *v);

@@ -221,7 +221,7 @@ static void view_prefetch(ms_view *v, uint32_t l, uint32_t e, double priority)
     issue_t = ms_fmin(issue_t, v->qissue[x]);
     v->qgen[x]++;
     qentry q = {x, v->qgen[x], 0, priority, issue_t, v->seq++};
-    eng_heap_push(v, q);
+    eng_queue_request(v, q);
 }
 
 static void view_clear_prefetches(ms_view *v)

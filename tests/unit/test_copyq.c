@@ -1,13 +1,18 @@
-/* The engine's copy queue (sim/engine/qheap.h, copyq.c) is a heap indexed by
- * expert: a new request for x, or x's dequeue, takes x's old entry out at
- * once.  It replaced a heap with lazy deletion (entries stayed until popped
- * and were skipped when their generation or queued flag said they were
- * stale).  Both must serve the same requests in the same order: seeded
- * random sequences of requests (demands and prefetches, priorities drawn from
- * a few values so ties are common, replacements of queued experts, dequeues)
- * and serves (the top, or eng_q_next's pick at a link-free time, issue times
- * in the future too), compared step by step with the old heap kept here as
- * the reference (copied from copyq.c of main d602774). */
+/* The engine's copy queue (sim/engine/qset.h, copyq.c) holds at most one
+ * request per expert: a new request for x replaces x's, a dequeue takes it
+ * out at once.  It must serve the same requests in the same order as
+ *  - the heap with lazy deletion of main d602774 (entries stayed until
+ *    popped and were skipped when their generation or queued flag said they
+ *    were stale), kept here as a reference: seeded random sequences of
+ *    requests (demands and prefetches, priorities drawn from a few values so
+ *    ties are common, replacements of queued experts, dequeues) and serves
+ *    (eng_qset_next's pick at a link-free time, issue times in the future
+ *    too), compared step by step;
+ *  - a plain scan over the live requests (the one-pass eng_q_next of the
+ *    indexed heap that followed it): seeded splitmix sequences over sets of
+ *    1..300 experts (several blocks of 64, a partial last one), with a
+ *    layer's requests expired at once, bursts of resubmissions, infinite
+ *    issue times, and both queries (eng_qset_best, eng_qset_next). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,7 +21,8 @@
 #include <gsl/gsl_rng.h>
 
 #include "check.h"
-#include "sim/engine/qheap.h"
+#include "splitmix.h"
+#include "sim/engine/qset.h"
 
 #define NX 48
 
@@ -113,8 +119,7 @@ static int lazy_next(const lazy_q *h, double link_free, size_t *idx, double *sta
 
 typedef struct {
     lazy_q *ref;
-    eng_heap h;
-    uint32_t pos[NX];
+    eng_qset h;
     uint64_t seq;
 } pair;
 
@@ -125,15 +130,15 @@ static void request(pair *p, uint32_t x, int demand, double prio, double issue_t
         p->ref->queued[x] = 1;
     qentry q = {x, p->ref->qgen[x], (uint8_t)demand, prio, issue_t, p->seq++};
     lazy_sift_up(p->ref, p->ref->n++, q);
-    eng_q_set(&p->h, q); /* x's old entry, if any, replaced in place */
+    eng_qset_set(&p->h, q); /* x's old request, if any, replaced */
 }
 
 static void dequeue(pair *p, uint32_t x)
 {
     p->ref->queued[x] = 0;
     p->ref->qgen[x]++;
-    if (p->pos[x] != EQ_NONE)
-        eng_q_take(&p->h, p->pos[x]);
+    if (eng_qset_has(&p->h, x))
+        eng_qset_take(&p->h, x);
 }
 
 static uint64_t n_deferred; /* serves where the top was not issued by t */
@@ -145,15 +150,16 @@ static int serve(pair *p, double t)
     lazy_drop_invalid_top(p->ref);
     if (!p->ref->n || !p->h.n)
         return p->ref->n || p->h.n ? -1 : 0;
-    size_t i, j;
+    size_t i;
+    uint32_t j;
     double s1, s2;
-    int r1 = lazy_next(p->ref, t, &i, &s1), r2 = eng_q_next(&p->h, t, &j, &s2);
+    int r1 = lazy_next(p->ref, t, &i, &s1), r2 = eng_qset_next(&p->h, t, &j, &s2);
     if (r1 != r2)
         return -1;
     if (!r1)
         return 0;
     n_deferred += i != 0 || s1 != t;
-    qentry a = lazy_take(p->ref, i), b = eng_q_take(&p->h, j);
+    qentry a = lazy_take(p->ref, i), b = eng_qset_take(&p->h, j);
     if (!a.demand) /* the engine dequeues a prefetch it starts */
         dequeue(p, a.x);
     return a.x == b.x && a.seq == b.seq && s1 == s2 ? 1 : -1;
@@ -169,15 +175,13 @@ static void test_same_serves(void)
     int bad = 0;
     for (int round = 0; round < 300 && !bad; round++) {
         memset(&ref, 0, sizeof ref);
-        pair p = {&ref, {0}, {0}, 0};
-        for (uint32_t x = 0; x < NX; x++)
-            p.pos[x] = EQ_NONE;
-        p.h.pos = p.pos;
+        pair p = {&ref, {0}, 0};
+        eng_qset_init(&p.h, NX);
         double now = 0;
         for (int op = 0; op < 400 && !bad; op++) {
             uint32_t what = (uint32_t)gsl_rng_uniform_int(r, 100), x = (uint32_t)gsl_rng_uniform_int(r, NX);
             if (what < 55) { /* a prefetch request (or a new priority for a queued one) */
-                replaced += p.pos[x] != EQ_NONE;
+                replaced += eng_qset_has(&p.h, x);
                 double issue = now + (gsl_rng_uniform_int(r, 4) == 0 ? gsl_rng_uniform(r) : 0.0);
                 request(&p, x, 0, prios[gsl_rng_uniform_int(r, 5)], issue);
             } else if (what < 65) { /* a demand load */
@@ -199,7 +203,7 @@ static void test_same_serves(void)
                 break;
             served++;
         }
-        free(p.h.a);
+        eng_qset_free(&p.h);
     }
     CHECK(!bad);
     CHECK(served > 30000);
@@ -208,34 +212,212 @@ static void test_same_serves(void)
     gsl_rng_free(r);
 }
 
+
+/* ---- the plain scan ---- */
+
+#define SX 300
+
+typedef struct {
+    qentry e[SX];
+    uint8_t live[SX];
+    uint32_t nx, n;
+} scan_q;
+
+/* The best live request, EQ_NONE when none. */
+static uint32_t scan_best(const scan_q *s)
+{
+    uint32_t best = EQ_NONE;
+    for (uint32_t x = 0; x < s->nx; x++)
+        if (s->live[x] && (best == EQ_NONE || qbefore(&s->e[x], &s->e[best])))
+            best = x;
+    return best;
+}
+
+/* The one-pass pick of the indexed heap's eng_q_next, over the live requests. */
+static int scan_next(const scan_q *s, double link_free, uint32_t *pick, double *start)
+{
+    uint32_t top = scan_best(s);
+    if (s->e[top].issue_t <= link_free) {
+        *pick = top;
+        *start = link_free;
+        return 1;
+    }
+    double earliest = INFINITY;
+    uint32_t best_free = EQ_NONE, best_first = EQ_NONE;
+    for (uint32_t x = 0; x < s->nx; x++) {
+        if (!s->live[x])
+            continue;
+        const qentry *q = &s->e[x];
+        if (q->issue_t <= link_free && (best_free == EQ_NONE || qbefore(q, &s->e[best_free])))
+            best_free = x;
+        if (q->issue_t < earliest) {
+            earliest = q->issue_t;
+            best_first = x;
+        } else if (q->issue_t == earliest && best_first != EQ_NONE && qbefore(q, &s->e[best_first])) {
+            best_first = x;
+        }
+    }
+    if (!isfinite(earliest))
+        return 0;
+    *start = fmax(link_free, earliest);
+    *pick = earliest <= link_free ? best_free : best_first;
+    return 1;
+}
+
+static struct {
+    uint64_t bests, nexts, deferred, none_finite, expired, replaced;
+} scan_seen;
+
+/* A request for x in both: priorities and issue times from a few values
+ * (ties common; now and then an issue time not finite). */
+static void scan_request(scan_q *s, eng_qset *q, uint32_t x, uint64_t *seq, double now)
+{
+    static const double prios[] = {1, 2, 3, 0.5, 2, 1e-8};
+    static const double later[] = {0, 0, 0.1, 0.25, 0.5, INFINITY};
+    qentry r = {x, 0, (uint8_t)(below(8) == 0), 0.0, now + later[below(6)], (*seq)++};
+    if (!r.demand)
+        r.prio = prios[below(6)];
+    if (s->live[x] && below(2)) /* view_prefetch: a resubmission keeps its earlier issue time */
+        r.issue_t = fmin(r.issue_t, s->e[x].issue_t);
+    scan_seen.replaced += s->live[x];
+    s->n += !s->live[x];
+    s->e[x] = r;
+    s->live[x] = 1;
+    eng_qset_set(q, r);
+}
+
+/* Takes x from both when live; 0 when the two disagree on whether it is. */
+static int scan_take(scan_q *s, eng_qset *q, uint32_t x)
+{
+    if (s->live[x] != eng_qset_has(q, x))
+        return 0;
+    if (!s->live[x])
+        return 1;
+    s->live[x] = 0;
+    s->n--;
+    qentry a = eng_qset_take(q, x);
+    return a.seq == s->e[x].seq;
+}
+
+/* One query of both; 0 on a difference. */
+static int scan_serve(scan_q *s, eng_qset *q, double now)
+{
+    if (q->n == 0)
+        return scan_best(s) == EQ_NONE && eng_qset_best(q) == EQ_NONE;
+    if (below(3) == 0) { /* eng_start_demands' query */
+        scan_seen.bests++;
+        uint32_t a = scan_best(s), b = eng_qset_best(q);
+        return a == b && (!s->e[a].demand || scan_take(s, q, a));
+    }
+    uint32_t a, b;
+    double sa, sb;
+    int ra = scan_next(s, now, &a, &sa), rb = eng_qset_next(q, now, &b, &sb);
+    if (ra != rb)
+        return 0;
+    scan_seen.nexts++;
+    if (!ra) {
+        scan_seen.none_finite++;
+        return 1;
+    }
+    scan_seen.deferred += s->e[scan_best(s)].issue_t > now; /* the slow path */
+    return a == b && sa == sb && scan_take(s, q, a);
+}
+
+static void test_same_as_scan(void)
+{
+    static scan_q s;
+    int bad = 0;
+    for (uint64_t seed = 1; seed <= 400 && !bad; seed++) {
+        rng_state = seed;
+        memset(&s, 0, sizeof s);
+        s.nx = 1 + below(SX);
+        uint32_t J = 1 + below(s.nx < 64 ? s.nx : 64); /* a "layer": J consecutive experts */
+        eng_qset q;
+        eng_qset_init(&q, s.nx);
+        uint64_t seq = 0;
+        double now = 0;
+        for (int op = 0; op < 600 && !bad; op++) {
+            uint32_t what = below(100), x = below(s.nx);
+            if (what < 40) {
+                scan_request(&s, &q, x, &seq, now);
+            } else if (what < 45) { /* a prefetcher resubmits a run of experts */
+                for (uint32_t y = x; y < s.nx && y < x + 3 * J; y++)
+                    scan_request(&s, &q, y, &seq, now);
+            } else if (what < 55) {
+                bad |= !scan_take(&s, &q, x);
+            } else if (what < 60) { /* a layer runs: its queued requests expire */
+                uint32_t l0 = x / J * J;
+                for (uint32_t y = l0; y < s.nx && y < l0 + J; y++) {
+                    scan_seen.expired += s.live[y];
+                    bad |= !scan_take(&s, &q, y);
+                }
+            } else {
+                now += below(4) * 0.05;
+                bad |= !scan_serve(&s, &q, now - below(3) * 0.2); /* an idle link: free since earlier */
+            }
+            bad |= q.n != s.n;
+        }
+        while (!bad && q.n) { /* drain, until only infinite issue times are left */
+            uint64_t none = scan_seen.none_finite;
+            bad |= !scan_serve(&s, &q, now += 1.0);
+            if (scan_seen.none_finite != none)
+                break;
+        }
+        for (uint32_t y = 0; y < s.nx && !bad; y++)
+            bad |= !scan_take(&s, &q, y);
+        bad |= q.n != 0 || eng_qset_best(&q) != EQ_NONE;
+        eng_qset_free(&q);
+    }
+    CHECK(!bad);
+    CHECK(scan_seen.nexts > 80000);
+    CHECK(scan_seen.bests > 40000);
+    CHECK(scan_seen.deferred > 50000);   /* picks where the best was not issued yet */
+    CHECK(scan_seen.none_finite > 1000); /* only infinite issue times left */
+    CHECK(scan_seen.expired > 100000);
+    CHECK(scan_seen.replaced > 300000);
+}
+
 /* By hand: prefetches x=1 prio 2, x=2 prio 3, x=3 prio 3, a demand x=4, then
  * x=2 resubmitted at prio 1.  Served: 4 (demand), 3 (prio 3), 1 (prio 2),
- * 2 (prio 1). */
+ * 2 (prio 1).  x=70 (a second block) prio 2.5 issued at 1: at link-free time
+ * 0 it waits for 1 (nothing issued by then); at 2 it is served before 1. */
 static void test_by_hand(void)
 {
-    uint32_t pos[8];
-    for (int i = 0; i < 8; i++)
-        pos[i] = EQ_NONE;
-    eng_heap h = {.pos = pos};
+    eng_qset q;
+    eng_qset_init(&q, 100);
     uint64_t seq = 0;
-    eng_q_push(&h, (qentry){1, 1, 0, 2.0, 0.0, seq++});
-    eng_q_push(&h, (qentry){2, 1, 0, 3.0, 0.0, seq++});
-    eng_q_push(&h, (qentry){3, 1, 0, 3.0, 0.0, seq++});
-    eng_q_push(&h, (qentry){4, 1, 1, 0.0, 0.0, seq++});
-    eng_q_take(&h, pos[2]);
-    eng_q_push(&h, (qentry){2, 2, 0, 1.0, 0.0, seq++});
-    CHECK_EQ_INT(h.n, 4);
+    eng_qset_set(&q, (qentry){1, 1, 0, 2.0, 0.0, seq++});
+    eng_qset_set(&q, (qentry){2, 1, 0, 3.0, 0.0, seq++});
+    eng_qset_set(&q, (qentry){3, 1, 0, 3.0, 0.0, seq++});
+    eng_qset_set(&q, (qentry){4, 1, 1, 0.0, 0.0, seq++});
+    eng_qset_set(&q, (qentry){2, 2, 0, 1.0, 0.0, seq++});
+    CHECK_EQ_INT(q.n, 4);
     static const uint32_t want[4] = {4, 3, 1, 2};
     for (int i = 0; i < 4; i++) {
-        CHECK_EQ_INT(eng_q_take(&h, 0).x, want[i]);
-        CHECK_EQ_INT(pos[want[i]], EQ_NONE);
+        uint32_t x = eng_qset_best(&q);
+        CHECK_EQ_INT(x, want[i]);
+        CHECK_EQ_INT(eng_qset_take(&q, x).x, want[i]);
+        CHECK(!eng_qset_has(&q, want[i]));
     }
-    free(h.a);
+    CHECK_EQ_INT(eng_qset_best(&q), EQ_NONE);
+    eng_qset_set(&q, (qentry){1, 3, 0, 2.0, 1.0, seq++});
+    eng_qset_set(&q, (qentry){70, 1, 0, 2.5, 1.0, seq++});
+    uint32_t x;
+    double start;
+    CHECK(eng_qset_next(&q, 0.0, &x, &start));
+    CHECK_EQ_INT(x, 70);
+    CHECK(start == 1.0);
+    eng_qset_set(&q, (qentry){70, 2, 0, 1.5, 1.0, seq++}); /* now below x=1 */
+    CHECK(eng_qset_next(&q, 2.0, &x, &start));
+    CHECK_EQ_INT(x, 1);
+    CHECK(start == 2.0);
+    eng_qset_free(&q);
 }
 
 int main(void)
 {
     test_by_hand();
     test_same_serves();
+    test_same_as_scan();
     CHECK_DONE();
 }
