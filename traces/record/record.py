@@ -551,7 +551,8 @@ def train_model(model, args):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import train_tiny
     try:
-        first, last = train_tiny.train(model, args.train_text, args.train_steps, args.seed)
+        first, last = train_tiny.train(model, args.train_text, args.train_steps, args.seed,
+                                       log=lambda line: print(line, flush=True))
     except train_tiny.TrainError as e:
         raise RecordError(str(e))
     print(f"trained {args.train_steps} steps on {', '.join(args.train_text)}: loss {first:.3f} -> {last:.3f} "
