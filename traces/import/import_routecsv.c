@@ -181,10 +181,10 @@ static int parse_model_line(rc_parser *p, ms_err *err)
     static const char *const keys[] = {"model", "arch", "n_layer", "n_expert", "n_expert_used"};
     const char *vals[5] = {0};
     kv_pair kv[8];
-    int n;
+    int n = 0; /* zero-initialised (and below) only to quiet gcc 12's -O3 maybe-uninitialized */
     if (split_header_kv(p, p->buf, kv, 8, &n, err) || match_keys(p, kv, n, keys, 5, vals, err))
         return -1;
-    unsigned long long L, J, K;
+    unsigned long long L = 0, J = 0, K = 0;
     if (parse_u64_in(p, "n_layer", vals[2], 1, RC_MAX_LAYERS, &L, err) ||
         parse_u64_in(p, "n_expert", vals[3], 1, RC_MAX_EXPERTS, &J, err) ||
         parse_u64_in(p, "n_expert_used", vals[4], 1, RC_MAX_TOPK, &K, err))
@@ -211,10 +211,10 @@ static int parse_layer_line(rc_parser *p, uint32_t expect, ms_err *err)
     static const char *const keys[] = {"layer", "expert_bytes", "dense_bytes"};
     const char *vals[3] = {0};
     kv_pair kv[4];
-    int n;
+    int n = 0;
     if (split_header_kv(p, p->buf, kv, 4, &n, err) || match_keys(p, kv, n, keys, 3, vals, err))
         return -1;
-    unsigned long long layer, eb, db;
+    unsigned long long layer = 0, eb = 0, db = 0;
     if (parse_u64_in(p, "layer", vals[0], 0, UINT32_MAX, &layer, err))
         return -1;
     if (layer != expect)
@@ -338,7 +338,7 @@ static int parse_row(rc_parser *p, parsed_row *out, ms_err *err)
     snprintf(lim_l, sizeof lim_l, "n_layer=%u", m->L);
     snprintf(lim_k, sizeof lim_k, "n_expert_used=%u", m->K);
     snprintf(lim_j, sizeof lim_j, "n_expert=%u", m->J);
-    unsigned long long turn, phase, step, layer, slot, expert, res, eb;
+    unsigned long long turn = 0, phase = 0, step = 0, layer = 0, slot = 0, expert = 0, res = 0, eb = 0;
     if (parse_u64_in(p, "turn", f[0], 0, UINT64_MAX, &turn, err) ||
         parse_u64_lim(p, "phase", f[1], 0, 1, "0 prefill, 1 decode", &phase, err) ||
         parse_u64_in(p, "step", f[2], 0, UINT32_MAX - 1, &step, err) ||
