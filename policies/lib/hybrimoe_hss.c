@@ -9,22 +9,37 @@
 /* ------------------------------------------------------------------ */
 /* MRS */
 
-/* top[0..p) = the p experts with the largest s, descending (ties: lower id). */
-/* top[0..p) = the p experts of largest s, largest first, ties to the lower
- * id (s holds no NaN: gate scores are checked): one pass keeping the best p
- * found so far in that order, O(J p) at worst, usually O(J). */
-static void top_p_experts(const float *s, uint32_t J, uint32_t p, uint32_t *top)
+/* Puts e (score x) into the sorted run top[0..at] whose slot `at` is free:
+ * shifts the entries of lower score one place down (an equal score stays
+ * in front: it has the lower id). */
+static inline void insert_top(uint32_t *top, float *val, uint32_t at, uint32_t e, float x)
 {
-    uint32_t n = 0;
-    for (uint32_t e = 0; e < J && p > 0; e++) {
-        if (n == p && !(s[e] > s[top[p - 1]]))
-            continue; /* not above the p-th (an equal score has a lower id there) */
-        uint32_t at = n < p ? n++ : p - 1;
-        while (at > 0 && s[top[at - 1]] < s[e]) {
-            top[at] = top[at - 1];
-            at--;
-        }
-        top[at] = e;
+    while (at > 0 && val[at - 1] < x) {
+        val[at] = val[at - 1];
+        top[at] = top[at - 1];
+        at--;
+    }
+    val[at] = x;
+    top[at] = e;
+}
+
+/* top[0..p) = the p experts of largest s (p <= J), largest first, ties to
+ * the lower id (s holds no NaN: gate scores are checked), val[i] = s[top[i]]:
+ * one pass keeping the best p found so far in that order, their values
+ * beside them so that the usual test (not above the p-th) reads no s[top[]];
+ * O(J p) at worst, usually O(J). */
+static void top_p_experts(const float *s, uint32_t J, uint32_t p, uint32_t *top, float *val)
+{
+    if (p == 0)
+        return;
+    for (uint32_t e = 0; e < p; e++)
+        insert_top(top, val, e, e, s[e]);
+    float last = val[p - 1];
+    for (uint32_t e = p; e < J; e++) {
+        if (!(s[e] > last))
+            continue; /* an equal score has a lower id there */
+        insert_top(top, val, p - 1, e, s[e]);
+        last = val[p - 1];
     }
 }
 
@@ -42,13 +57,11 @@ void ms_mrs_update(double *S, const float *s, uint32_t J, uint32_t p, double alp
     if (p > J)
         p = J;
     uint32_t top_buf[MRS_STACK_P];
-    double topv_buf[MRS_STACK_P];
+    float topv_buf[MRS_STACK_P];
     int heap = p > MRS_STACK_P; /* the usual p (2K) fits on the stack: no allocation per gate */
     uint32_t *top = heap ? ms_xcalloc(p, sizeof *top) : top_buf;
-    double *topv = heap ? ms_xcalloc(p, sizeof *topv) : topv_buf;
-    top_p_experts(s, J, p, top);
-    for (uint32_t i = 0; i < p; i++)
-        topv[i] = s[top[i]]; /* descending, as torch.topk returns them */
+    float *topv = heap ? ms_xcalloc(p, sizeof *topv) : topv_buf;
+    top_p_experts(s, J, p, top, topv); /* topv descending, as torch.topk returns them */
     if (order_bug)           /* boolean-mask assignment visits the experts in id order */
         qsort(top, p, sizeof *top, by_id);
     /* (1 - alpha) * S for every expert; TopP(s) is zero outside the top p */
@@ -73,9 +86,7 @@ void ms_mrs_update_f32(float *S, const float *s, uint32_t J, uint32_t p, float a
     uint32_t *top = heap ? ms_xcalloc(p ? p : 1, sizeof *top) : top_buf;
     float *topv = heap ? ms_xcalloc(p ? p : 1, sizeof *topv) : topv_buf;
     uint8_t *in = heap ? ms_xcalloc(J ? J : 1, 1) : memset(in_buf, 0, J);
-    top_p_experts(s, J, p, top);
-    for (uint32_t i = 0; i < p; i++)
-        topv[i] = s[top[i]];
+    top_p_experts(s, J, p, top, topv);
     if (order_bug)
         qsort(top, p, sizeof *top, by_id);
     float keep = 1.0f - alpha;

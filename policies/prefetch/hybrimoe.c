@@ -46,8 +46,7 @@ typedef struct {
     ms_topk_fill fill;
     double *H;  /* [L][J] MRS running scores (history predictor / code S) */
     float *s;   /* [J] scratch */
-    double *q;  /* [J] scratch: predicted scores */
-    ms_scored *ranked; /* [J] scratch: q with ids, the best first */
+    ms_scored *ranked; /* [J] scratch: the positive predictions with ids, the best first */
 } hyb_state;
 
 static int parse_predictor(const char *name)
@@ -103,7 +102,6 @@ static void *hyb_create(const ms_params *p, const ms_policy_env *env, ms_err *er
     s->fill = env->topk_fill;
     s->H = ms_xcalloc((size_t)m->L * m->J, sizeof *s->H);
     s->s = ms_xcalloc(m->J, sizeof *s->s);
-    s->q = ms_xcalloc(m->J, sizeof *s->q);
     s->ranked = ms_xcalloc(m->J, sizeof *s->ranked);
     return s;
 }
@@ -113,7 +111,6 @@ static void hyb_destroy(void *st)
     hyb_state *s = st;
     free(s->H);
     free(s->s);
-    free(s->q);
     free(s->ranked);
     free(s);
 }
@@ -134,33 +131,47 @@ static void routing_scores(const hyb_state *s, const ms_view *v, uint32_t l, flo
     ms_gate_row(ms_view_meta(v), r, r->iters[ms_view_item_iter(v, 0)].row0, l, s->fill, out);
 }
 
-/* q[J] = predicted scores of layer l + i from layer l's gate information. */
-static void predict_layer(hyb_state *s, const ms_view *v, uint32_t l, uint32_t i)
+/* The experts of layer l + i with a positive predicted score, with those
+ * scores, into c; returns how many.  Only they can be queued (a prefetch
+ * needs score > 0), and ranking the positive ones alone gives the same
+ * first ones in the same order as ranking all J (the order is total), so
+ * the zeros (most experts of a speculative gate: a row has K nonzero) are
+ * never ranked. */
+static uint32_t positive_predictions(hyb_state *s, const ms_view *v, uint32_t l, uint32_t i, ms_scored *c)
 {
+    uint32_t n = 0;
     int spec = s->predictor == PRED_SPEC || (s->predictor == PRED_AUTO && i <= s->spec_depth);
     if (spec && ms_view_spec_gate(v, l, i, s->s)) {
         for (uint32_t e = 0; e < s->J; e++)
-            s->q[e] = s->s[e];
-        return;
+            if (s->s[e] > 0)
+                c[n++] = (ms_scored){s->s[e], e};
+        return n;
     }
-    memcpy(s->q, s->H + (size_t)(l + i) * s->J, s->J * sizeof *s->q);
+    const double *h = s->H + (size_t)(l + i) * s->J;
+    for (uint32_t e = 0; e < s->J; e++)
+        if (h[e] > 0)
+            c[n++] = (ms_scored){h[e], e};
+    return n;
 }
 
-/* Queues the k best-predicted experts of layer t, priority = impact. */
-static void prefetch_by_impact(hyb_state *s, ms_view *v, uint32_t t)
+/* Queues the k best-predicted experts of layer t = l + i, priority = impact. */
+static void prefetch_by_impact(hyb_state *s, ms_view *v, uint32_t l, uint32_t i)
 {
+    uint32_t t = l + i;
+    ms_scored *c = s->ranked;
+    uint32_t n = positive_predictions(s, v, l, i, c);
+    if (n == 0)
+        return;
     const ms_platform *pf = ms_view_platform(v);
     double bytes = ms_view_expert_bytes(v, t), params = ms_view_expert_params(v, t);
     double rows = ms_view_batch_rows(v), t_copy = ms_t_copy_h2d(pf, bytes);
-    ms_scored *c = s->ranked;
-    for (uint32_t e = 0; e < s->J; e++)
-        c[e] = (ms_scored){s->q[e], e};
-    ms_rank_first(c, s->J, s->k);
-    for (uint32_t j = 0; j < s->k && c[j].score > 0; j++) {
+    uint32_t k = s->k < n ? s->k : n;
+    ms_rank_first(c, n, k);
+    for (uint32_t j = 0; j < k; j++) {
         double prob = fmin(1.0, s->K * c[j].score);
-        double n = fmax(1.0, prob * rows);
-        double impact = ms_hybrimoe_impact(prob, ms_t_expert_cpu(pf, bytes, params, n), t_copy,
-                                           ms_t_expert_gpu(pf, bytes, params, n));
+        double tokens = fmax(1.0, prob * rows);
+        double impact = ms_hybrimoe_impact(prob, ms_t_expert_cpu(pf, bytes, params, tokens), t_copy,
+                                           ms_t_expert_gpu(pf, bytes, params, tokens));
         if (impact > 0)
             ms_view_prefetch(v, t, c[j].e, impact);
     }
@@ -176,10 +187,8 @@ static void hyb_gate(void *st, ms_view *v, uint32_t l)
             ms_prefetch_top_scored(v, l + 1, s->H + (size_t)(l + 1) * s->J, s->J, s->prefetch_size);
         return;
     }
-    for (uint32_t i = 1; i <= s->depth && l + i < s->L; i++) {
-        predict_layer(s, v, l, i);
-        prefetch_by_impact(s, v, l + i);
-    }
+    for (uint32_t i = 1; i <= s->depth && l + i < s->L; i++)
+        prefetch_by_impact(s, v, l, i);
 }
 
 static const ms_param_spec hyb_params[] = {

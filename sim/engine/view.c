@@ -116,7 +116,7 @@ static void gate_mean_of_batch(const ms_view *v, uint32_t l, float *out)
     for (uint32_t i = 0; i < view_items(v) && l < v->L; i++)
         rows += ms_gate_add_iteration(v->meta, view_item_request(v, i), view_item_iter(v, i), l,
                                       v->env.topk_fill, out);
-    for (uint32_t e = 0; rows > 0 && e < v->J; e++)
+    for (uint32_t e = 0; rows > 1 && e < v->J; e++) /* x / 1 is x */
         out[e] /= (float)rows;
 }
 
@@ -174,7 +174,7 @@ static int view_spec_gate(const ms_view *v, uint32_t l, uint32_t i, float *out)
                     out[r->spec_ids[base + k]] += r->spec_w[base + k];
         }
     }
-    for (uint32_t e = 0; rows > 0 && e < v->J; e++)
+    for (uint32_t e = 0; rows > 1 && e < v->J; e++) /* x / 1 is x: a one-row step divides nothing */
         out[e] /= (float)rows;
     return 1;
 }
