@@ -125,7 +125,8 @@ static void gate_mean_of_batch(const ms_view *v, uint32_t l, float *out)
  * for it at each gate). */
 static void view_gate_mean(const ms_view *v, uint32_t l, float *out)
 {
-    if ((v->parts & MS_PART_GATE) != MS_PART_GATE)
+    unsigned gate = v->meta->probs_kind == MS_PROBS_FULL ? MS_PART_PROBS : MS_PART_WEIGHTS; /* eng_replay_parts */
+    if (!(v->parts & gate))
         ms_request_part_missing("ms_view_gate_mean", "the gate (MS_PART_GATE)");
     if (v->gate_epoch == 0 || l >= v->L) {
         gate_mean_of_batch(v, l, out);
