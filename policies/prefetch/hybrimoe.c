@@ -17,7 +17,9 @@
  * without them, e.g. imported route-csv) = per-layer MRS running scores of
  * past routing (S <- alpha TopP(s) + (1-alpha) S at every gate of that layer),
  * i.e. layer t is predicted from its own recent scores; `auto` = spec for the
- * depths the trace records, history beyond and when it has none.
+ * depths the trace records, history beyond and when it has none.  The
+ * history scores are updated only when some depth reads them (the MRS
+ * update of every gate is the largest part of the prefetcher otherwise).
  *
  * mode=code (kTransformers HybriMoE prefetch_expert): in a one-token step
  * (the code's decode path, chosen by token count), after layer l's gate, the
@@ -28,6 +30,7 @@
  * GPU, and evicts for a prefetch when it is issued (here: when its copy
  * starts). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +44,7 @@ enum { PRED_AUTO, PRED_SPEC, PRED_HISTORY };
 
 typedef struct {
     int code, predictor, bug;
+    int keep_history; /* H is read: code mode, or a depth the speculative gates do not reach */
     uint32_t depth, k, p, prefetch_size, J, L, K, spec_depth;
     double alpha;
     ms_topk_fill fill;
@@ -99,6 +103,7 @@ static void *hyb_create(const ms_params *p, const ms_policy_env *env, ms_err *er
     s->L = m->L;
     s->K = m->K;
     s->spec_depth = m->spec_depth;
+    s->keep_history = code || predictor == PRED_HISTORY || (predictor == PRED_AUTO && depth > m->spec_depth);
     s->fill = env->topk_fill;
     s->H = ms_xcalloc((size_t)m->L * m->J, sizeof *s->H);
     s->s = ms_xcalloc(m->J, sizeof *s->s);
@@ -147,6 +152,10 @@ static uint32_t positive_predictions(hyb_state *s, const ms_view *v, uint32_t l,
                 c[n++] = (ms_scored){s->s[e], e};
         return n;
     }
+    if (!s->keep_history) { /* the view answers every depth <= spec_depth inside an iteration */
+        fprintf(stderr, "moesim: internal error: hybrimoe found no speculative gate of layer %u + %u\n", l, i);
+        abort();
+    }
     const double *h = s->H + (size_t)(l + i) * s->J;
     for (uint32_t e = 0; e < s->J; e++)
         if (h[e] > 0)
@@ -180,8 +189,10 @@ static void prefetch_by_impact(hyb_state *s, ms_view *v, uint32_t l, uint32_t i)
 static void hyb_gate(void *st, ms_view *v, uint32_t l)
 {
     hyb_state *s = st;
-    routing_scores(s, v, l, s->s);
-    ms_mrs_update(s->H + (size_t)l * s->J, s->s, s->J, s->p, s->alpha, s->bug);
+    if (s->keep_history) { /* else nothing reads H: the speculative gates predict every depth */
+        routing_scores(s, v, l, s->s);
+        ms_mrs_update(s->H + (size_t)l * s->J, s->s, s->J, s->p, s->alpha, s->bug);
+    }
     if (s->code) {
         if (ms_view_batch_rows(v) == 1 && s->prefetch_size > 0 && l + 1 < s->L)
             ms_prefetch_top_scored(v, l + 1, s->H + (size_t)(l + 1) * s->J, s->J, s->prefetch_size);
