@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sim/core/err.h"
+#include "sim/core/fminmax.h"
 
 /* ------------------------------------------------------------------ */
 /* MRS */
@@ -154,7 +155,7 @@ static double gpu_finish_of_prefix(const hss_sim *s, uint32_t upto)
 {
     double t = s->g;
     for (uint32_t j = 0; j < upto; j++)
-        t = fmax(t, s->ready[s->gq.q[j]]) + s->x[s->gq.q[j]].t_gpu;
+        t = ms_fmax(t, s->ready[s->gq.q[j]]) + s->x[s->gq.q[j]].t_gpu;
     return t;
 }
 
@@ -164,11 +165,11 @@ static void unblock_others(hss_sim *s, double t)
 {
     if (s->cpu_blocked) {
         s->cpu_blocked = 0;
-        s->c = fmax(s->c, t);
+        s->c = ms_fmax(s->c, t);
     }
     if (s->link_blocked) {
         s->link_blocked = 0;
-        s->k = fmax(s->k, t);
+        s->k = ms_fmax(s->k, t);
     }
 }
 
@@ -177,7 +178,7 @@ static void gpu_take_head(hss_sim *s)
     unblock_others(s, s->g);
     uint32_t i = s->gq.q[0];
     queue_remove(&s->gq, 0);
-    s->g = fmax(s->g, s->ready[i]) + s->x[i].t_gpu;
+    s->g = ms_fmax(s->g, s->ready[i]) + s->x[i].t_gpu;
     s->g_end = s->g;
 }
 
@@ -220,7 +221,7 @@ static void link_act(hss_sim *s)
     uint32_t ahead = 0; /* GPU-queue experts it would sit behind */
     while (ahead < s->gq.n && x[s->gq.q[ahead]].load >= x[i].load)
         ahead++;
-    double on_gpu = fmax(gpu_finish_of_prefix(s, ahead), arrive) + x[i].t_gpu;
+    double on_gpu = ms_fmax(gpu_finish_of_prefix(s, ahead), arrive) + x[i].t_gpu;
     double on_cpu = s->c + (s->cpu_started ? 0.0 : s->o->cpu_first);
     for (uint32_t j = 0; j < s->cq.n; j++)
         on_cpu += x[s->cq.q[j]].t_cpu;
@@ -239,7 +240,7 @@ static void link_act(hss_sim *s)
 static void hss_build_queues(hss_sim *s, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
-        s->ready[i] = s->x[i].cached ? fmax(0.0, s->x[i].ready) : INFINITY;
+        s->ready[i] = s->x[i].cached ? ms_fmax(0.0, s->x[i].ready) : INFINITY;
         queue_insert(s->x[i].cached ? &s->gq : &s->cq, s->x, i, s->x[i].cached);
     }
 }
@@ -253,7 +254,7 @@ double ms_hss_paper(const ms_hss_expert *x, uint32_t n, const ms_hss_opts *o, ui
     uint8_t moved_stack[HSS_STACK];
     int heap = n > HSS_STACK;
     uint8_t *moved_buf = moved ? moved : heap ? ms_xcalloc(n, 1) : moved_stack;
-    hss_sim s = {.x = x, .o = o, .k = fmax(0.0, o->link_free), .on_cpu = on_cpu, .moved = moved_buf};
+    hss_sim s = {.x = x, .o = o, .k = ms_fmax(0.0, o->link_free), .on_cpu = on_cpu, .moved = moved_buf};
     s.gq.q = heap ? ms_xcalloc(n, sizeof *s.gq.q) : gq_buf;
     s.cq.q = heap ? ms_xcalloc(n, sizeof *s.cq.q) : cq_buf;
     s.ready = heap ? ms_xcalloc(n, sizeof *s.ready) : ready_buf;
@@ -281,7 +282,7 @@ double ms_hss_paper(const ms_hss_expert *x, uint32_t n, const ms_hss_opts *o, ui
         if (!moved)
             free(moved_buf);
     }
-    return fmax(s.g_end, s.c_end);
+    return ms_fmax(s.g_end, s.c_end);
 }
 
 /* ------------------------------------------------------------------ */
@@ -333,11 +334,11 @@ double ms_hss_code(const uint32_t *tokens, const uint8_t *cached, uint32_t n, co
         }
     }
     free(order);
-    return fmax(gpu_total, cpu_total);
+    return ms_fmax(gpu_total, cpu_total);
 }
 
 double ms_hybrimoe_impact(double prob, double t_cpu, double t_copy, double t_gpu)
 {
-    double without = fmin(t_cpu, t_copy + t_gpu);
-    return prob * fmax(0.0, without - t_gpu);
+    double without = ms_fmin(t_cpu, t_copy + t_gpu);
+    return prob * ms_fmax(0.0, without - t_gpu);
 }

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/core/fminmax.h"
 #include "sim/core/timing.h"
 #include "policies/lib/gate.h"
 #include "policies/lib/hybrimoe_hss.h"
@@ -142,16 +143,34 @@ static void routing_scores(const hyb_state *s, const ms_view *v, uint32_t l, flo
  * first ones in the same order as ranking all J (the order is total), so
  * the zeros (most experts of a speculative gate: a row has K nonzero) are
  * never ranked. */
+/* Appends (x[e], e) for each x[e] > 0 to c[n..); returns the new n.  Four
+ * at a time: a group of +0.0 (all bits zero, most of a one-row speculative
+ * gate) is skipped with one test; any other group is tested value by value. */
+static uint32_t append_positive(const float *x, uint32_t J, ms_scored *c, uint32_t n)
+{
+    uint32_t e = 0;
+    for (; e + 4 <= J; e += 4) {
+        uint64_t lo, hi;
+        memcpy(&lo, x + e, sizeof lo);
+        memcpy(&hi, x + e + 2, sizeof hi);
+        if ((lo | hi) == 0)
+            continue;
+        for (uint32_t j = e; j < e + 4; j++)
+            if (x[j] > 0)
+                c[n++] = (ms_scored){x[j], j};
+    }
+    for (; e < J; e++)
+        if (x[e] > 0)
+            c[n++] = (ms_scored){x[e], e};
+    return n;
+}
+
 static uint32_t positive_predictions(hyb_state *s, const ms_view *v, uint32_t l, uint32_t i, ms_scored *c)
 {
     uint32_t n = 0;
     int spec = s->predictor == PRED_SPEC || (s->predictor == PRED_AUTO && i <= s->spec_depth);
-    if (spec && ms_view_spec_gate(v, l, i, s->s)) {
-        for (uint32_t e = 0; e < s->J; e++)
-            if (s->s[e] > 0)
-                c[n++] = (ms_scored){s->s[e], e};
-        return n;
-    }
+    if (spec && ms_view_spec_gate(v, l, i, s->s))
+        return append_positive(s->s, s->J, c, 0);
     if (!s->keep_history) { /* the view answers every depth <= spec_depth inside an iteration */
         fprintf(stderr, "moesim: internal error: hybrimoe found no speculative gate of layer %u + %u\n", l, i);
         abort();
@@ -176,11 +195,16 @@ static void prefetch_by_impact(hyb_state *s, ms_view *v, uint32_t l, uint32_t i)
     double rows = ms_view_batch_rows(v), t_copy = ms_t_copy_h2d(pf, bytes);
     uint32_t k = s->k < n ? s->k : n;
     ms_rank_first(c, n, k);
+    double tokens_was = -1, t_cpu = 0, t_gpu = 0;
     for (uint32_t j = 0; j < k; j++) {
-        double prob = fmin(1.0, s->K * c[j].score);
-        double tokens = fmax(1.0, prob * rows);
-        double impact = ms_hybrimoe_impact(prob, ms_t_expert_cpu(pf, bytes, params, tokens), t_copy,
-                                           ms_t_expert_gpu(pf, bytes, params, tokens));
+        double prob = ms_fmin(1.0, s->K * c[j].score);
+        double tokens = ms_fmax(1.0, prob * rows);
+        if (tokens != tokens_was) { /* a one-row step: 1 for every candidate */
+            t_cpu = ms_t_expert_cpu(pf, bytes, params, tokens);
+            t_gpu = ms_t_expert_gpu(pf, bytes, params, tokens);
+            tokens_was = tokens;
+        }
+        double impact = ms_hybrimoe_impact(prob, t_cpu, t_copy, t_gpu);
         if (impact > 0)
             ms_view_prefetch(v, t, c[j].e, impact);
     }
