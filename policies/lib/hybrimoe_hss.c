@@ -307,7 +307,8 @@ static void code_order(const uint32_t *tokens, const uint8_t *cached, uint32_t n
 double ms_hss_code(const uint32_t *tokens, const uint8_t *cached, uint32_t n, const ms_hss_code_costs *c,
                    uint8_t *on_cpu)
 {
-    uint32_t *order = ms_xcalloc(n ? n : 1, sizeof *order);
+    uint32_t order_buf[HSS_STACK];
+    uint32_t *order = n > HSS_STACK ? ms_xcalloc(n, sizeof *order) : order_buf;
     code_order(tokens, cached, n, order);
     double gpu_total = 0, cpu_total = 0, move_total = 0;
     uint32_t head = 0, tail = n, gpu_n = 0, cpu_n = 0;
@@ -333,7 +334,8 @@ double ms_hss_code(const uint32_t *tokens, const uint8_t *cached, uint32_t n, co
             tail--;
         }
     }
-    free(order);
+    if (order != order_buf)
+        free(order);
     return ms_fmax(gpu_total, cpu_total);
 }
 
