@@ -6,8 +6,8 @@
  * members) when the order barely moves), instead of a victim search that
  * scans every member of every layer.  A lowest-member query walks each
  * layer's order from its lowest and stops at the first member that is not
- * below the best found, so it asks `accept` of no more members than the scan
- * did and finds the same member: the lowest accepted one. */
+ * below the best accepted so far; it finds what the scan found, the lowest
+ * accepted member (the order is total: ticks are unique). */
 #ifndef MS_LAYER_ORDER_H
 #define MS_LAYER_ORDER_H
 
