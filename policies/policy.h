@@ -164,7 +164,8 @@ typedef struct {
     unsigned reads;                /* the request parts (traces/format/trace.h MS_PART_*) it reads during the
                                     * replay besides the top-k ids: MS_PART_GATE for ms_view_gate_mean /
                                     * ms_gate_row, MS_PART_EMBED for ms_view_embedding, MS_PART_SPEC for
-                                    * ms_view_spec_gate.  The engine reads only what its policies declare. */
+                                    * ms_view_spec_gate.  The engine reads only what its policies declare
+                                    * (MS_PART_GATE on a full-prob trace: the probabilities, not topk_w). */
     int uses_distance;             /* reads the prefetch distance (--distance); a run that sets
                                     * another distance than 1 for a prefetcher without one is warned */
     int uses_training;             /* learns from the training split: --train auto becomes 0.7 */

@@ -37,6 +37,7 @@
 #include "policies/lib/expert_list.h"
 #include "policies/lib/gate.h"
 #include "policies/lib/hybrimoe_hss.h"
+#include "policies/lib/layer_order.h"
 #include "policies/policy.h"
 
 typedef struct {
@@ -49,8 +50,7 @@ typedef struct {
     float *Sf;          /* [L][J] code: the float32 scores (S holds copies) */
     uint64_t *last_use; /* [L][J] recency ticks */
     uint64_t tick;
-    ms_xset members;
-    uint32_t *count;    /* [L] experts held per layer */
+    ms_layer_order members; /* per layer, ascending (S, last_use): the victim order */
     uint32_t *slots;    /* [L] code mode: fixed slots per layer */
     int slots_fixed;
     float *s;           /* [J] scratch */
@@ -80,8 +80,7 @@ static void *mrs_create(const ms_params *p, const ms_policy_env *env, ms_err *er
     s->S = ms_xcalloc(nx, sizeof *s->S);
     s->Sf = ms_xcalloc(nx, sizeof *s->Sf);
     s->last_use = ms_xcalloc(nx, sizeof *s->last_use);
-    ms_xset_init(&s->members, (uint32_t)nx);
-    s->count = ms_xcalloc(m->L, sizeof *s->count);
+    ms_layer_order_init(&s->members, m->L, m->J, s->S, s->last_use);
     s->slots = ms_xcalloc(m->L, sizeof *s->slots);
     s->s = ms_xcalloc(m->J, sizeof *s->s);
     return s;
@@ -93,8 +92,7 @@ static void mrs_destroy(void *st)
     free(s->S);
     free(s->Sf);
     free(s->last_use);
-    ms_xset_free(&s->members);
-    free(s->count);
+    ms_layer_order_free(&s->members);
     free(s->slots);
     free(s->s);
     free(s);
@@ -124,7 +122,7 @@ static void fix_slots(mrs_state *s)
     if (s->slots_fixed)
         return;
     for (uint32_t l = 0; l < s->L; l++)
-        s->slots[l] = s->slots_param ? s->slots_param : s->count[l];
+        s->slots[l] = s->slots_param ? s->slots_param : s->members.n[l];
     s->slots_fixed = 1;
 }
 
@@ -147,6 +145,7 @@ static void mrs_gate(void *st, const ms_view *v, uint32_t l)
     if (!s->code) {
         ms_view_gate_mean(v, l, s->s);
         ms_mrs_update(s->S + (size_t)l * s->J, s->s, s->J, s->p, s->alpha, s->bug);
+        ms_layer_order_resort(&s->members, l);
         return;
     }
     first_token_scores(s, v, l, s->s);
@@ -154,16 +153,15 @@ static void mrs_gate(void *st, const ms_view *v, uint32_t l)
     ms_mrs_update_f32(Sf, s->s, s->J, s->p, (float)s->alpha, s->bug);
     for (uint32_t e = 0; e < s->J; e++)
         s->S[(size_t)l * s->J + e] = Sf[e];
+    ms_layer_order_resort(&s->members, l);
 }
 
 static void mrs_insert(void *st, const ms_view *v, uint32_t l, uint32_t e)
 {
     (void)v;
     mrs_state *s = st;
-    uint32_t x = l * s->J + e;
-    ms_xset_add(&s->members, x);
-    s->count[l]++;
-    s->last_use[x] = ++s->tick;
+    s->last_use[l * s->J + e] = ++s->tick;
+    ms_layer_order_add(&s->members, l, e);
 }
 
 static void mrs_access(void *st, const ms_view *v, uint32_t l, uint32_t e)
@@ -171,33 +169,26 @@ static void mrs_access(void *st, const ms_view *v, uint32_t l, uint32_t e)
     (void)v;
     mrs_state *s = st;
     s->last_use[l * s->J + e] = ++s->tick;
+    ms_layer_order_moved(&s->members, l, e); /* the latest among its equal scores now */
 }
 
 static void mrs_evict(void *st, const ms_view *v, uint32_t l, uint32_t e)
 {
     (void)v;
     mrs_state *s = st;
-    ms_xset_remove(&s->members, l * s->J + e);
-    s->count[l]--;
+    ms_layer_order_remove(&s->members, l, e);
+}
+
+static int evictable(const void *v, uint32_t l, uint32_t e)
+{
+    return ms_view_evictable(v, l, e);
 }
 
 /* Lowest S among evictable members (of layer `only`, or any when only ==
  * MS_NIL); ties to the least recently used.  MS_NIL when none. */
 static uint32_t lowest_score(const mrs_state *s, const ms_view *v, uint32_t only)
 {
-    uint32_t best = MS_NIL;
-    for (uint32_t i = 0; i < s->members.n; i++) {
-        uint32_t x = s->members.items[i];
-        if (only != MS_NIL && x / s->J != only)
-            continue;
-        /* the key first: evictability (a call into the engine) only decides
-         * between x and a better-keyed best, so the minimum is the same */
-        if (best != MS_NIL && !(s->S[x] < s->S[best] || (s->S[x] == s->S[best] && s->last_use[x] < s->last_use[best])))
-            continue;
-        if (ms_view_evictable(v, x / s->J, x % s->J))
-            best = x;
-    }
-    return best;
+    return ms_layer_order_lowest(&s->members, only, evictable, v);
 }
 
 static int mrs_victim(void *st, const ms_view *v, uint32_t *l, uint32_t *e)
@@ -218,7 +209,7 @@ static int mrs_victim(void *st, const ms_view *v, uint32_t *l, uint32_t *e)
 static int layer_full(mrs_state *s, uint32_t l)
 {
     fix_slots(s);
-    return s->code && s->count[l] >= s->slots[l];
+    return s->code && s->members.n[l] >= s->slots[l];
 }
 
 static int mrs_full(void *st, const ms_view *v, uint32_t l, uint32_t e)

@@ -5,26 +5,42 @@
 #include <string.h>
 
 #include "sim/core/err.h"
+#include "sim/core/fminmax.h"
 
 /* ------------------------------------------------------------------ */
 /* MRS */
 
-/* top[0..p) = the p experts with the largest s, descending (ties: lower id). */
-/* top[0..p) = the p experts of largest s, largest first, ties to the lower
- * id (s holds no NaN: gate scores are checked): one pass keeping the best p
- * found so far in that order, O(J p) at worst, usually O(J). */
-static void top_p_experts(const float *s, uint32_t J, uint32_t p, uint32_t *top)
+/* Puts e (score x) into the sorted run top[0..at] whose slot `at` is free:
+ * shifts the entries of lower score one place down (an equal score stays
+ * in front: it has the lower id). */
+static inline void insert_top(uint32_t *top, float *val, uint32_t at, uint32_t e, float x)
 {
-    uint32_t n = 0;
-    for (uint32_t e = 0; e < J && p > 0; e++) {
-        if (n == p && !(s[e] > s[top[p - 1]]))
-            continue; /* not above the p-th (an equal score has a lower id there) */
-        uint32_t at = n < p ? n++ : p - 1;
-        while (at > 0 && s[top[at - 1]] < s[e]) {
-            top[at] = top[at - 1];
-            at--;
-        }
-        top[at] = e;
+    while (at > 0 && val[at - 1] < x) {
+        val[at] = val[at - 1];
+        top[at] = top[at - 1];
+        at--;
+    }
+    val[at] = x;
+    top[at] = e;
+}
+
+/* top[0..p) = the p experts of largest s (p <= J), largest first, ties to
+ * the lower id (s holds no NaN: gate scores are checked), val[i] = s[top[i]]:
+ * one pass keeping the best p found so far in that order, their values
+ * beside them so that the usual test (not above the p-th) reads no s[top[]];
+ * O(J p) at worst, usually O(J). */
+static void top_p_experts(const float *s, uint32_t J, uint32_t p, uint32_t *top, float *val)
+{
+    if (p == 0)
+        return;
+    for (uint32_t e = 0; e < p; e++)
+        insert_top(top, val, e, e, s[e]);
+    float last = val[p - 1];
+    for (uint32_t e = p; e < J; e++) {
+        if (!(s[e] > last))
+            continue; /* an equal score has a lower id there */
+        insert_top(top, val, p - 1, e, s[e]);
+        last = val[p - 1];
     }
 }
 
@@ -42,13 +58,11 @@ void ms_mrs_update(double *S, const float *s, uint32_t J, uint32_t p, double alp
     if (p > J)
         p = J;
     uint32_t top_buf[MRS_STACK_P];
-    double topv_buf[MRS_STACK_P];
+    float topv_buf[MRS_STACK_P];
     int heap = p > MRS_STACK_P; /* the usual p (2K) fits on the stack: no allocation per gate */
     uint32_t *top = heap ? ms_xcalloc(p, sizeof *top) : top_buf;
-    double *topv = heap ? ms_xcalloc(p, sizeof *topv) : topv_buf;
-    top_p_experts(s, J, p, top);
-    for (uint32_t i = 0; i < p; i++)
-        topv[i] = s[top[i]]; /* descending, as torch.topk returns them */
+    float *topv = heap ? ms_xcalloc(p, sizeof *topv) : topv_buf;
+    top_p_experts(s, J, p, top, topv); /* topv descending, as torch.topk returns them */
     if (order_bug)           /* boolean-mask assignment visits the experts in id order */
         qsort(top, p, sizeof *top, by_id);
     /* (1 - alpha) * S for every expert; TopP(s) is zero outside the top p */
@@ -73,9 +87,7 @@ void ms_mrs_update_f32(float *S, const float *s, uint32_t J, uint32_t p, float a
     uint32_t *top = heap ? ms_xcalloc(p ? p : 1, sizeof *top) : top_buf;
     float *topv = heap ? ms_xcalloc(p ? p : 1, sizeof *topv) : topv_buf;
     uint8_t *in = heap ? ms_xcalloc(J ? J : 1, 1) : memset(in_buf, 0, J);
-    top_p_experts(s, J, p, top);
-    for (uint32_t i = 0; i < p; i++)
-        topv[i] = s[top[i]];
+    top_p_experts(s, J, p, top, topv);
     if (order_bug)
         qsort(top, p, sizeof *top, by_id);
     float keep = 1.0f - alpha;
@@ -143,7 +155,7 @@ static double gpu_finish_of_prefix(const hss_sim *s, uint32_t upto)
 {
     double t = s->g;
     for (uint32_t j = 0; j < upto; j++)
-        t = fmax(t, s->ready[s->gq.q[j]]) + s->x[s->gq.q[j]].t_gpu;
+        t = ms_fmax(t, s->ready[s->gq.q[j]]) + s->x[s->gq.q[j]].t_gpu;
     return t;
 }
 
@@ -153,11 +165,11 @@ static void unblock_others(hss_sim *s, double t)
 {
     if (s->cpu_blocked) {
         s->cpu_blocked = 0;
-        s->c = fmax(s->c, t);
+        s->c = ms_fmax(s->c, t);
     }
     if (s->link_blocked) {
         s->link_blocked = 0;
-        s->k = fmax(s->k, t);
+        s->k = ms_fmax(s->k, t);
     }
 }
 
@@ -166,7 +178,7 @@ static void gpu_take_head(hss_sim *s)
     unblock_others(s, s->g);
     uint32_t i = s->gq.q[0];
     queue_remove(&s->gq, 0);
-    s->g = fmax(s->g, s->ready[i]) + s->x[i].t_gpu;
+    s->g = ms_fmax(s->g, s->ready[i]) + s->x[i].t_gpu;
     s->g_end = s->g;
 }
 
@@ -209,7 +221,7 @@ static void link_act(hss_sim *s)
     uint32_t ahead = 0; /* GPU-queue experts it would sit behind */
     while (ahead < s->gq.n && x[s->gq.q[ahead]].load >= x[i].load)
         ahead++;
-    double on_gpu = fmax(gpu_finish_of_prefix(s, ahead), arrive) + x[i].t_gpu;
+    double on_gpu = ms_fmax(gpu_finish_of_prefix(s, ahead), arrive) + x[i].t_gpu;
     double on_cpu = s->c + (s->cpu_started ? 0.0 : s->o->cpu_first);
     for (uint32_t j = 0; j < s->cq.n; j++)
         on_cpu += x[s->cq.q[j]].t_cpu;
@@ -228,7 +240,7 @@ static void link_act(hss_sim *s)
 static void hss_build_queues(hss_sim *s, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
-        s->ready[i] = s->x[i].cached ? fmax(0.0, s->x[i].ready) : INFINITY;
+        s->ready[i] = s->x[i].cached ? ms_fmax(0.0, s->x[i].ready) : INFINITY;
         queue_insert(s->x[i].cached ? &s->gq : &s->cq, s->x, i, s->x[i].cached);
     }
 }
@@ -242,7 +254,7 @@ double ms_hss_paper(const ms_hss_expert *x, uint32_t n, const ms_hss_opts *o, ui
     uint8_t moved_stack[HSS_STACK];
     int heap = n > HSS_STACK;
     uint8_t *moved_buf = moved ? moved : heap ? ms_xcalloc(n, 1) : moved_stack;
-    hss_sim s = {.x = x, .o = o, .k = fmax(0.0, o->link_free), .on_cpu = on_cpu, .moved = moved_buf};
+    hss_sim s = {.x = x, .o = o, .k = ms_fmax(0.0, o->link_free), .on_cpu = on_cpu, .moved = moved_buf};
     s.gq.q = heap ? ms_xcalloc(n, sizeof *s.gq.q) : gq_buf;
     s.cq.q = heap ? ms_xcalloc(n, sizeof *s.cq.q) : cq_buf;
     s.ready = heap ? ms_xcalloc(n, sizeof *s.ready) : ready_buf;
@@ -270,7 +282,7 @@ double ms_hss_paper(const ms_hss_expert *x, uint32_t n, const ms_hss_opts *o, ui
         if (!moved)
             free(moved_buf);
     }
-    return fmax(s.g_end, s.c_end);
+    return ms_fmax(s.g_end, s.c_end);
 }
 
 /* ------------------------------------------------------------------ */
@@ -295,7 +307,8 @@ static void code_order(const uint32_t *tokens, const uint8_t *cached, uint32_t n
 double ms_hss_code(const uint32_t *tokens, const uint8_t *cached, uint32_t n, const ms_hss_code_costs *c,
                    uint8_t *on_cpu)
 {
-    uint32_t *order = ms_xcalloc(n ? n : 1, sizeof *order);
+    uint32_t order_buf[HSS_STACK];
+    uint32_t *order = n > HSS_STACK ? ms_xcalloc(n, sizeof *order) : order_buf;
     code_order(tokens, cached, n, order);
     double gpu_total = 0, cpu_total = 0, move_total = 0;
     uint32_t head = 0, tail = n, gpu_n = 0, cpu_n = 0;
@@ -321,12 +334,13 @@ double ms_hss_code(const uint32_t *tokens, const uint8_t *cached, uint32_t n, co
             tail--;
         }
     }
-    free(order);
-    return fmax(gpu_total, cpu_total);
+    if (order != order_buf)
+        free(order);
+    return ms_fmax(gpu_total, cpu_total);
 }
 
 double ms_hybrimoe_impact(double prob, double t_cpu, double t_copy, double t_gpu)
 {
-    double without = fmin(t_cpu, t_copy + t_gpu);
-    return prob * fmax(0.0, without - t_gpu);
+    double without = ms_fmin(t_cpu, t_copy + t_gpu);
+    return prob * ms_fmax(0.0, without - t_gpu);
 }

@@ -17,7 +17,9 @@
  * without them, e.g. imported route-csv) = per-layer MRS running scores of
  * past routing (S <- alpha TopP(s) + (1-alpha) S at every gate of that layer),
  * i.e. layer t is predicted from its own recent scores; `auto` = spec for the
- * depths the trace records, history beyond and when it has none.
+ * depths the trace records, history beyond and when it has none.  The
+ * history scores are updated only when some depth reads them (the MRS
+ * update of every gate is the largest part of the prefetcher otherwise).
  *
  * mode=code (kTransformers HybriMoE prefetch_expert): in a one-token step
  * (the code's decode path, chosen by token count), after layer l's gate, the
@@ -28,9 +30,11 @@
  * GPU, and evicts for a prefetch when it is issued (here: when its copy
  * starts). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/core/fminmax.h"
 #include "sim/core/timing.h"
 #include "policies/lib/gate.h"
 #include "policies/lib/hybrimoe_hss.h"
@@ -41,13 +45,13 @@ enum { PRED_AUTO, PRED_SPEC, PRED_HISTORY };
 
 typedef struct {
     int code, predictor, bug;
+    int keep_history; /* H is read: code mode, or a depth the speculative gates do not reach */
     uint32_t depth, k, p, prefetch_size, J, L, K, spec_depth;
     double alpha;
     ms_topk_fill fill;
     double *H;  /* [L][J] MRS running scores (history predictor / code S) */
     float *s;   /* [J] scratch */
-    double *q;  /* [J] scratch: predicted scores */
-    ms_scored *ranked; /* [J] scratch: q with ids, the best first */
+    ms_scored *ranked; /* [J] scratch: the positive predictions with ids, the best first */
 } hyb_state;
 
 static int parse_predictor(const char *name)
@@ -100,10 +104,10 @@ static void *hyb_create(const ms_params *p, const ms_policy_env *env, ms_err *er
     s->L = m->L;
     s->K = m->K;
     s->spec_depth = m->spec_depth;
+    s->keep_history = code || predictor == PRED_HISTORY || (predictor == PRED_AUTO && depth > m->spec_depth);
     s->fill = env->topk_fill;
     s->H = ms_xcalloc((size_t)m->L * m->J, sizeof *s->H);
     s->s = ms_xcalloc(m->J, sizeof *s->s);
-    s->q = ms_xcalloc(m->J, sizeof *s->q);
     s->ranked = ms_xcalloc(m->J, sizeof *s->ranked);
     return s;
 }
@@ -113,7 +117,6 @@ static void hyb_destroy(void *st)
     hyb_state *s = st;
     free(s->H);
     free(s->s);
-    free(s->q);
     free(s->ranked);
     free(s);
 }
@@ -134,33 +137,74 @@ static void routing_scores(const hyb_state *s, const ms_view *v, uint32_t l, flo
     ms_gate_row(ms_view_meta(v), r, r->iters[ms_view_item_iter(v, 0)].row0, l, s->fill, out);
 }
 
-/* q[J] = predicted scores of layer l + i from layer l's gate information. */
-static void predict_layer(hyb_state *s, const ms_view *v, uint32_t l, uint32_t i)
+/* The experts of layer l + i with a positive predicted score, with those
+ * scores, into c; returns how many.  Only they can be queued (a prefetch
+ * needs score > 0), and ranking the positive ones alone gives the same
+ * first ones in the same order as ranking all J (the order is total), so
+ * the zeros (most experts of a speculative gate: a row has K nonzero) are
+ * never ranked. */
+/* Appends (x[e], e) for each x[e] > 0 to c[n..); returns the new n.  Four
+ * at a time: a group of +0.0 (all bits zero, most of a one-row speculative
+ * gate) is skipped with one test; any other group is tested value by value. */
+static uint32_t append_positive(const float *x, uint32_t J, ms_scored *c, uint32_t n)
 {
-    int spec = s->predictor == PRED_SPEC || (s->predictor == PRED_AUTO && i <= s->spec_depth);
-    if (spec && ms_view_spec_gate(v, l, i, s->s)) {
-        for (uint32_t e = 0; e < s->J; e++)
-            s->q[e] = s->s[e];
-        return;
+    uint32_t e = 0;
+    for (; e + 4 <= J; e += 4) {
+        uint64_t lo, hi;
+        memcpy(&lo, x + e, sizeof lo);
+        memcpy(&hi, x + e + 2, sizeof hi);
+        if ((lo | hi) == 0)
+            continue;
+        for (uint32_t j = e; j < e + 4; j++)
+            if (x[j] > 0)
+                c[n++] = (ms_scored){x[j], j};
     }
-    memcpy(s->q, s->H + (size_t)(l + i) * s->J, s->J * sizeof *s->q);
+    for (; e < J; e++)
+        if (x[e] > 0)
+            c[n++] = (ms_scored){x[e], e};
+    return n;
 }
 
-/* Queues the k best-predicted experts of layer t, priority = impact. */
-static void prefetch_by_impact(hyb_state *s, ms_view *v, uint32_t t)
+static uint32_t positive_predictions(hyb_state *s, const ms_view *v, uint32_t l, uint32_t i, ms_scored *c)
 {
+    uint32_t n = 0;
+    int spec = s->predictor == PRED_SPEC || (s->predictor == PRED_AUTO && i <= s->spec_depth);
+    if (spec && ms_view_spec_gate(v, l, i, s->s))
+        return append_positive(s->s, s->J, c, 0);
+    if (!s->keep_history) { /* the view answers every depth <= spec_depth inside an iteration */
+        fprintf(stderr, "moesim: internal error: hybrimoe found no speculative gate of layer %u + %u\n", l, i);
+        abort();
+    }
+    const double *h = s->H + (size_t)(l + i) * s->J;
+    for (uint32_t e = 0; e < s->J; e++)
+        if (h[e] > 0)
+            c[n++] = (ms_scored){h[e], e};
+    return n;
+}
+
+/* Queues the k best-predicted experts of layer t = l + i, priority = impact. */
+static void prefetch_by_impact(hyb_state *s, ms_view *v, uint32_t l, uint32_t i)
+{
+    uint32_t t = l + i;
+    ms_scored *c = s->ranked;
+    uint32_t n = positive_predictions(s, v, l, i, c);
+    if (n == 0)
+        return;
     const ms_platform *pf = ms_view_platform(v);
     double bytes = ms_view_expert_bytes(v, t), params = ms_view_expert_params(v, t);
     double rows = ms_view_batch_rows(v), t_copy = ms_t_copy_h2d(pf, bytes);
-    ms_scored *c = s->ranked;
-    for (uint32_t e = 0; e < s->J; e++)
-        c[e] = (ms_scored){s->q[e], e};
-    ms_rank_first(c, s->J, s->k);
-    for (uint32_t j = 0; j < s->k && c[j].score > 0; j++) {
-        double prob = fmin(1.0, s->K * c[j].score);
-        double n = fmax(1.0, prob * rows);
-        double impact = ms_hybrimoe_impact(prob, ms_t_expert_cpu(pf, bytes, params, n), t_copy,
-                                           ms_t_expert_gpu(pf, bytes, params, n));
+    uint32_t k = s->k < n ? s->k : n;
+    ms_rank_first(c, n, k);
+    double tokens_was = -1, t_cpu = 0, t_gpu = 0;
+    for (uint32_t j = 0; j < k; j++) {
+        double prob = ms_fmin(1.0, s->K * c[j].score);
+        double tokens = ms_fmax(1.0, prob * rows);
+        if (tokens != tokens_was) { /* a one-row step: 1 for every candidate */
+            t_cpu = ms_t_expert_cpu(pf, bytes, params, tokens);
+            t_gpu = ms_t_expert_gpu(pf, bytes, params, tokens);
+            tokens_was = tokens;
+        }
+        double impact = ms_hybrimoe_impact(prob, t_cpu, t_copy, t_gpu);
         if (impact > 0)
             ms_view_prefetch(v, t, c[j].e, impact);
     }
@@ -169,17 +213,17 @@ static void prefetch_by_impact(hyb_state *s, ms_view *v, uint32_t t)
 static void hyb_gate(void *st, ms_view *v, uint32_t l)
 {
     hyb_state *s = st;
-    routing_scores(s, v, l, s->s);
-    ms_mrs_update(s->H + (size_t)l * s->J, s->s, s->J, s->p, s->alpha, s->bug);
+    if (s->keep_history) { /* else nothing reads H: the speculative gates predict every depth */
+        routing_scores(s, v, l, s->s);
+        ms_mrs_update(s->H + (size_t)l * s->J, s->s, s->J, s->p, s->alpha, s->bug);
+    }
     if (s->code) {
         if (ms_view_batch_rows(v) == 1 && s->prefetch_size > 0 && l + 1 < s->L)
             ms_prefetch_top_scored(v, l + 1, s->H + (size_t)(l + 1) * s->J, s->J, s->prefetch_size);
         return;
     }
-    for (uint32_t i = 1; i <= s->depth && l + i < s->L; i++) {
-        predict_layer(s, v, l, i);
-        prefetch_by_impact(s, v, l + i);
-    }
+    for (uint32_t i = 1; i <= s->depth && l + i < s->L; i++)
+        prefetch_by_impact(s, v, l, i);
 }
 
 static const ms_param_spec hyb_params[] = {

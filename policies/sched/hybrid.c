@@ -59,13 +59,16 @@ static void place_paper(hybrid_state *s, ms_view *v, uint32_t l, uint32_t n, con
     double now = ms_view_now(v), link = ms_view_link_free(v) - now;
     ms_hss_expert buf[64]; /* a layer's activated experts: on the stack up to 64 */
     ms_hss_expert *x = n > 64 ? ms_xcalloc(n, sizeof *x) : buf;
+    double t_copy = ms_t_copy_h2d(pf, bytes), t_gpu = 0, t_cpu = 0;
     for (uint32_t i = 0; i < n; i++) {
         int late = cached[i] && !ms_view_resident(v, l, acts[i].expert);
+        if (i == 0 || acts[i].tokens != acts[i - 1].tokens) { /* one-row steps: 1 token each */
+            t_gpu = ms_t_expert_gpu(pf, bytes, params, acts[i].tokens);
+            t_cpu = ms_t_expert_cpu(pf, bytes, params, acts[i].tokens);
+        }
         x[i] = (ms_hss_expert){
             .load = acts[i].tokens, .cached = cached[i], .ready = late ? link : 0.0,
-            .t_gpu = ms_t_expert_gpu(pf, bytes, params, acts[i].tokens),
-            .t_cpu = ms_t_expert_cpu(pf, bytes, params, acts[i].tokens),
-            .t_copy = ms_t_copy_h2d(pf, bytes),
+            .t_gpu = t_gpu, .t_cpu = t_cpu, .t_copy = t_copy,
         };
     }
     ms_hss_opts o = s->opts;
@@ -80,11 +83,13 @@ static void place_code(hybrid_state *s, ms_view *v, uint32_t n, const ms_act *ac
 {
     if (ms_view_batch_rows(v) != 1)
         return; /* calc_experts: a multi-token step runs everything on the GPU */
-    uint32_t *tokens = ms_xcalloc(n ? n : 1, sizeof *tokens);
+    uint32_t buf[64]; /* on the stack up to 64 experts, as place_paper's */
+    uint32_t *tokens = n > 64 ? ms_xcalloc(n, sizeof *tokens) : buf;
     for (uint32_t i = 0; i < n; i++)
         tokens[i] = acts[i].tokens;
     ms_hss_code(tokens, cached, n, &s->costs, on_cpu);
-    free(tokens);
+    if (tokens != buf)
+        free(tokens);
 }
 
 static void hybrid_place(void *st, ms_view *v, uint32_t l, uint32_t n, const ms_act *acts, const uint8_t *cached,

@@ -16,10 +16,14 @@ void eng_load_step_rules(ms_view *v)
 
 /* The request parts the replay reads: what the policies declare, the
  * weights for the gather order (rank_of) and the recording engine's hits
- * (compare_recorded in loop.c). */
+ * (compare_recorded in loop.c).  The gate (MS_PART_GATE) of a full-prob
+ * trace is its probabilities alone (policies/lib/gate.c): its top-k weights,
+ * a quarter or less of the floats the gate reads, are then not decompressed. */
 unsigned eng_replay_parts(const ms_view *v)
 {
     unsigned p = v->pf->reads | v->cache->reads | v->sched->reads;
+    if (v->meta->probs_kind == MS_PROBS_FULL && (p & MS_PART_GATE) == MS_PART_GATE)
+        p &= ~MS_PART_WEIGHTS;
     if (v->rules.order == MS_ORDER_HITS_FIRST_GATHER)
         p |= MS_PART_WEIGHTS;
     if (v->meta->has_recorded_hits)

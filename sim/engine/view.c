@@ -116,7 +116,7 @@ static void gate_mean_of_batch(const ms_view *v, uint32_t l, float *out)
     for (uint32_t i = 0; i < view_items(v) && l < v->L; i++)
         rows += ms_gate_add_iteration(v->meta, view_item_request(v, i), view_item_iter(v, i), l,
                                       v->env.topk_fill, out);
-    for (uint32_t e = 0; rows > 0 && e < v->J; e++)
+    for (uint32_t e = 0; rows > 1 && e < v->J; e++) /* x / 1 is x */
         out[e] /= (float)rows;
 }
 
@@ -125,7 +125,8 @@ static void gate_mean_of_batch(const ms_view *v, uint32_t l, float *out)
  * for it at each gate). */
 static void view_gate_mean(const ms_view *v, uint32_t l, float *out)
 {
-    if ((v->parts & MS_PART_GATE) != MS_PART_GATE)
+    unsigned gate = v->meta->probs_kind == MS_PROBS_FULL ? MS_PART_PROBS : MS_PART_WEIGHTS; /* eng_replay_parts */
+    if (!(v->parts & gate))
         ms_request_part_missing("ms_view_gate_mean", "the gate (MS_PART_GATE)");
     if (v->gate_epoch == 0 || l >= v->L) {
         gate_mean_of_batch(v, l, out);
@@ -155,6 +156,22 @@ static int view_embedding(const ms_view *v, float *out)
     return 1;
 }
 
+/* out[id] += weight over n rows of speculative top-k cells, `stride` cells
+ * apart (one row); a missing cell (id -1) adds nothing.  restrict: the
+ * caller's scratch is not the trace's arrays, so the row loop keeps its
+ * pointers in registers. */
+static void spec_add_rows(float *restrict out, const int32_t *restrict ids, const float *restrict w, uint32_t n,
+                          uint32_t K, size_t stride)
+{
+    for (uint32_t row = 0; row < n; row++) {
+        const int32_t *id = ids + row * stride;
+        const float *wt = w + row * stride;
+        for (uint32_t k = 0; k < K; k++)
+            if (id[k] >= 0)
+                out[id[k]] += wt[k];
+    }
+}
+
 static int view_spec_gate(const ms_view *v, uint32_t l, uint32_t i, float *out)
 {
     const ms_trace_meta *m = v->meta;
@@ -164,17 +181,15 @@ static int view_spec_gate(const ms_view *v, uint32_t l, uint32_t i, float *out)
         ms_request_part_missing("ms_view_spec_gate", "the speculative gates (MS_PART_SPEC)");
     memset(out, 0, v->J * sizeof *out);
     uint32_t rows = 0;
+    size_t stride = ms_spec_index(m, 1, 0, 0); /* cells per row */
     for (uint32_t b = 0; b < view_items(v); b++) {
         const ms_request *r = view_item_request(v, b);
         const ms_iteration *it = &r->iters[view_item_iter(v, b)];
-        for (uint32_t row = it->row0; row < it->row0 + it->n_rows; row++, rows++) {
-            size_t base = ms_spec_index(m, row, l, i - 1);
-            for (uint32_t k = 0; k < v->K; k++)
-                if (r->spec_ids[base + k] >= 0)
-                    out[r->spec_ids[base + k]] += r->spec_w[base + k];
-        }
+        size_t base = ms_spec_index(m, it->row0, l, i - 1);
+        spec_add_rows(out, r->spec_ids + base, r->spec_w + base, it->n_rows, v->K, stride);
+        rows += it->n_rows;
     }
-    for (uint32_t e = 0; rows > 0 && e < v->J; e++)
+    for (uint32_t e = 0; rows > 1 && e < v->J; e++) /* x / 1 is x: a one-row step divides nothing */
         out[e] /= (float)rows;
     return 1;
 }
