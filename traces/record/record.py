@@ -585,7 +585,8 @@ def record(args):
     if len({r.rid for r in requests}) != len(requests):
         raise RecordError(f"{args.prompts}: request ids are not unique")
     source = (f"traces/record/record.py {'--config ' + args.config if args.config else '--model-id ' + name} "
-              f"--prompts {os.path.basename(args.prompts)} --max-new-tokens {args.max_new_tokens} "
+              + "".join(f"--tiny-set {t} " for t in (getattr(args, "tiny_set", None) or []))
+              + f"--prompts {os.path.basename(args.prompts)} --max-new-tokens {args.max_new_tokens} "
               f"--spec-depth {args.spec_depth} --seed {args.seed}"
               + (f" --temperature {args.temperature:g}" if args.temperature else "")
               + (f" --train-steps {args.train_steps} --train-text "

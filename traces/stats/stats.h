@@ -116,6 +116,7 @@ typedef struct {
     uint32_t n_pairs;                    /* L - 1 */
     double *mi_top1, *nmi_top1, *succ_hit, *succ_base; /* [L-1], pair (l, l+1) */
     double *top10_share, *topk_share, *gini, *max_mean; /* [L] */
+    const uint64_t *expert_counts;       /* [L][J] activations of each expert over the whole trace */
     uint32_t top10_n;                    /* ceil(J/10) */
     ms_stats_curve curve;                /* over all iterations */
     ms_stats_curve curve_decode;         /* over decode steps only */

@@ -247,6 +247,7 @@ void ms_stats_finish(ms_stats *s)
     rp->gini = alloc_nan(L);
     rp->max_mean = alloc_nan(L);
     rp->top10_n = (s->J + 9) / 10;
+    rp->expert_counts = s->trace_c;
 
     finish_entropy(s);
     finish_reuse(s);

@@ -43,6 +43,21 @@ void ms_fit_stats_from_report(const ms_stats_report *rep, ms_fit_stats *out)
     out->xreq_exact = NAN;
 }
 
+double *ms_fit_expert_shares(const ms_stats_report *rep)
+{
+    size_t J = rep->J;
+    double *out = ms_xcalloc((size_t)rep->L * J, sizeof *out);
+    for (uint32_t l = 0; l < rep->L; l++) {
+        const uint64_t *c = rep->expert_counts + l * J;
+        uint64_t total = 0;
+        for (size_t j = 0; j < J; j++)
+            total += c[j];
+        for (size_t j = 0; total && j < J; j++)
+            out[l * J + j] = (double)c[j] / (double)total;
+    }
+    return out;
+}
+
 ms_stats *ms_fit_stats_of_trace(const char *path, ms_err *err)
 {
     ms_trace_reader *rd = ms_reader_open(path, err);
@@ -448,6 +463,7 @@ int ms_fit_trace(const char *path, const ms_fit_options *o, ms_fit_result *r, ms
     if (!s)
         return -1;
     ms_fit_stats_from_report(ms_stats_report_get(s), &r->source);
+    r->source_freq = ms_fit_expert_shares(ms_stats_report_get(s));
     ms_stats_free(s);
 
     ms_trace_reader *rd = ms_reader_open(path, err);
@@ -514,6 +530,11 @@ void ms_fit_print(const ms_fit_result *r, FILE *out)
     fprintf(out, "  measured: popularity of prompt rows%s (coverage-smoothed), arrival rate %.4g/s\n",
             p->decode_phases > 1 ? ", of decode rows by phase of the generation"
             : r->decode_popularity ? " and of decode rows" : "", p->arrival_rate);
+    if (r->calibrated)
+        fprintf(out, "  %s: popularity x source / twin activation share per expert, once (activation shares' "
+                     "distance, mean over layers: %.4f before, %.4f after%s)\n",
+                r->calibrated > 0 ? "calibrated" : "not calibrated", r->calib_tv[0], r->calib_tv[1],
+                r->calibrated > 0 ? "" : ": not kept");
     if (p->decode_phases > 1)
         fprintf(out, "  measured: %u decode phases (--decode-phases, default %d: the halves)\n", p->decode_phases,
                 MS_FIT_DECODE_PHASES);
@@ -550,6 +571,7 @@ void ms_fit_free(ms_fit_result *r)
 {
     free(r->popularity);
     free(r->decode_popularity);
+    free(r->source_freq);
     free(r->prompt_lens);
     free(r->output_lens);
     free(r->periods);
@@ -561,7 +583,7 @@ void ms_fit_free(ms_fit_result *r)
     r->p.n_periods = 0;
     free(r->expert_bytes);
     free(r->dense_bytes);
-    r->popularity = r->decode_popularity = NULL;
+    r->popularity = r->decode_popularity = r->source_freq = NULL;
     r->prompt_lens = r->output_lens = NULL;
     r->expert_bytes = r->dense_bytes = NULL;
     r->p.popularity = r->p.decode_popularity = NULL;

@@ -116,6 +116,11 @@ typedef struct {
     double *period_repeats;     /* [requests] their repeat probabilities */
     uint32_t n_loops;           /* requests with a period and a repeat probability > 0 */
     uint64_t *expert_bytes, *dense_bytes; /* [L] */
+    double *source_freq;        /* [L][J] the source's activation share of each expert per layer */
+    int calibrated;             /* 1: popularity corrected once against trial generations;
+                                 * -1: tried and not kept (the shares did not come closer) */
+    double calib_tv[2];         /* mean over layers of the total variation distance between the
+                                 * twin's and the source's activation shares: before, after */
     ms_fit_stats source;        /* measured on the trace */
     ms_fit_stats fitted;        /* mean over the trial seeds at the fitted knobs */
     ms_fit_knob searched[MS_FIT_MAX_SEARCHED];
@@ -141,6 +146,10 @@ void ms_fit_stats_from_report(const ms_stats_report *rep, ms_fit_stats *out);
 /* The fitted statistics of a generation run: the stats module's means plus,
  * when with_xreq, xreq_overlap (else NaN). */
 int ms_fit_measure_gen(const ms_gen_params *p, const ms_model *model, int with_xreq, ms_fit_stats *out, ms_err *err);
+
+/* [L][J] each layer's activation counts of a finished report as shares of
+ * that layer's activations (0 for a layer without any); caller frees. */
+double *ms_fit_expert_shares(const ms_stats_report *rep);
 
 /* Pseudo-count a >= 0 for counts c[0..J) such that N = sum c draws from
  * (c + a) / (N + a J) are expected to touch as many distinct experts as c

@@ -236,6 +236,84 @@ static void estimate_pref_alpha(ms_fit_result *r)
     out->value = r->p.pref_alpha;
 }
 
+/* [L][J] activation shares of the twin: the mean over the trial seeds. */
+static double *twin_shares(ms_fit_result *r, const ms_fit_options *o, ms_err *err)
+{
+    size_t LJ = (size_t)r->model.moe_layers * r->model.experts;
+    double *mean = ms_xcalloc(LJ, sizeof *mean);
+    ms_gen_params p = r->p;
+    for (uint32_t t = 0; t < o->trial_seeds; t++) {
+        p.seed = o->seed + 1 + t;
+        ms_stats *s = ms_fit_stats_of_gen(&p, &r->model, err);
+        if (!s) {
+            free(mean);
+            return NULL;
+        }
+        double *one = ms_fit_expert_shares(ms_stats_report_get(s));
+        for (size_t i = 0; i < LJ; i++)
+            mean[i] += one[i] / o->trial_seeds;
+        free(one);
+        ms_stats_free(s);
+        r->trials++;
+    }
+    return mean;
+}
+
+/* Mean over layers of the total variation distance between two [L][J] share tables. */
+static double mean_tv(const double *a, const double *b, uint32_t L, uint32_t J)
+{
+    double sum = 0;
+    for (size_t i = 0; i < (size_t)L * J; i++)
+        sum += fabs(a[i] - b[i]);
+    return 0.5 * sum / L;
+}
+
+/* The popularity is the mean of each row's preference, but a row's top-k
+ * of a sharp gate draw does not pick experts in proportion to it, and the
+ * layer tilt and the clusters' balancing move the shares further (a layer's
+ * top expert can lose a third of its share): the twin's activation shares
+ * come out flatter than the popularity it was given.  One multiplicative
+ * correction, popularity x source share / twin share per expert (then
+ * renormalised per layer), measured on the trial generations, brings them
+ * back.  Only where one popularity governs every row: with decode
+ * popularities (one-request sources) the decode rows follow their own.
+ * Kept only when it brings the shares closer: where most rows are copies
+ * (loops, repeated tokens) the popularity no longer sets the shares. */
+static int calibrate_popularity(ms_fit_result *r, const ms_fit_options *o, ms_err *err)
+{
+    uint32_t L = r->model.moe_layers, J = r->model.experts;
+    double *twin = twin_shares(r, o, err);
+    if (!twin)
+        return -1;
+    r->calib_tv[0] = mean_tv(r->source_freq, twin, L, J);
+    size_t LJ = (size_t)L * J;
+    double *before = ms_xcalloc(LJ, sizeof *before);
+    memcpy(before, r->popularity, LJ * sizeof *before);
+    const double eps = 1e-6; /* an expert neither uses keeps its popularity */
+    for (uint32_t l = 0; l < L; l++) {
+        double *pop = r->popularity + (size_t)l * J, sum = 0;
+        for (uint32_t j = 0; j < J; j++) {
+            size_t i = (size_t)l * J + j;
+            pop[j] *= (r->source_freq[i] + eps) / (twin[i] + eps);
+            sum += pop[j];
+        }
+        for (uint32_t j = 0; sum > 0 && j < J; j++)
+            pop[j] /= sum;
+    }
+    free(twin);
+    if (!(twin = twin_shares(r, o, err))) {
+        free(before);
+        return -1;
+    }
+    r->calib_tv[1] = mean_tv(r->source_freq, twin, L, J);
+    free(twin);
+    r->calibrated = r->calib_tv[1] < r->calib_tv[0] ? 1 : -1;
+    if (r->calibrated < 0)
+        memcpy(r->popularity, before, LJ * sizeof *before);
+    free(before);
+    return 0;
+}
+
 int ms_fit_search(ms_fit_result *r, const ms_fit_options *o, ms_err *err)
 {
     search_ctx c;
@@ -271,6 +349,8 @@ int ms_fit_search(ms_fit_result *r, const ms_fit_options *o, ms_err *err)
                 continue;
             rc = search_one(&c, k);
         }
+    if (!rc && r->p.decode_phases == 0 && r->popularity && r->source_freq)
+        rc = calibrate_popularity(r, o, err);
     if (!rc)
         rc = evaluate(&c, &r->fitted);
     for (search_knob k = 0; k < N_SEARCH && rc == 0; k++) {
