@@ -283,6 +283,20 @@ static void update_prefix(eam_matcher *m, uint32_t from)
     }
 }
 
+/* Row l of cur against the copy of the last cur: recomputes its cosines
+ * and keeps the copy when it differs (or nothing was matched yet); 1 then. */
+static int match_row(eam_matcher *m, const double *cur, uint32_t l)
+{
+    size_t J = m->J;
+    const double *row = cur + l * J;
+    double *last = m->last + l * J;
+    if (m->primed && !memcmp(row, last, J * sizeof *row))
+        return 0;
+    update_row(m, row, l);
+    memcpy(last, row, J * sizeof *row);
+    return 1;
+}
+
 uint32_t eam_matcher_match(eam_matcher *m, const eam_set *c, const double *cur, double *dist)
 {
     return eam_matcher_match_gen(m, c, cur, NULL, dist);
@@ -298,21 +312,23 @@ uint32_t eam_matcher_match_gen(eam_matcher *m, const eam_set *c, const double *c
             *dist = INFINITY;
         return UINT32_MAX;
     }
-    size_t J = m->J;
     uint32_t first = m->L;
-    for (uint32_t l = 0; l < m->L; l++) {
-        const double *row = cur + l * J;
-        double *last = m->last + l * J;
-        if (m->primed && row_gen && m->gen_valid && m->gen[l] == row_gen[l])
-            continue; /* not rewritten since the last match */
-        if (row_gen)
-            m->gen[l] = row_gen[l];
-        if (m->primed && !memcmp(row, last, J * sizeof *row))
-            continue;
-        update_row(m, row, l);
-        memcpy(last, row, J * sizeof *row);
-        if (first == m->L)
-            first = l;
+    if (m->primed && row_gen && m->gen_valid) {
+        /* only the rows rewritten since the last match (usually one): a
+         * tight scan of the generations, most rows skipped at once */
+        for (uint32_t l = 0; l < m->L; l++)
+            if (m->gen[l] != row_gen[l]) {
+                m->gen[l] = row_gen[l];
+                if (match_row(m, cur, l) && first == m->L)
+                    first = l;
+            }
+    } else {
+        for (uint32_t l = 0; l < m->L; l++) {
+            if (row_gen)
+                m->gen[l] = row_gen[l];
+            if (match_row(m, cur, l) && first == m->L)
+                first = l;
+        }
     }
     m->primed = 1;
     m->gen_valid = row_gen != NULL;

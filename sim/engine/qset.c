@@ -1,6 +1,7 @@
 /* The copy queue's request set (sim/engine/qset.h): requests stored by
- * expert in blocks of 64, each block's best and earliest request kept or
- * marked stale, the set's best kept or marked stale. */
+ * expert in blocks of QS_BLOCK, each block's best and earliest request kept
+ * or marked stale, a tournament tree over the blocks' bests brought up to
+ * date at a query, the set's best kept or marked stale. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,8 @@
 #include "sim/core/fminmax.h"
 #include "sim/engine/qset.h"
 
-enum { QS_STALE_BEST = 1, QS_STALE_TIME = 2 };
+enum { QS_STALE_BEST = 1, QS_STALE_TIME = 2, QS_DIRTY = 4 };
+#define QS_PER_WORD (64 / QS_BLOCK)
 
 static int qbefore(const qentry *a, const qentry *b)
 {
@@ -26,22 +28,43 @@ static uint32_t better_of(const eng_qset *q, uint32_t b, uint32_t x)
     return b == EQ_NONE || qbefore(&q->e[x], &q->e[b]) ? x : b;
 }
 
+/* The better of two requests, either of them EQ_NONE (none). */
+static uint32_t winner(const eng_qset *q, uint32_t a, uint32_t b)
+{
+    if (b == EQ_NONE)
+        return a;
+    return better_of(q, a, b);
+}
+
+/* Block b's live requests: bit i for expert b QS_BLOCK + i. */
+static uint64_t block_live(const eng_qset *q, uint32_t b)
+{
+    return (q->live[b / QS_PER_WORD] >> (b % QS_PER_WORD * QS_BLOCK)) & (~0ull >> (64 - QS_BLOCK));
+}
+
 void eng_qset_init(eng_qset *q, uint32_t nx)
 {
     memset(q, 0, sizeof *q);
     q->nx = nx;
-    q->nb = (nx + 63) / 64;
+    q->nb = (nx + QS_BLOCK - 1) / QS_BLOCK;
+    q->P = 1;
+    while (q->P < q->nb)
+        q->P *= 2;
     size_t nb = q->nb ? q->nb : 1;
     q->e = ms_xcalloc(nx ? nx : 1, sizeof *q->e);
-    q->live = ms_xcalloc(nb, sizeof *q->live);
+    q->live = ms_xcalloc((nx + 63) / 64 + 1, sizeof *q->live);
     q->best = ms_xcalloc(nb, sizeof *q->best);
     q->first = ms_xcalloc(nb, sizeof *q->first);
     q->tmin = ms_xcalloc(nb, sizeof *q->tmin);
     q->stale = ms_xcalloc(nb, sizeof *q->stale);
+    q->dirty = ms_xcalloc(nb, sizeof *q->dirty);
+    q->win = ms_xcalloc(2 * (size_t)q->P, sizeof *q->win);
     for (uint32_t b = 0; b < q->nb; b++) {
         q->best[b] = q->first[b] = EQ_NONE;
         q->tmin[b] = INFINITY;
     }
+    for (size_t i = 0; i < 2 * (size_t)q->P; i++)
+        q->win[i] = EQ_NONE;
     q->top = EQ_NONE;
     q->top_ok = 1;
 }
@@ -54,7 +77,26 @@ void eng_qset_free(eng_qset *q)
     free(q->first);
     free(q->tmin);
     free(q->stale);
+    free(q->dirty);
+    free(q->win);
     memset(q, 0, sizeof *q);
+}
+
+/* Block b's best moved (another request, or the same one with a new
+ * priority): the tree above it is recomputed at the next query. */
+static void mark_dirty(eng_qset *q, uint32_t b)
+{
+    if (q->stale[b] & QS_DIRTY)
+        return;
+    q->stale[b] |= QS_DIRTY;
+    q->dirty[q->n_dirty++] = b;
+}
+
+/* Block b's best may be wrong: recomputed at the next query. */
+static void mark_stale_best(eng_qset *q, uint32_t b)
+{
+    q->stale[b] |= QS_STALE_BEST;
+    mark_dirty(q, b);
 }
 
 /* x's request (now in e[x]) joins block b's and the set's bests where they
@@ -62,8 +104,11 @@ void eng_qset_free(eng_qset *q)
  * stale if its new request is worse). */
 static void note_added(eng_qset *q, uint32_t b, uint32_t x)
 {
-    if (!(q->stale[b] & QS_STALE_BEST))
+    if (!(q->stale[b] & QS_STALE_BEST)) {
         q->best[b] = better_of(q, q->best[b], x);
+        if (q->best[b] == x) /* a new best, or the best with a better request */
+            mark_dirty(q, b);
+    }
     if (!(q->stale[b] & QS_STALE_TIME)) {
         double t = q->e[x].issue_t;
         if (q->first[b] == EQ_NONE || t < q->tmin[b] || (t == q->tmin[b] && qbefore(&q->e[x], &q->e[q->first[b]]))) {
@@ -77,7 +122,7 @@ static void note_added(eng_qset *q, uint32_t b, uint32_t x)
 
 void eng_qset_set(eng_qset *q, qentry r)
 {
-    uint32_t x = r.x, b = x / 64;
+    uint32_t x = r.x, b = x / QS_BLOCK;
     if (eng_qset_has(q, x)) {
         /* x stays the best (earliest) it was only if its request got better
          * (earlier, or as early and better); taking the request out of a
@@ -85,13 +130,13 @@ void eng_qset_set(eng_qset *q, qentry r)
         const qentry *old = &q->e[x];
         int better = qbefore(&r, old);
         if (q->best[b] == x && !better)
-            q->stale[b] |= QS_STALE_BEST;
+            mark_stale_best(q, b);
         if (q->first[b] == x && !(r.issue_t < old->issue_t || (r.issue_t == old->issue_t && better)))
             q->stale[b] |= QS_STALE_TIME;
         if (q->top == x && !better)
             q->top_ok = 0;
     } else {
-        q->live[b] |= 1ull << (x % 64);
+        q->live[x / 64] |= 1ull << (x % 64);
         q->n++;
     }
     q->e[x] = r;
@@ -100,11 +145,11 @@ void eng_qset_set(eng_qset *q, qentry r)
 
 qentry eng_qset_take(eng_qset *q, uint32_t x)
 {
-    uint32_t b = x / 64;
-    q->live[b] &= ~(1ull << (x % 64));
+    uint32_t b = x / QS_BLOCK;
+    q->live[x / 64] &= ~(1ull << (x % 64));
     q->n--;
     if (q->best[b] == x)
-        q->stale[b] |= QS_STALE_BEST;
+        mark_stale_best(q, b);
     if (q->first[b] == x) /* any other request at tmin keeps it the earliest time */
         q->stale[b] |= QS_STALE_TIME;
     if (q->top == x)
@@ -112,41 +157,71 @@ qentry eng_qset_take(eng_qset *q, uint32_t x)
     return q->e[x];
 }
 
-/* Block b's best and earliest requests from its live ones. */
-static void rescan_block(eng_qset *q, uint32_t b)
+/* Block b's best request from its live ones. */
+static void rescan_best(eng_qset *q, uint32_t b)
 {
-    uint32_t best = EQ_NONE, first = EQ_NONE;
+    uint32_t best = EQ_NONE;
+    for (uint64_t w = block_live(q, b); w; w &= w - 1)
+        best = better_of(q, best, b * QS_BLOCK + (uint32_t)__builtin_ctzll(w));
+    q->best[b] = best;
+    q->stale[b] &= (uint8_t)~QS_STALE_BEST;
+}
+
+/* Block b's earliest issue time and its best request issued then. */
+static void rescan_time(eng_qset *q, uint32_t b)
+{
+    uint32_t first = EQ_NONE;
     double tmin = INFINITY;
-    for (uint64_t w = q->live[b]; w; w &= w - 1) {
-        uint32_t x = b * 64 + (uint32_t)__builtin_ctzll(w);
+    for (uint64_t w = block_live(q, b); w; w &= w - 1) {
+        uint32_t x = b * QS_BLOCK + (uint32_t)__builtin_ctzll(w);
         double t = q->e[x].issue_t;
-        best = better_of(q, best, x);
         if (first == EQ_NONE || t < tmin || (t == tmin && qbefore(&q->e[x], &q->e[first]))) {
             tmin = t;
             first = x;
         }
     }
-    q->best[b] = best;
     q->first[b] = first;
     q->tmin[b] = tmin;
-    q->stale[b] = 0;
+    q->stale[b] &= (uint8_t)~QS_STALE_TIME;
+}
+
+/* Recomputes the nodes above leaf b, up to the root. */
+static void replay_path(eng_qset *q, uint32_t b)
+{
+    for (size_t i = ((size_t)q->P + b) / 2; i >= 1; i /= 2)
+        q->win[i] = winner(q, q->win[2 * i], q->win[2 * i + 1]);
+}
+
+/* The dirty blocks' bests into their leaves, then the nodes above them:
+ * path by path, or every node when that is cheaper.  Each node then holds
+ * the best of its subtree, which is unique (qbefore is a total order), so
+ * the root does not depend on how it was recomputed. */
+static void update_tree(eng_qset *q)
+{
+    uint32_t depth = (uint32_t)__builtin_ctz(q->P);
+    int all = (size_t)q->n_dirty * depth > q->P;
+    for (uint32_t k = 0; k < q->n_dirty; k++) {
+        uint32_t b = q->dirty[k];
+        if (q->stale[b] & QS_STALE_BEST)
+            rescan_best(q, b);
+        q->stale[b] &= (uint8_t)~QS_DIRTY;
+        q->win[q->P + b] = q->best[b];
+        if (!all)
+            replay_path(q, b);
+    }
+    for (uint32_t i = all ? q->P - 1 : 0; i >= 1; i--)
+        q->win[i] = winner(q, q->win[2 * i], q->win[2 * i + 1]);
+    q->n_dirty = 0;
 }
 
 uint32_t eng_qset_best(eng_qset *q)
 {
     if (q->top_ok)
         return q->top;
-    uint32_t top = EQ_NONE;
-    for (uint32_t b = 0; b < q->nb; b++) {
-        if (!q->live[b])
-            continue;
-        if (q->stale[b] & QS_STALE_BEST)
-            rescan_block(q, b);
-        top = better_of(q, top, q->best[b]);
-    }
-    q->top = top;
+    update_tree(q);
+    q->top = q->win[1];
     q->top_ok = 1;
-    return top;
+    return q->top;
 }
 
 /* Block b's best request issued by t (EQ_NONE when none): its best when
@@ -158,8 +233,8 @@ static uint32_t block_best_issued(const eng_qset *q, uint32_t b, double t)
     if (q->e[q->best[b]].issue_t <= t)
         return q->best[b];
     uint32_t best = EQ_NONE;
-    for (uint64_t w = q->live[b]; w; w &= w - 1) {
-        uint32_t x = b * 64 + (uint32_t)__builtin_ctzll(w);
+    for (uint64_t w = block_live(q, b); w; w &= w - 1) {
+        uint32_t x = b * QS_BLOCK + (uint32_t)__builtin_ctzll(w);
         if (q->e[x].issue_t <= t)
             best = better_of(q, best, x);
     }
@@ -182,10 +257,12 @@ int eng_qset_next(eng_qset *q, double link_free, uint32_t *x, double *start)
     double earliest = INFINITY;
     uint32_t best_free = EQ_NONE, best_first = EQ_NONE;
     for (uint32_t b = 0; b < q->nb; b++) {
-        if (!q->live[b])
+        if (!block_live(q, b))
             continue;
-        if (q->stale[b])
-            rescan_block(q, b);
+        if (q->stale[b] & QS_STALE_BEST) /* the block stays dirty: its leaf is set at the next update */
+            rescan_best(q, b);
+        if (q->stale[b] & QS_STALE_TIME)
+            rescan_time(q, b);
         uint32_t f = block_best_issued(q, b, link_free);
         if (f != EQ_NONE)
             best_free = better_of(q, best_free, f);

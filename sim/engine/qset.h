@@ -6,15 +6,19 @@
  * At most one copy request per expert x, ordered by qbefore: on-demand
  * loads first, then prefetches by priority, then FIFO (seq, unique: a total
  * order, so the best request of any subset is unique).  The requests are
- * stored by expert, in blocks of 64 experts with a bit mask of the live
- * ones; each block keeps its best request and its earliest issue time (and
- * the best request issued then), and the set keeps its best request of all.
+ * stored by expert, in blocks of QS_BLOCK experts; each block keeps its best
+ * request and its earliest issue time (and the best request issued then); a
+ * tournament tree over the blocks' bests (a node holds the better of its two
+ * children) gives the best of all, and the set keeps that best too.
  * Adding, replacing or taking a request is O(1): it updates those bests
- * when it can and otherwise marks them stale; a query recomputes what is
- * stale, scanning a block's live requests or the blocks' bests.  A prefetcher
- * that resubmits hundreds of experts per layer, and a layer that expires its
- * queued prefetches, cost a few instructions per request instead of a heap's
- * O(log n) sift each, and a query costs O(blocks) plus the stale blocks. */
+ * when it can and otherwise marks them stale, and a block whose best moved
+ * is listed as dirty.  A query recomputes what is stale: a dirty block's
+ * best from its QS_BLOCK entries, then its path to the root (or every node,
+ * when many blocks are dirty); the issue-time summaries only when the best
+ * request is not issued yet (rare).  Taking the best, at every copy start,
+ * so costs about QS_BLOCK + log2(blocks) comparisons, and a prefetcher that
+ * resubmits hundreds of experts per layer, or a layer that expires its
+ * queued prefetches, a few instructions per request. */
 #ifndef MS_ENGINE_QSET_H
 #define MS_ENGINE_QSET_H
 
@@ -31,18 +35,26 @@ typedef struct {
 } qentry;
 
 #define EQ_NONE UINT32_MAX
+/* Experts per block (divides 64): a rescan reads this many entries, and a
+ * smaller block means a deeper tree; 16 measured best on Mixtral-8x7B (256
+ * experts) and Qwen1.5-MoE (1,440) in bench_replay (docs/performance.md). */
+#define QS_BLOCK 16
 
 typedef struct {
     qentry *e;       /* [nx] x's request, while its bit of live is set */
-    uint64_t *live;  /* [nb] bit x % 64 of word x / 64: x has a request */
+    uint64_t *live;  /* [nx / 64] bit x % 64 of word x / 64: x has a request */
     uint32_t *best;  /* [nb] the block's best request, EQ_NONE when empty (unless stale) */
     uint32_t *first; /* [nb] its best request among those issued at tmin (unless stale) */
     double *tmin;    /* [nb] its earliest issue time (unless stale) */
-    uint8_t *stale;  /* [nb] QS_STALE_BEST: best may be wrong; QS_STALE_TIME: first, tmin may be */
+    uint8_t *stale;  /* [nb] QS_STALE_BEST: best may be wrong; QS_STALE_TIME: first, tmin may be;
+                        QS_DIRTY: listed in dirty (the tree above the block may be wrong) */
+    uint32_t *win;   /* [2 P] tournament: win[P + b] = best[b], win[i] the better of win[2i], win[2i+1] */
+    uint32_t *dirty; /* [nb] the blocks whose best moved since the tree was last brought up to date */
+    uint32_t n_dirty;
     uint32_t top;    /* the best request of all, when top_ok */
     int top_ok;
     size_t n;        /* live requests */
-    uint32_t nx, nb;
+    uint32_t nx, nb, P; /* P: the tree's leaves, a power of two >= nb */
 } eng_qset;
 
 void eng_qset_init(eng_qset *q, uint32_t nx);

@@ -10,9 +10,11 @@
  *    too), compared step by step;
  *  - a plain scan over the live requests (the one-pass eng_q_next of the
  *    indexed heap that followed it): seeded splitmix sequences over sets of
- *    1..300 experts (several blocks of 64, a partial last one), with a
- *    layer's requests expired at once, bursts of resubmissions, infinite
- *    issue times, and both queries (eng_qset_best, eng_qset_next). */
+ *    1..300 experts, and every fourth one over 1..2000 (one block of
+ *    QS_BLOCK or many, a partial last one, tournament trees up to 7 levels
+ *    deep, brought up to date path by path or all at once), with a layer's
+ *    requests expired at once, bursts of resubmissions, infinite issue
+ *    times, and both queries (eng_qset_best, eng_qset_next). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -215,7 +217,7 @@ static void test_same_serves(void)
 
 /* ---- the plain scan ---- */
 
-#define SX 300
+#define SX 2000
 
 typedef struct {
     qentry e[SX];
@@ -330,7 +332,7 @@ static void test_same_as_scan(void)
     for (uint64_t seed = 1; seed <= 400 && !bad; seed++) {
         rng_state = seed;
         memset(&s, 0, sizeof s);
-        s.nx = 1 + below(SX);
+        s.nx = 1 + below(seed % 4 ? 300 : SX);
         uint32_t J = 1 + below(s.nx < 64 ? s.nx : 64); /* a "layer": J consecutive experts */
         eng_qset q;
         eng_qset_init(&q, s.nx);
