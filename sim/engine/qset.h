@@ -15,7 +15,8 @@
  * is listed as dirty.  A query recomputes what is stale: a dirty block's
  * best from its QS_BLOCK entries, then its path to the root (or every node,
  * when many blocks are dirty); the issue-time summaries only when the best
- * request is not issued yet (rare).  Taking the best, at every copy start,
+ * request is not issued yet (rare); with at most QS_SCAN_MAX requests in the
+ * set, a scan of them instead of the tree.  Taking the best, at every copy start,
  * so costs about QS_BLOCK + log2(blocks) comparisons, and a prefetcher that
  * resubmits hundreds of experts per layer, or a layer that expires its
  * queued prefetches, a few instructions per request. */
@@ -39,6 +40,9 @@ typedef struct {
  * smaller block means a deeper tree; 16 measured best on Mixtral-8x7B (256
  * experts) and Qwen1.5-MoE (1,440) in bench_replay (docs/performance.md). */
 #define QS_BLOCK 16
+/* Up to this many live requests, the best is found by a scan of the live
+ * bits instead of the tree (qset.c, scan_best). */
+#define QS_SCAN_MAX 8
 
 typedef struct {
     qentry *e;       /* [nx] x's request, while its bit of live is set */
