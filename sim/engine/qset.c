@@ -13,14 +13,7 @@
 enum { QS_STALE_BEST = 1, QS_STALE_TIME = 2, QS_DIRTY = 4 };
 #define QS_PER_WORD (64 / QS_BLOCK)
 
-static int qbefore(const qentry *a, const qentry *b)
-{
-    if (a->demand != b->demand)
-        return a->demand > b->demand;
-    if (a->prio != b->prio)
-        return a->prio > b->prio;
-    return a->seq < b->seq;
-}
+#define qbefore eng_qbefore
 
 /* b, the best request so far (EQ_NONE: none), or x if x's is better. */
 static uint32_t better_of(const eng_qset *q, uint32_t b, uint32_t x)

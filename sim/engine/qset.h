@@ -35,6 +35,17 @@ typedef struct {
     uint64_t seq;
 } qentry;
 
+/* The queue's order: a before b (on-demand loads first, then higher
+ * priority, then earlier seq; a total order, seq being unique). */
+static inline int eng_qbefore(const qentry *a, const qentry *b)
+{
+    if (a->demand != b->demand)
+        return a->demand > b->demand;
+    if (a->prio != b->prio)
+        return a->prio > b->prio;
+    return a->seq < b->seq;
+}
+
 #define EQ_NONE UINT32_MAX
 /* Experts per block (divides 64): a rescan reads this many entries, and a
  * smaller block means a deeper tree; 16 measured best on Mixtral-8x7B (256

@@ -37,14 +37,8 @@ typedef struct {
     uint8_t queued[NX];
 } lazy_q;
 
-static int qbefore(const qentry *a, const qentry *b)
-{
-    if (a->demand != b->demand)
-        return a->demand > b->demand;
-    if (a->prio != b->prio)
-        return a->prio > b->prio;
-    return a->seq < b->seq;
-}
+/* the order under test is the queue's own (qset.h); the references differ in how they find its best */
+#define qbefore eng_qbefore
 
 static void lazy_sift_up(lazy_q *h, size_t i, qentry q)
 {
