@@ -109,8 +109,9 @@ def main():
     ]
     for extra, code, msg in bad:
         res = run("--config", "mixtral", "--prompts", prompts, "-o", "train_bad.h5", *extra)
-        last_line = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else ""
-        check(res.returncode == code and last_line.endswith(msg) and not os.path.exists("train_bad.h5"),
+        lines = res.stderr.strip().splitlines()
+        one = lines[0] if len(lines) == 1 else ""
+        check(res.returncode == code and msg in one and not os.path.exists("train_bad.h5"),
               f"{' '.join(extra)}: exit {res.returncode}, stderr {res.stderr!r}")
     res = run("--model-id", "x", "--prompts", prompts, "-o", "train_bad.h5", "--train-steps", "5", "--train-text", text)
     check(res.returncode == 2 and "--train-steps: only with --config" in res.stderr, f"--model-id with training: {res.stderr!r}")

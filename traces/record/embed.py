@@ -102,7 +102,8 @@ def write_embeddings(src, out, per_iter):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog=PROG, description="Fill /iterations/embedding of a moesim trace from its "
+    from record import OneLineParser  # noqa: E402  (one-line usage errors, as record.py's)
+    p = OneLineParser(prog=PROG, description="Fill /iterations/embedding of a moesim trace from its "
                                 "prompt text with all-MiniLM-L6-v2 (a proxy for the model's own embeddings).")
     p.add_argument("input", help="trace with /requests/text")
     p.add_argument("-o", "--output", required=True, help="trace to write (may be the input)")

@@ -47,6 +47,14 @@ class RecordError(Exception):
     """A one-line error for the user."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, `PROG: error: ...`, exit 2
+    (argparse prints the whole usage first); --help prints the usage."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 # ---------------------------------------------------------------- tiny configs
 
 TINY_COMMON = dict(vocab_size=TINY_VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -597,7 +605,7 @@ def record(args):
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog=PROG, description="Record a moesim trace (format v1) from a transformers MoE model.")
+    p = OneLineParser(prog=PROG, description="Record a moesim trace (format v1) from a transformers MoE model.")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--model-id", help="hub id or local folder, loaded with from_pretrained")
     src.add_argument("--config", metavar="ARCH", help=f"tiny random model of ARCH: {', '.join(ARCHS)}")
