@@ -2,8 +2,8 @@
 """Records a moesim trace (docs/trace-format.md, version 1) from a Hugging Face
 `transformers` MoE model.
 
-The model runs greedy generation on the prompts of a JSONL or CSV file, one
-request at a time (batch 1): one prefill forward over the prompt, then one
+The model runs greedy (or, with --temperature, sampled) generation on the
+prompts of a JSONL or CSV file, one request at a time (batch 1): one prefill forward over the prompt, then one
 decode forward per generated token.  Forward hooks on the router modules
 record, for every token row and MoE layer, the router's full softmax
 distribution and the router's own top-k selection; a hook on the input
