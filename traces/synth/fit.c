@@ -115,7 +115,8 @@ static int emit_to_both(const ms_request *req, const ms_gen_info *info, void *ct
     return ms_stats_add((ms_stats *)c[0], req, (ms_err *)c[1]) ? -1 : 0;
 }
 
-int ms_fit_measure_gen(const ms_gen_params *p, const ms_model *model, int with_xreq, ms_fit_stats *out, ms_err *err)
+int ms_fit_measure_gen(const ms_gen_params *p, const ms_model *model, int with_xreq, ms_fit_stats *out,
+                       double *shares, ms_err *err)
 {
     ms_trace_meta meta;
     if (ms_gen_meta(p, model, &meta, err))
@@ -128,6 +129,11 @@ int ms_fit_measure_gen(const ms_gen_params *p, const ms_model *model, int with_x
         if (ms_gen_run(p, model, &meta, emit_to_both, ctx, NULL, err) == 0) {
             ms_stats_finish(s);
             ms_fit_stats_from_report(ms_stats_report_get(s), out);
+            if (shares) {
+                double *one = ms_fit_expert_shares(ms_stats_report_get(s));
+                memcpy(shares, one, (size_t)model->moe_layers * model->experts * sizeof *one);
+                free(one);
+            }
             if (x) {
                 out->xreq = ms_xreq_mean(x);
                 out->xreq_exact = ms_xreq_exact(x);

@@ -144,8 +144,10 @@ ms_stats *ms_fit_stats_of_trace(const char *path, ms_err *err);
 ms_stats *ms_fit_stats_of_gen(const ms_gen_params *p, const ms_model *model, ms_err *err);
 void ms_fit_stats_from_report(const ms_stats_report *rep, ms_fit_stats *out);
 /* The fitted statistics of a generation run: the stats module's means plus,
- * when with_xreq, xreq_overlap (else NaN). */
-int ms_fit_measure_gen(const ms_gen_params *p, const ms_model *model, int with_xreq, ms_fit_stats *out, ms_err *err);
+ * when with_xreq, xreq_overlap (else NaN); when shares is not NULL, also the
+ * run's activation shares into shares[L][J] (ms_fit_expert_shares). */
+int ms_fit_measure_gen(const ms_gen_params *p, const ms_model *model, int with_xreq, ms_fit_stats *out,
+                       double *shares, ms_err *err);
 
 /* [L][J] each layer's activation counts of a finished report as shares of
  * that layer's activations (0 for a layer without any); caller frees. */

@@ -97,17 +97,26 @@ static double stat_of(const ms_fit_stats *s, search_knob k)
     }
 }
 
-/* Mean statistics over the trial seeds at the current knobs. */
-static int evaluate(search_ctx *c, ms_fit_stats *out)
+/* Mean statistics over the trial seeds at the current knobs; when shares is
+ * not NULL, also the mean activation shares [L][J]. */
+static int evaluate(search_ctx *c, ms_fit_stats *out, double *shares)
 {
     ms_gen_params p = c->r->p;
     double sum[12] = {0};
     int with_xreq = !isnan(c->r->source.xreq);
+    size_t LJ = (size_t)c->r->model.moe_layers * c->r->model.experts;
+    double *one_shares = shares ? ms_xcalloc(LJ, sizeof *one_shares) : NULL;
+    if (shares)
+        memset(shares, 0, LJ * sizeof *shares);
     for (uint32_t t = 0; t < c->o->trial_seeds; t++) {
         p.seed = c->o->seed + 1 + t;
         ms_fit_stats one;
-        if (ms_fit_measure_gen(&p, &c->r->model, with_xreq, &one, c->err))
+        if (ms_fit_measure_gen(&p, &c->r->model, with_xreq, &one, one_shares, c->err)) {
+            free(one_shares);
             return -1;
+        }
+        for (size_t i = 0; shares && i < LJ; i++)
+            shares[i] += one_shares[i] / c->o->trial_seeds;
         double v[12] = {one.hw_iter, one.h_req, one.h_trace, one.reuse_prev, one.reuse_w8,
                         one.reuse_half, one.mi_top1, one.succ_hit, one.h_iter, one.gini, one.xreq,
                         one.xreq_exact};
@@ -115,6 +124,7 @@ static int evaluate(search_ctx *c, ms_fit_stats *out)
             sum[i] += nan_to(v[i], 0);
         c->r->trials++;
     }
+    free(one_shares);
     double n = c->o->trial_seeds;
     *out = (ms_fit_stats){sum[0] / n, sum[1] / n, sum[2] / n, sum[3] / n, sum[4] / n,
                           sum[5] / n, sum[6] / n, sum[7] / n, sum[8] / n, sum[9] / n,
@@ -128,7 +138,7 @@ static double objective(double x, void *arg)
     if (c->failed)
         return 0;
     set_search_knob(&c->r->p, c->knob, x);
-    if (evaluate(c, &c->last)) {
+    if (evaluate(c, &c->last, NULL)) {
         c->failed = 1;
         return 0;
     }
@@ -236,29 +246,6 @@ static void estimate_pref_alpha(ms_fit_result *r)
     out->value = r->p.pref_alpha;
 }
 
-/* [L][J] activation shares of the twin: the mean over the trial seeds. */
-static double *twin_shares(ms_fit_result *r, const ms_fit_options *o, ms_err *err)
-{
-    size_t LJ = (size_t)r->model.moe_layers * r->model.experts;
-    double *mean = ms_xcalloc(LJ, sizeof *mean);
-    ms_gen_params p = r->p;
-    for (uint32_t t = 0; t < o->trial_seeds; t++) {
-        p.seed = o->seed + 1 + t;
-        ms_stats *s = ms_fit_stats_of_gen(&p, &r->model, err);
-        if (!s) {
-            free(mean);
-            return NULL;
-        }
-        double *one = ms_fit_expert_shares(ms_stats_report_get(s));
-        for (size_t i = 0; i < LJ; i++)
-            mean[i] += one[i] / o->trial_seeds;
-        free(one);
-        ms_stats_free(s);
-        r->trials++;
-    }
-    return mean;
-}
-
 /* Mean over layers of the total variation distance between two [L][J] share tables. */
 static double mean_tv(const double *a, const double *b, uint32_t L, uint32_t J)
 {
@@ -279,39 +266,40 @@ static double mean_tv(const double *a, const double *b, uint32_t L, uint32_t J)
  * popularities (one-request sources) the decode rows follow their own.
  * Kept only when it brings the shares closer: where most rows are copies
  * (loops, repeated tokens) the popularity no longer sets the shares. */
-static int calibrate_popularity(ms_fit_result *r, const ms_fit_options *o, ms_err *err)
+static int calibrate_popularity(search_ctx *c)
 {
+    ms_fit_result *r = c->r;
     uint32_t L = r->model.moe_layers, J = r->model.experts;
-    double *twin = twin_shares(r, o, err);
-    if (!twin)
-        return -1;
-    r->calib_tv[0] = mean_tv(r->source_freq, twin, L, J);
     size_t LJ = (size_t)L * J;
-    double *before = ms_xcalloc(LJ, sizeof *before);
-    memcpy(before, r->popularity, LJ * sizeof *before);
-    const double eps = 1e-6; /* an expert neither uses keeps its popularity */
-    for (uint32_t l = 0; l < L; l++) {
-        double *pop = r->popularity + (size_t)l * J, sum = 0;
-        for (uint32_t j = 0; j < J; j++) {
-            size_t i = (size_t)l * J + j;
-            pop[j] *= (r->source_freq[i] + eps) / (twin[i] + eps);
-            sum += pop[j];
+    double *twin = ms_xcalloc(LJ, sizeof *twin), *before = ms_xcalloc(LJ, sizeof *before);
+    int rc = evaluate(c, &c->last, twin);
+    if (rc == 0) {
+        r->calib_tv[0] = mean_tv(r->source_freq, twin, L, J);
+        memcpy(before, r->popularity, LJ * sizeof *before);
+        const double eps = 1e-6; /* an expert neither uses keeps its popularity */
+        for (uint32_t l = 0; l < L; l++) {
+            double *pop = r->popularity + (size_t)l * J, sum = 0;
+            for (uint32_t j = 0; j < J; j++) {
+                size_t i = (size_t)l * J + j;
+                pop[j] *= (r->source_freq[i] + eps) / (twin[i] + eps);
+                sum += pop[j];
+            }
+            for (uint32_t j = 0; sum > 0 && j < J; j++)
+                pop[j] /= sum;
         }
-        for (uint32_t j = 0; sum > 0 && j < J; j++)
-            pop[j] /= sum;
+        rc = evaluate(c, &r->fitted, twin); /* the fitted statistics, when kept */
+    }
+    if (rc == 0) {
+        r->calib_tv[1] = mean_tv(r->source_freq, twin, L, J);
+        r->calibrated = r->calib_tv[1] < r->calib_tv[0] ? 1 : -1;
+        if (r->calibrated < 0) {
+            memcpy(r->popularity, before, LJ * sizeof *before);
+            rc = evaluate(c, &r->fitted, NULL);
+        }
     }
     free(twin);
-    if (!(twin = twin_shares(r, o, err))) {
-        free(before);
-        return -1;
-    }
-    r->calib_tv[1] = mean_tv(r->source_freq, twin, L, J);
-    free(twin);
-    r->calibrated = r->calib_tv[1] < r->calib_tv[0] ? 1 : -1;
-    if (r->calibrated < 0)
-        memcpy(r->popularity, before, LJ * sizeof *before);
     free(before);
-    return 0;
+    return rc;
 }
 
 int ms_fit_search(ms_fit_result *r, const ms_fit_options *o, ms_err *err)
@@ -350,9 +338,9 @@ int ms_fit_search(ms_fit_result *r, const ms_fit_options *o, ms_err *err)
             rc = search_one(&c, k);
         }
     if (!rc && r->p.decode_phases == 0 && r->popularity && r->source_freq)
-        rc = calibrate_popularity(r, o, err);
-    if (!rc)
-        rc = evaluate(&c, &r->fitted);
+        rc = calibrate_popularity(&c); /* fills r->fitted */
+    else if (!rc)
+        rc = evaluate(&c, &r->fitted, NULL);
     for (search_knob k = 0; k < N_SEARCH && rc == 0; k++) {
         r->searched[k].source_value = stat_of(&r->source, k);
         r->searched[k].fitted_value = stat_of(&r->fitted, k);
