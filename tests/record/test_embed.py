@@ -22,14 +22,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 import h5py  # noqa: E402
 import hdf5plugin  # noqa: E402,F401
 import numpy as np  # noqa: E402
+from checks import check, finish  # noqa: E402  (tests/record/checks.py)
 
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
 
 
 def run(*args):
@@ -74,11 +68,7 @@ def main():
                     src.copy(f"{g}/{d}", dst.require_group(g), name=d)
     one_line_error(run("embed_notext.h5", "-o", "embed_notext_out.h5"), "has no prompt text", "no text")
     check(not os.path.exists("embed_notext_out.h5"), "an output was written for a trace without text")
-    if FAILURES:
-        print(f"{len(FAILURES)} failures")
-        return 1
-    print("embed: all ok")
-    return 0
+    return finish("embed")
 
 
 if __name__ == "__main__":

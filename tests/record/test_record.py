@@ -26,19 +26,13 @@ sys.path.insert(0, os.path.join(ROOT, "traces", "record"))
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import numpy as np  # noqa: E402
+from checks import check, finish  # noqa: E402  (tests/record/checks.py)
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
 import record  # noqa: E402
 
 NEW_TOKENS = 3
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
 
 
 def args_for(arch, prompts, out, spec):
@@ -126,11 +120,7 @@ def main():
     with open("record_cli_mixtral.h5", "rb") as a, open("record_mixtral.h5", "rb") as b:
         check(a.read() == b.read(), "CLI run and in-process run differ (not deterministic)")
     print(f"recorded: {' '.join(done)}; skipped: {' '.join(skipped) or 'none'}")
-    if FAILURES:
-        print(f"{len(FAILURES)} failures")
-        return 1
-    print("record: all ok")
-    return 0
+    return finish("record")
 
 
 if __name__ == "__main__":

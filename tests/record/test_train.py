@@ -28,6 +28,7 @@ import re  # noqa: E402
 import h5py  # noqa: E402
 import hdf5plugin  # noqa: E402,F401  (zstd for h5py)
 import numpy as np  # noqa: E402
+from checks import check, finish  # noqa: E402  (tests/record/checks.py)
 import torch  # noqa: E402
 
 import record  # noqa: E402
@@ -35,13 +36,6 @@ import record  # noqa: E402
 STEPS = 40
 
 RECORD = os.path.join(ROOT, "traces", "record", "record.py")
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}")
 
 
 def run(*argv):
@@ -116,11 +110,7 @@ def main():
     res = run("--model-id", "x", "--prompts", prompts, "-o", "train_bad.h5", "--train-steps", "5", "--train-text", text)
     check(res.returncode == 2 and "--train-steps: only with --config" in res.stderr, f"--model-id with training: {res.stderr!r}")
 
-    if FAILURES:
-        print(f"{len(FAILURES)} failures")
-        return 1
-    print("train: all ok")
-    return 0
+    return finish("train")
 
 
 if __name__ == "__main__":
