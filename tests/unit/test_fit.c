@@ -173,21 +173,33 @@ static void coverage_smoothing(void)
  * half of the decode steps ([decode_popularity] 0 0 1 1) and on 2 and 3 in the
  * second ([late_decode_popularity] 1 1 0 0): top-2 = {2, 3}, then {0, 1}.
  * Lengths: (3, 7), (5, 0), (3, 7) in turn. */
+/* The trace of params file INI (under data/fit) with no decode locality
+ * (decode_reuse = decode_mix = decode_recall = 0), written to H5 and opened;
+ * NULL after a failed check.  When phases > 0, the file must have that many
+ * decode phases. */
+static ms_trace_reader *open_without_locality(const char *ini, uint32_t phases, const char *h5, ms_err *err)
+{
+    ms_gen_file f;
+    if (ms_gen_file_load(ini, NULL, &f, err)) {
+        fprintf(stderr, "%s\n", err->msg);
+        CHECK(0);
+        return NULL;
+    }
+    if (phases)
+        CHECK_EQ_INT(f.p.decode_phases, phases);
+    CHECK(ms_gen_set(&f.p, "decode_recall", "0", err) == 0 && ms_gen_set(&f.p, "decode_mix", "0", err) == 0 &&
+          ms_gen_set(&f.p, "decode_reuse", "0", err) == 0);
+    CHECK(ms_gen_write(&f.p, &f.model, h5, NULL, err) == 0);
+    ms_gen_file_free(&f);
+    ms_trace_reader *rd = ms_reader_open(h5, err);
+    CHECK(rd != NULL);
+    return rd;
+}
+
 static void phases_and_lengths(void)
 {
     ms_err err;
-    ms_gen_file f;
-    if (ms_gen_file_load(MS_TEST_DATA "/fit/good_phases.ini", NULL, &f, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        CHECK(0);
-        return;
-    }
-    CHECK(ms_gen_set(&f.p, "decode_recall", "0", &err) == 0 && ms_gen_set(&f.p, "decode_mix", "0", &err) == 0 &&
-          ms_gen_set(&f.p, "decode_reuse", "0", &err) == 0);
-    CHECK(ms_gen_write(&f.p, &f.model, "fit_phases.h5", NULL, &err) == 0);
-    ms_gen_file_free(&f);
-    ms_trace_reader *rd = ms_reader_open("fit_phases.h5", &err);
-    CHECK(rd != NULL);
+    ms_trace_reader *rd = open_without_locality(MS_TEST_DATA "/fit/good_phases.ini", 0, "fit_phases.h5", &err);
     if (!rd)
         return;
     const ms_trace_meta *m = ms_reader_meta(rd);
@@ -237,19 +249,7 @@ static void decode_phase_rule(void)
 static void three_phases(void)
 {
     ms_err err;
-    ms_gen_file f;
-    if (ms_gen_file_load(MS_TEST_DATA "/fit/good_phases3.ini", NULL, &f, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        CHECK(0);
-        return;
-    }
-    CHECK_EQ_INT(f.p.decode_phases, 3);
-    CHECK(ms_gen_set(&f.p, "decode_recall", "0", &err) == 0 && ms_gen_set(&f.p, "decode_mix", "0", &err) == 0 &&
-          ms_gen_set(&f.p, "decode_reuse", "0", &err) == 0);
-    CHECK(ms_gen_write(&f.p, &f.model, "fit_phases3.h5", NULL, &err) == 0);
-    ms_gen_file_free(&f);
-    ms_trace_reader *rd = ms_reader_open("fit_phases3.h5", &err);
-    CHECK(rd != NULL);
+    ms_trace_reader *rd = open_without_locality(MS_TEST_DATA "/fit/good_phases3.ini", 3, "fit_phases3.h5", &err);
     if (!rd)
         return;
     const ms_trace_meta *m = ms_reader_meta(rd);
