@@ -107,6 +107,17 @@ def main():
         one = lines[0] if len(lines) == 1 else ""
         check(res.returncode == code and msg in one and not os.path.exists("train_bad.h5"),
               f"{' '.join(extra)}: exit {res.returncode}, stderr {res.stderr!r}")
+    # the output is never an input (the text trained on, the prompts) nor a non-regular file
+    with open("train_text_copy.txt", "w") as f:
+        f.write(open(text).read())
+    for out, msg in (("train_text_copy.txt", "is the input train_text_copy.txt"), (prompts, "is the input"),
+                     ("/dev/null", "exists and is not a regular file")):
+        before = open(out, "rb").read() if out != "/dev/null" else b""
+        res = run("--config", "mixtral", "--prompts", prompts, "--train-steps", "5", "--train-text",
+                  "train_text_copy.txt", "-o", out)
+        lines = res.stderr.strip().splitlines()
+        check(res.returncode == 1 and len(lines) == 1 and msg in lines[0], f"-o {out}: exit {res.returncode}, {res.stderr!r}")
+        check(out == "/dev/null" or open(out, "rb").read() == before, f"-o {out}: the input changed")
     res = run("--model-id", "x", "--prompts", prompts, "-o", "train_bad.h5", "--train-steps", "5", "--train-text", text)
     check(res.returncode == 2 and "--train-steps: only with --config" in res.stderr, f"--model-id with training: {res.stderr!r}")
 

@@ -568,8 +568,19 @@ def train_model(model, args):
     model.eval()
 
 
+def check_output(out, inputs):
+    """A one-line error unless OUT may be written: never an existing file that
+    is not a regular file, never one of INPUTS (under any name)."""
+    if os.path.lexists(out) and not os.path.isfile(out):
+        raise RecordError(f"-o {out}: exists and is not a regular file")
+    for src in inputs:
+        if os.path.exists(out) and os.path.exists(src) and os.path.samefile(out, src):
+            raise RecordError(f"-o {out}: is the input {src}; write to a new file")
+
+
 def record(args):
     """Records ARGS.prompts; returns (model, requests, attrs, data) and writes ARGS.output."""
+    check_output(args.output, [args.prompts] + list(getattr(args, "train_text", None) or []))
     prompts = read_prompts(args.prompts)
     model, tokenize, eos_id, name = load_model(args)
     rec = Recorder(model, args.spec_depth)
