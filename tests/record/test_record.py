@@ -6,7 +6,8 @@ Usage: test_record.py MOESIM PROMPTS.jsonl   (writes record_*.h5 in the cwd)
 
 For each architecture: record 2 prompts x 3 generated tokens (spec depth 1),
 then
-  * `moesim trace validate` accepts the file (exact request/iteration/row counts);
+  * `moesim trace validate` accepts the file (exact request/iteration/row counts)
+    as format v2 (HDF5 checksums and the content digest verified);
   * the model's own routing, from one uncached forward over the whole sequence
     with output_router_logits=True, gives the recorded probabilities (1e-4)
     and the recorded top-k ids exactly, cell by cell;
@@ -45,6 +46,7 @@ def validate(moesim, out, n_rows):
     res = subprocess.run([moesim, "trace", "validate", out], capture_output=True, text=True)
     expect = f"{out}: ok (2 requests, {2 * (NEW_TOKENS + 1)} iterations, {n_rows} rows,"
     check(res.returncode == 0 and res.stdout.startswith(expect), f"{out}: validate said {res.stdout}{res.stderr}")
+    check("format v1" not in res.stderr, f"{out}: not written as format v2 (checksums, content digest): {res.stderr}")
 
 
 def own_routing(model, req):

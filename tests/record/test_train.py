@@ -59,8 +59,9 @@ def main():
         res = subprocess.run([moesim, "trace", "validate", out], capture_output=True, text=True)
         check(res.returncode == 0 and ": ok (2 requests, 14 iterations," in res.stdout, f"{out}: validate: {res.stdout}{res.stderr}")
     with h5py.File("train_a.h5") as a:
-        check(f"--train-steps {STEPS}" in a.attrs["source"] and "--temperature 0.8" in a.attrs["source"],
-              f"source attribute lacks the training: {a.attrs['source']}")
+        source = a.attrs["source"].decode()  # format v2: a fixed-length string, bytes in h5py
+        check(f"--train-steps {STEPS}" in source and "--temperature 0.8" in source,
+              f"source attribute lacks the training: {source}")
         ids = a["rows/topk_ids"][()]
 
     # in-process, the same flags: the same bytes (deterministic), the routers moved, and the

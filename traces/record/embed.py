@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Fills the per-iteration semantic embeddings (/iterations/embedding) of a
-moesim trace from its prompt text (/requests/text), for traces that lack them.
+moesim trace from its prompt text, for traces that lack them.
 
 Usage: embed.py IN.h5 -o OUT.h5 [--force]
 
@@ -12,14 +12,14 @@ is a PROXY for the recorded model's own embedding-layer output (the format's
 definition: prompt mean for prefill, current token for decode): a different
 model and space, and constant over a request's decode iterations.
 
-OUT is a copy of IN with embed_dim = 384 and /iterations/embedding written
-(zstd, filter 32015), made as OUT.tmp and renamed.  A trace that already has
-embeddings is refused unless --force.  Errors: one line `embed.py: ...` on
-stderr, exit 1 (2 for usage).
+IN may be format v1 or v2.  OUT holds IN's values with embed_dim = 384 and
+/iterations/embedding written, as format v2 (Fletcher32 checksums and a new
+content digest; tracefile.py), made as a temporary beside OUT and renamed.
+OUT must be a new name: never IN (under any name) nor an existing non-regular
+file.  A trace that already has embeddings is refused unless --force.
+Errors: one line `embed.py: ...` on stderr, exit 1 (2 for usage).
 """
-import argparse
 import os
-import shutil
 import sys
 
 sys.dont_write_bytecode = True
@@ -30,34 +30,25 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tracefile import TraceFileError, check_output, read_trace, write_trace  # noqa: E402
+
 PROG = "embed.py"
-ZSTD_ID = 32015
-CHUNK_BYTES = 256 * 1024
 
 
 class EmbedError(Exception):
     pass
 
 
-def read_texts(path, force):
-    """(texts [N], n_iters [N]) of the trace, checking it can take embeddings."""
-    import h5py
-    import hdf5plugin  # noqa: F401
-    try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        raise EmbedError(f"{path}: cannot open: {e}")
-    with f:
-        if f.attrs.get("format") != "moesim-trace" or int(f.attrs.get("version", 0)) != 1:
-            raise EmbedError(f"{path}: not a moesim trace of format version 1")
-        if not int(f.attrs["flags"]) & 2 or "requests/text" not in f:
-            raise EmbedError(f"{path}: the trace has no prompt text (/requests/text, flags bit 1): nothing to embed")
-        if int(f.attrs["embed_dim"]) and not force:
-            raise EmbedError(f"{path}: the trace already has embeddings (embed_dim {int(f.attrs['embed_dim'])}); "
-                             "use --force to replace them")
-        texts = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in f["requests/text"][()]]
-        n_iters = f["requests/n_iters"][()].astype(np.int64)
-    return texts, n_iters
+def read_input(path, force):
+    """(attrs, data) of the trace at PATH, checking it can take embeddings."""
+    attrs, data = read_trace(path)
+    if not attrs["flags"] & 2 or "requests/text" not in data:
+        raise EmbedError(f"{path}: the trace has no prompt text (flags bit 1): nothing to embed")
+    if attrs["embed_dim"] and not force:
+        raise EmbedError(f"{path}: the trace already has embeddings (embed_dim {attrs['embed_dim']}); "
+                         "use --force to replace them")
+    return attrs, data
 
 
 def load_minilm():
@@ -79,44 +70,26 @@ def embed_texts(model, texts):
     return np.asarray(vec, dtype=np.float32)
 
 
-def write_embeddings(src, out, per_iter):
-    import h5py
-    import hdf5plugin  # noqa: F401
-    tmp = out + ".tmp"
-    try:
-        shutil.copyfile(src, tmp)
-        with h5py.File(tmp, "r+") as f:
-            it = f["iterations"]
-            if "embedding" in it:
-                del it["embedding"]
-            lead = max(1, min(per_iter.shape[0], CHUNK_BYTES // (per_iter.shape[1] * 4)))
-            it.create_dataset("embedding", data=per_iter, chunks=(lead, per_iter.shape[1]),
-                              maxshape=(None, per_iter.shape[1]), compression=ZSTD_ID, compression_opts=(3,),
-                              track_times=False)
-            f.attrs["embed_dim"] = np.uint32(per_iter.shape[1])
-        os.replace(tmp, out)
-    except OSError as e:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise EmbedError(f"{out}: cannot write: {e}")
-
-
 def main(argv=None):
     from record import OneLineParser  # noqa: E402  (one-line usage errors, as record.py's)
     p = OneLineParser(prog=PROG, description="Fill /iterations/embedding of a moesim trace from its "
                                 "prompt text with all-MiniLM-L6-v2 (a proxy for the model's own embeddings).")
-    p.add_argument("input", help="trace with /requests/text")
-    p.add_argument("-o", "--output", required=True, help="trace to write (may be the input)")
+    p.add_argument("input", help="trace (format v1 or v2) with prompt text")
+    p.add_argument("-o", "--output", required=True, help="trace to write (format v2; not the input)")
     p.add_argument("--force", action="store_true", help="replace existing embeddings")
     args = p.parse_args(argv)
     try:
-        texts, n_iters = read_texts(args.input, args.force)
+        check_output(args.output, [args.input])
+        attrs, data = read_input(args.input, args.force)
+        texts, n_iters = data["requests/text"], data["requests/n_iters"].astype(np.int64)
         vec = embed_texts(load_minilm(), texts)
         per_iter = np.repeat(vec, n_iters, axis=0) if len(texts) else np.zeros((0, vec.shape[1]), np.float32)
         if not np.isfinite(per_iter).all():
             raise EmbedError(f"{args.input}: the model gave a non-finite embedding")
-        write_embeddings(args.input, args.output, per_iter)
-    except EmbedError as e:
+        data["iterations/embedding"] = per_iter
+        attrs["embed_dim"] = per_iter.shape[1]
+        write_trace(args.output, attrs, data)
+    except (EmbedError, TraceFileError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
     print(f"{args.output}: {len(texts)} requests, {per_iter.shape[0]} iterations, "

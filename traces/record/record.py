@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Records a moesim trace (docs/trace-format.md, version 1) from a Hugging Face
+"""Records a moesim trace (docs/trace-format.md, version 2) from a Hugging Face
 `transformers` MoE model.
 
 The model runs greedy (or, with --temperature, sampled) generation on the
@@ -37,9 +37,10 @@ sys.dont_write_bytecode = True
 
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tracefile import TraceFileError, check_output, write_trace  # noqa: E402
+
 PROG = "record.py"
-ZSTD_ID = 32015
-CHUNK_BYTES = 256 * 1024
 TINY_VOCAB = 512
 
 
@@ -444,36 +445,6 @@ def assemble(requests, L, J, K, S, full):
     return topk_ids, topk_w, probs, spec_ids, spec_w
 
 
-def write_trace(path, attrs, data):
-    """Writes DATA ({'group/name': array}) and ATTRS as format v1 to PATH (via PATH.tmp)."""
-    import h5py
-    import hdf5plugin  # noqa: F401  (registers the zstd filter 32015)
-    if not h5py.h5z.filter_avail(ZSTD_ID):
-        raise RecordError("h5py cannot write zstd (filter 32015): install hdf5plugin from PyPI")
-    tmp = path + ".tmp"
-    try:
-        with h5py.File(tmp, "w", track_order=False) as f:
-            for k, v in attrs.items():
-                f.attrs[k] = v
-            for name, arr in data.items():
-                group, ds = name.rsplit("/", 1)
-                g = f.require_group(group)
-                if ds == "text":
-                    g.create_dataset(ds, data=arr, dtype=h5py.string_dtype("utf-8"), chunks=(1024,),
-                                     maxshape=(None,), track_times=False)
-                    continue
-                arr = np.ascontiguousarray(arr)
-                row_bytes = max(int(np.prod(arr.shape[1:], dtype=np.int64)) * arr.itemsize, 1)
-                lead = max(1, min(max(arr.shape[0], 1), CHUNK_BYTES // row_bytes))
-                g.create_dataset(ds, data=arr, chunks=(lead,) + arr.shape[1:], maxshape=(None,) + arr.shape[1:],
-                                 compression=ZSTD_ID, compression_opts=(3,), track_times=False)
-        os.replace(tmp, path)
-    except OSError as e:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise RecordError(f"{path}: cannot write: {e}")
-
-
 def build_trace(model, rec, requests, model_name, source, S):
     J, K, expert_bytes, dense_bytes, shared = model_geometry(model, rec)
     L = rec.L
@@ -486,7 +457,7 @@ def build_trace(model, rec, requests, model_name, source, S):
     n_tok = [len(r.prompt_ids) for r in requests]
     H = requests[0].iters[0][2].shape[0]
     cfg = model.config
-    attrs = {"format": "moesim-trace", "version": np.uint32(1), "model_name": model_name[:127],
+    attrs = {"model_name": model_name[:127],
              "source": source[:511], "L": np.uint32(L), "J": np.uint32(J), "K": np.uint32(K),
              "shared_experts": np.uint32(shared),
              "hidden_size": np.uint32(getattr(cfg, "hidden_size", None) or getattr(cfg, "d_model", 0) or 0),
@@ -568,19 +539,12 @@ def train_model(model, args):
     model.eval()
 
 
-def check_output(out, inputs):
-    """A one-line error unless OUT may be written: never an existing file that
-    is not a regular file, never one of INPUTS (under any name)."""
-    if os.path.lexists(out) and not os.path.isfile(out):
-        raise RecordError(f"-o {out}: exists and is not a regular file")
-    for src in inputs:
-        if os.path.exists(out) and os.path.exists(src) and os.path.samefile(out, src):
-            raise RecordError(f"-o {out}: is the input {src}; write to a new file")
-
-
 def record(args):
     """Records ARGS.prompts; returns (model, requests, attrs, data) and writes ARGS.output."""
-    check_output(args.output, [args.prompts] + list(getattr(args, "train_text", None) or []))
+    try:
+        check_output(args.output, [args.prompts] + list(getattr(args, "train_text", None) or []))
+    except TraceFileError as e:
+        raise RecordError(str(e))
     prompts = read_prompts(args.prompts)
     model, tokenize, eos_id, name = load_model(args)
     rec = Recorder(model, args.spec_depth)
@@ -611,12 +575,15 @@ def record(args):
               + (f" --train-steps {args.train_steps} --train-text "
                  + " --train-text ".join(os.path.basename(t) for t in args.train_text) if args.train_steps else ""))
     attrs, data = build_trace(model, rec, requests, name, source, args.spec_depth)
-    write_trace(args.output, attrs, data)
+    try:
+        write_trace(args.output, attrs, data)
+    except TraceFileError as e:
+        raise RecordError(str(e))
     return model, requests, attrs, data
 
 
 def parse_args(argv):
-    p = OneLineParser(prog=PROG, description="Record a moesim trace (format v1) from a transformers MoE model.")
+    p = OneLineParser(prog=PROG, description="Record a moesim trace (format v2) from a transformers MoE model.")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--model-id", help="hub id or local folder, loaded with from_pretrained")
     src.add_argument("--config", metavar="ARCH", help=f"tiny random model of ARCH: {', '.join(ARCHS)}")
