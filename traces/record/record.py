@@ -38,7 +38,7 @@ sys.dont_write_bytecode = True
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tracefile import TraceFileError, check_output, write_trace  # noqa: E402
+from tracefile import TraceFileError, check_output, clip_utf8, write_trace  # noqa: E402
 
 PROG = "record.py"
 TINY_VOCAB = 512
@@ -457,8 +457,8 @@ def build_trace(model, rec, requests, model_name, source, S):
     n_tok = [len(r.prompt_ids) for r in requests]
     H = requests[0].iters[0][2].shape[0]
     cfg = model.config
-    attrs = {"model_name": model_name[:127],
-             "source": source[:511], "L": np.uint32(L), "J": np.uint32(J), "K": np.uint32(K),
+    attrs = {"model_name": clip_utf8(model_name, 127),
+             "source": clip_utf8(source, 511), "L": np.uint32(L), "J": np.uint32(J), "K": np.uint32(K),
              "shared_experts": np.uint32(shared),
              "hidden_size": np.uint32(getattr(cfg, "hidden_size", None) or getattr(cfg, "d_model", 0) or 0),
              "probs_kind": "full" if full else "topk_raw", "embed_dim": np.uint32(H),

@@ -58,6 +58,12 @@ def check_output(out, inputs):
             raise TraceFileError(f"-o {out}: is the input {src}; write to a new file")
 
 
+def clip_utf8(text, limit):
+    """TEXT cut to at most LIMIT UTF-8 bytes at a character boundary (the
+    format bounds model_name below 128 bytes and source below 512)."""
+    return text.encode("utf-8")[:limit].decode("utf-8", "ignore")
+
+
 def text_datasets(texts):
     """The v2 prompt text of TEXTS (one string per request): /text/utf8 and
     the per-request start and length."""
@@ -140,6 +146,9 @@ def write_trace(path, attrs, data):
         raise TraceFileError(f"{path}: /{unknown[0]} is not a dataset of trace format v2")
     data = {name: as_table_type(name, data[name]) for name, _ in TABLE if name in data}
     attrs = dict(attrs, format="moesim-trace", version=np.uint32(2))
+    for key, limit in (("model_name", 127), ("source", 511)):
+        if len(str(attrs[key]).encode("utf-8")) > limit:
+            raise TraceFileError(f"{path}: {key} is {len(str(attrs[key]).encode('utf-8'))} bytes, at most {limit}")
     attrs["content_sha256"] = content_digest(attrs, data)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=f".{os.path.basename(path)}.tmp.")
     os.close(fd)
