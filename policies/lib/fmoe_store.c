@@ -1,6 +1,7 @@
 #include "policies/lib/fmoe_store.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,10 @@ void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32
     s->D = D;
     s->d = d;
     s->slots = (uint32_t)(((uint64_t)cap + B - 1) / B * B);
+    if (!fmoe_store_fits(cap, L, J)) { /* callers check first (fmoe_create) */
+        fputs("moesim: fmoe map store beyond its 2^32 map columns\n", stderr);
+        abort();
+    }
     s->kernels = fmoe_kernels_pick();
     carver c = {NULL, 0};
     carve_all(s, &c);
@@ -90,6 +95,12 @@ void fmoe_store_free(fmoe_store *s)
     memset(s, 0, sizeof *s);
 }
 
+int fmoe_store_fits(uint32_t cap, uint32_t L, uint32_t J)
+{
+    uint64_t blocks = ((uint64_t)cap + B - 1) / B;
+    return blocks * L * J <= UINT32_MAX;
+}
+
 size_t fmoe_store_bytes_of(uint64_t n, uint32_t L, uint32_t J, uint32_t D)
 {
     return (size_t)n * ((size_t)D + (size_t)L * J) * sizeof(float);
@@ -106,6 +117,14 @@ static size_t at(uint32_t y, size_t i, size_t len)
     return ((size_t)(y / B) * len + i) * B + y % B;
 }
 
+/* Map value i = l J + j of entry y in the layer-major map array: block y / B
+ * of layer l's slice, that is column fmoe_map_col(i) of a blocked array of
+ * J values per entry. */
+static size_t map_at(const fmoe_store *s, uint32_t y, size_t i)
+{
+    return at(y, fmoe_map_col(s, (uint32_t)i), s->J);
+}
+
 static void gather(const float *blocked, size_t len, uint32_t y, size_t i0, size_t n, float *out)
 {
     for (size_t i = 0; i < n; i++)
@@ -114,12 +133,13 @@ static void gather(const float *blocked, size_t len, uint32_t y, size_t i0, size
 
 void fmoe_store_get_map(const fmoe_store *s, uint32_t y, float *out)
 {
-    gather(s->map, (size_t)s->L * s->J, y, 0, (size_t)s->L * s->J, out);
+    for (size_t i = 0; i < (size_t)s->L * s->J; i++)
+        out[i] = s->map[map_at(s, y, i)];
 }
 
 void fmoe_store_get_row(const fmoe_store *s, uint32_t y, uint32_t l, float *out)
 {
-    gather(s->map, (size_t)s->L * s->J, y, (size_t)l * s->J, s->J, out);
+    gather(fmoe_map_layer(s, l), s->J, y, 0, s->J, out);
 }
 
 void fmoe_store_get_emb(const fmoe_store *s, uint32_t y, float *out)
@@ -135,6 +155,14 @@ uint32_t fmoe_query_terms(fmoe_store *s, const float *q, uint32_t n)
             s->cols[nc] = i;
             s->w[nc++] = q[i];
         }
+    return nc;
+}
+
+uint32_t fmoe_map_terms(fmoe_store *s, const float *map)
+{
+    uint32_t nc = fmoe_query_terms(s, map, s->L * s->J);
+    for (uint32_t k = 0; k < nc; k++)
+        s->cols[k] = fmoe_map_col(s, s->cols[k]);
     return nc;
 }
 
@@ -221,7 +249,8 @@ uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map)
     uint32_t y = s->n < s->cap ? s->n++ : fmoe_dedup(s, emb, map);
     if (s->D)
         scatter(s->emb, s->D, y, emb);
-    scatter(s->map, LJ, y, map);
+    for (size_t i = 0; i < LJ; i++)
+        s->map[map_at(s, y, i)] = map[i];
     s->emb_norm2[y] = s->D ? fmoe_norm2_of(emb, s->D) : 0.0;
     s->emb_norm[y] = sqrt(s->emb_norm2[y]);
     s->map_norm2[y] = fmoe_norm2_of(map, LJ);
@@ -297,8 +326,8 @@ void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P)
          * cached prefix sum then (copied into norm2_own if the order breaks) */
         uint32_t nc = fmoe_query_terms(s, P, s->J);
         fmoe_roots r = {sq, s->prefix_inv + (size_t)l * s->slots, s->prefix_floor, s->acc};
-        s->best = s->kernels->traj_scan(s->map, (size_t)s->L * s->J, (size_t)l * s->J, s->cols, s->w, nc, s->dot, &r,
-                                        s->n, s->traj_norm2, &s->best_score);
+        s->best = s->kernels->traj_scan(fmoe_map_layer(s, l), s->J, 0, s->cols, s->w, nc, s->dot, &r, s->n,
+                                        s->traj_norm2, &s->best_score);
         s->norm2 = s->prefix_norm2 + (size_t)l * s->slots;
         if (s->best < 0 && s->n) { /* a NaN score (or the filter undecided): the scalar rule over score[] */
             traj_scores_in_order(s, sq);
@@ -309,7 +338,7 @@ void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P)
     }
     traj_norm2_own(s);
     /* acc[y] = P . m_y[l], from 0 over j, then added to the running sums */
-    fmoe_scan_query(s, s->map, (size_t)s->L * s->J, (size_t)l * s->J, P, s->J, s->acc);
+    fmoe_scan_query(s, fmoe_map_layer(s, l), s->J, 0, P, s->J, s->acc);
     const double *rn = s->row_norm2 + (size_t)l * s->slots; /* cached |m_y[l]|^2 */
     s->best = s->kernels->traj(s->dot, s->norm2, s->score, s->acc, rn, sq, s->n, s->traj_norm2, &s->best_score);
     if (s->best < 0 && s->n) /* a NaN score: the scalar rule over score[] */

@@ -15,9 +15,15 @@
  * are the same bit for bit.
  *
  * Layout (issue 18): every search is a scan over all entries, so the values
- * are stored entries-minor in blocks of FMOE_BLOCK entries: value i of entry
- * y (i = l J + j of a map, k of an embedding) sits at
- * block(y / FMOE_BLOCK)[i x FMOE_BLOCK + y % FMOE_BLOCK].  A scan runs one
+ * are stored entries-minor in blocks of FMOE_BLOCK entries: value k of entry
+ * y's embedding sits at block(y / FMOE_BLOCK)[k x FMOE_BLOCK + y % FMOE_BLOCK].
+ * The maps are layer-major (issue 18, i18m): layer l of every entry is one
+ * contiguous slice (fmoe_map_layer) of slots x J floats, blocks of FMOE_BLOCK
+ * entries in it, so value (l, j) of entry y sits at
+ * map[((l x slots / B + y / B) x J + j) x B + y % B] (B = FMOE_BLOCK): the
+ * trajectory search, which reads one layer of every entry, streams one
+ * slice.  A whole-map scan addresses it as blocks of J values per entry with
+ * the column of (l, j) = l x (slots / B) x J + j (fmoe_map_col).  A scan runs one
  * query value against FMOE_BLOCK entries at a time, with one accumulator per
  * entry: vectorised across entries, each entry's own sum still added term by
  * term in the direct formula's order (no reassociation), so every score is
@@ -39,7 +45,7 @@ typedef struct {
     uint32_t n;               /* entries held */
     uint32_t slots;           /* cap rounded up to whole blocks: the length of the per-entry arrays */
     float *emb;               /* [slots / B][D][B], B = FMOE_BLOCK (when D > 0) */
-    float *map;               /* [slots / B][L J][B] */
+    float *map;               /* [L][slots / B][J][B]: layer-major (fmoe_map_layer, fmoe_map_col) */
     double *emb_norm2;        /* [slots] |e_y|^2 (when D > 0) */
     double *emb_norm;         /* [slots] sqrt(|e_y|^2) */
     double *map_norm2;        /* [slots] |m_y|^2 over the whole map */
@@ -84,12 +90,29 @@ typedef struct {
 
 void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32_t D, uint32_t d);
 void fmoe_store_free(fmoe_store *s);
+/* Whether a store of capacity cap for an L x J model keeps its map columns
+ * below 2^32 (fmoe_map_col; a map array below 256 GB): fmoe_store_init
+ * aborts otherwise, so its callers check first. */
+int fmoe_store_fits(uint32_t cap, uint32_t L, uint32_t J);
 /* Memory of the held entries: n x (D + L x J) x sizeof(float) bytes (the
  * embeddings and maps; the O(C) search scratch is not counted). */
 size_t fmoe_store_bytes(const fmoe_store *s);
 /* The bytes a store of n maps of an L x J model with D-dimensional
  * embeddings holds (what fmoe_store_bytes says once it has n). */
 size_t fmoe_store_bytes_of(uint64_t n, uint32_t L, uint32_t J, uint32_t D);
+/* Layer l's slice of the maps: slots / B blocks of J values per entry (the
+ * kernels' vals with len = J, first = 0, columns j). */
+static inline const float *fmoe_map_layer(const fmoe_store *s, uint32_t l)
+{
+    return s->map + (size_t)l * s->slots * s->J;
+}
+/* The kernels' column of map value i = l J + j with vals = map, len = J:
+ * l x (slots / B) x J + j (below 2^32 while the map array is below 256 GB:
+ * fmoe_store_init refuses more). */
+static inline uint32_t fmoe_map_col(const fmoe_store *s, uint32_t i)
+{
+    return (i / s->J) * (s->slots / FMOE_BLOCK) * s->J + i % s->J;
+}
 /* Entry y's map (out[L J], row-major), layer l's row of it (out[J]), its
  * embedding (out[D]). */
 void fmoe_store_get_map(const fmoe_store *s, uint32_t y, float *out);
