@@ -117,12 +117,12 @@ static size_t at(uint32_t y, size_t i, size_t len)
     return ((size_t)(y / B) * len + i) * B + y % B;
 }
 
-/* Map value i = l J + j of entry y in the layer-major map array: block y / B
- * of layer l's slice, that is column fmoe_map_col(i) of a blocked array of
- * J values per entry. */
-static size_t map_at(const fmoe_store *s, uint32_t y, size_t i)
+/* Entry y's value j of layer l's row in the layer-major map array: block
+ * y / B of layer l's slice (column fmoe_map_col(l J) + j of a blocked array
+ * of J values per entry); the row's values are B floats apart. */
+static float *map_row_at(const fmoe_store *s, uint32_t y, uint32_t l)
 {
-    return at(y, fmoe_map_col(s, (uint32_t)i), s->J);
+    return s->map + (size_t)l * s->slots * s->J + at(y, 0, s->J);
 }
 
 static void gather(const float *blocked, size_t len, uint32_t y, size_t i0, size_t n, float *out)
@@ -133,8 +133,11 @@ static void gather(const float *blocked, size_t len, uint32_t y, size_t i0, size
 
 void fmoe_store_get_map(const fmoe_store *s, uint32_t y, float *out)
 {
-    for (size_t i = 0; i < (size_t)s->L * s->J; i++)
-        out[i] = s->map[map_at(s, y, i)];
+    for (uint32_t l = 0; l < s->L; l++) {
+        const float *row = map_row_at(s, y, l);
+        for (uint32_t j = 0; j < s->J; j++)
+            out[(size_t)l * s->J + j] = row[(size_t)j * B];
+    }
 }
 
 void fmoe_store_get_row(const fmoe_store *s, uint32_t y, uint32_t l, float *out)
@@ -160,9 +163,15 @@ uint32_t fmoe_query_terms(fmoe_store *s, const float *q, uint32_t n)
 
 uint32_t fmoe_map_terms(fmoe_store *s, const float *map)
 {
-    uint32_t nc = fmoe_query_terms(s, map, s->L * s->J);
-    for (uint32_t k = 0; k < nc; k++)
-        s->cols[k] = fmoe_map_col(s, s->cols[k]);
+    uint32_t nc = 0;
+    for (uint32_t l = 0, i = 0; l < s->L; l++) {
+        uint32_t col = fmoe_map_col(s, l * s->J); /* then + j along the row */
+        for (uint32_t j = 0; j < s->J; j++, i++)
+            if (map[i] != 0 || s->nonfinite) {
+                s->cols[nc] = col + j;
+                s->w[nc++] = map[i];
+            }
+    }
     return nc;
 }
 
@@ -249,8 +258,11 @@ uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map)
     uint32_t y = s->n < s->cap ? s->n++ : fmoe_dedup(s, emb, map);
     if (s->D)
         scatter(s->emb, s->D, y, emb);
-    for (size_t i = 0; i < LJ; i++)
-        s->map[map_at(s, y, i)] = map[i];
+    for (uint32_t l = 0; l < s->L; l++) {
+        float *row = map_row_at(s, y, l);
+        for (uint32_t j = 0; j < s->J; j++)
+            row[(size_t)j * B] = map[(size_t)l * s->J + j];
+    }
     s->emb_norm2[y] = s->D ? fmoe_norm2_of(emb, s->D) : 0.0;
     s->emb_norm[y] = sqrt(s->emb_norm2[y]);
     s->map_norm2[y] = fmoe_norm2_of(map, LJ);
