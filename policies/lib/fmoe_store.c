@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policies/lib/fmoe_filter.h"
 #include "policies/lib/fmoe_scan.h"
 #include "policies/lib/fmoe_store_priv.h"
 #include "sim/core/err.h"
@@ -60,6 +61,13 @@ static void carve_all(fmoe_store *s, carver *c)
     s->acc = carve(c, S, sizeof *s->acc);
     s->acc2 = carve(c, S, sizeof *s->acc2);
     s->cols = carve(c, q ? q : 1, sizeof *s->cols);
+    s->fdot = carve(c, S, sizeof *s->fdot);
+    s->fscore = carve(c, S, sizeof *s->fscore);
+    s->prefix_invf = carve(c, S * s->L, sizeof *s->prefix_invf);
+    s->synced = carve(c, S, sizeof *s->synced);
+    s->cand = carve(c, S, sizeof *s->cand);
+    s->traj_rows = carve(c, LJ ? LJ : 1, sizeof *s->traj_rows);
+    s->entry_unfilterable = carve(c, S, sizeof *s->entry_unfilterable);
     s->w = carve(c, q ? q : 1, sizeof *s->w);
 }
 
@@ -77,6 +85,7 @@ void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32
         abort();
     }
     s->kernels = fmoe_kernels_pick();
+    s->filter = fmoe_filter_pick();
     carver c = {NULL, 0};
     carve_all(s, &c);
     s->mem = ms_xcalloc(c.used + 63, 1);
@@ -269,6 +278,9 @@ uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map)
     s->map_norm[y] = sqrt(s->map_norm2[y]);
     s->inv_map_norm[y] = s->map_norm[y] > 0 ? 1.0 / s->map_norm[y] : 0.0;
     s->inv_emb_norm[y] = s->emb_norm[y] > 0 ? 1.0 / s->emb_norm[y] : 0.0;
+    uint8_t unfilterable = 0;
+    for (size_t i = 0; i < LJ; i++)
+        unfilterable |= map[i] < 0;
     double prefix = 0; /* summed as the trajectory search sums norm2[y] over layers 0, 1, ... */
     for (uint32_t l = 0; l < s->L; l++) {
         double r = fmoe_norm2_of(map + (size_t)l * s->J, s->J);
@@ -280,12 +292,18 @@ uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map)
         double root = sqrt(prefix);
         s->prefix_norm[(size_t)l * s->slots + y] = root;
         s->prefix_inv[(size_t)l * s->slots + y] = root > 0 ? 1.0 / root : 0.0;
+        float invf = (float)s->prefix_inv[(size_t)l * s->slots + y]; /* the filter's: normal or 0 */
+        unfilterable |= invf != 0 && !(isnormal(invf) && invf < 0x1p100f);
+        s->prefix_invf[(size_t)l * s->slots + y] = invf;
+        s->invf_max = invf > s->invf_max ? invf : s->invf_max;
         if (root > 0 && root < s->prefix_floor)
             s->prefix_floor = root;
     }
     uint8_t bad = !fmoe_all_finite(map, LJ) || (s->D && !fmoe_all_finite(emb, s->D));
     s->nonfinite = s->nonfinite - s->entry_nonfinite[y] + bad;
     s->entry_nonfinite[y] = bad;
+    s->unfilterable = s->unfilterable - s->entry_unfilterable[y] + unfilterable;
+    s->entry_unfilterable[y] = unfilterable;
     fmoe_traj_reset(s);
     return y;
 }
@@ -296,8 +314,10 @@ void fmoe_traj_reset(fmoe_store *s)
     if (!s->traj_zeroed) { /* else nothing wrote them since they were zeroed (a run of adds) */
         memset(s->dot, 0, s->slots * sizeof *s->dot);
         memset(s->norm2, 0, s->slots * sizeof *s->norm2);
+        memset(s->fdot, 0, s->slots * sizeof *s->fdot);
         s->traj_zeroed = 1;
     }
+    s->filtered = 0;
     s->traj_norm2 = 0;
     s->observed = 0;
     s->in_order = 1;
@@ -333,6 +353,12 @@ void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P)
     /* layers 0..l observed in order: norm2[y] becomes the cached prefix sum, whose sqrt is cached too */
     s->in_order = s->in_order && s->observed == l;
     const double *sq = s->in_order ? s->prefix_norm + (size_t)l * s->slots : NULL;
+    if (sq && fmoe_traj_filtered(s, l, P)) { /* the same entry and score (fmoe_filter.h) */
+        s->norm2 = s->prefix_norm2 + (size_t)l * s->slots;
+        s->observed++;
+        return;
+    }
+    fmoe_traj_sync(s); /* the exact step: every dot up to date */
     if (sq && s->kernels->traj_scan) {
         /* in order, one pass: acc[y] = P . m_y[l] added to dot[y] as it is summed; norm2 is the
          * cached prefix sum then (copied into norm2_own if the order breaks) */

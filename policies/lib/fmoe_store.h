@@ -40,6 +40,8 @@
 
 #include "policies/lib/fmoe_scan.h"
 
+struct fmoe_filter_kernels; /* fmoe_filter.h */
+
 typedef struct {
     uint32_t cap, L, J, D, d; /* capacity C, layers, experts, embedding size, distance (RDY weights) */
     uint32_t n;               /* entries held */
@@ -72,6 +74,20 @@ typedef struct {
     uint32_t observed;        /* layers observed so far */
     int traj_zeroed;          /* dot and norm2_own are zero: nothing observed since the last reset zeroed them */
     int in_order;             /* they were layers 0, 1, ..., observed - 1: norm2 = the cached prefix */
+    /* the float filter of the in-order trajectory step (fmoe_filter.h): while `filtered`, dot[y]
+       holds layers 0 .. synced[y] - 1 only (fmoe_traj_sync brings every entry up to date) */
+    const struct fmoe_filter_kernels *filter; /* NULL: no filter (the exact step) */
+    int filtered;             /* this iteration's layers so far were filtered */
+    float *fdot;              /* [slots] float estimates of dot */
+    float *fscore;            /* [slots] fdot x prefix_invf: estimated score x |traj| */
+    float *prefix_invf;       /* [L][slots] (float) prefix_inv, a normal float or 0 */
+    double invf_max;          /* >= every prefix_invf ever held (never lowered) */
+    uint32_t *synced;         /* [slots] layers summed into dot[y] */
+    uint32_t *cand;           /* [slots] the filter's candidates */
+    float *traj_rows;         /* [L][J] the rows observed this iteration (the catch-up's queries) */
+    uint32_t unfilterable;    /* entries with a negative map value or an inverse root out of float range */
+    uint8_t *entry_unfilterable; /* [slots] */
+    uint64_t filter_steps, filter_candidates; /* filtered steps, candidates they scored (tests, benchmarks) */
     /* scratch of the scans */
     double *acc, *acc2;       /* [slots] one sum per entry */
     uint32_t *cols;           /* [max(L J, D)] the query's terms that are summed */
