@@ -6,26 +6,38 @@
  * of entry y's map prefix (0: X_y = 0).  u = 2^-24 (float), U = 2^-53.
  *  - The exact step's score times st = sqrt(traj_norm2) is X_y (1 +- 2^-38):
  *    its dot is a double sum of N <= 2^12 non-negative exact products
- *    (relative error <= N U), its root the correctly rounded sqrt of a
- *    double sum of non-negative terms, then one product and one quotient.
- *  - f_y, float fused multiply-adds of the same non-negative terms: |f_y -
- *    S_y| <= gamma_N S_y + N 2^-150 (gamma_N = N u / (1 - N u) <= 2^-11.99:
+ *    (fewer than 2N roundings of relative size U), its root the correctly
+ *    rounded sqrt of a double sum of non-negative terms, then one product
+ *    and one quotient.
+ *  - The filter reads the maps as bfloat16 (map16): m~ = m (1 +- 2^-8) for
+ *    a normal float m (8 significant bits, rounded to nearest: half a step
+ *    of 2^-7 relative), m~ = m +- 2^-134 for a subnormal one.  So S~ = sum
+ *    P m~ = S (1 +- 2^-8) +- 2^-134 psum, psum = the sum of every observed P
+ *    value.
+ *  - f_y, float fused multiply-adds of the N exact products P m~: |f_y -
+ *    S~_y| <= gamma_N S~_y + N 2^-150 (gamma_N = N u / (1 - N u) <= 2^-11.99:
  *    one rounding per operation, and below the normal range an absolute
  *    error of half a subnormal step, 2^-150).  invf_y = (float) of the
- *    double 1 / sq_y, a normal float or 0 (entries whose inverse would leave
- *    the normal float range are not filtered), within 2^-23.9 relative of
+ *    double 1 / sq_y, a normal float below 2^100 or 0 (entries whose inverse
+ *    would leave that range are not filtered), within 2^-23.9 relative of
  *    1 / r_y.  a_y = f_y x invf_y rounded once (relative u, or 2^-150 below
- *    the normal range).  So |a_y - X_y| <= eps X_y + eta with eps <= 2^-11
- *    and eta = (N invf_max + 1) 2^-148, invf_max >= every invf held.
+ *    the normal range).  So |a_y - X_y| <= eps X_y + eta with eps <= 2^-7.9
+ *    and eta <= (2^-133.9 psum + N 2^-150) 1.01 invf_max + 2^-150, below the
+ *    code's (2^-133 psum + N 2^-149) invf_max + 2^-149 (invf_max >= every
+ *    invf held).
  *  - If y* has the largest exact score (or ties it), X_y* >= X_z (1 -
  *    2^-36) for every z, so with z the entry of A = max a: a_y* >= (1 - eps)
- *    (1 - 2^-36) (A - eta) / (1 + eps) - eta >= A (1 - 2^-9) - 2 eta = thr
- *    (computed in double, then rounded down to a float).
+ *    (1 - 2^-36) (A - eta) / (1 + eps) - eta >= A (1 - 2^-6.8) - 2 eta, so
+ *    above thr = A (1 - 2^-6) - 2 eta (computed in double, then rounded
+ *    down to a float).  (Two entries whose values round by almost half a
+ *    step in opposite directions have estimates 2^-7 apart with their exact
+ *    scores in the other order: test_fmoe_filter has such a pair.)
  * The candidates (a_y >= thr, in index order) get the exact score, by the
  * exact step's expression from its own dot product, and the first largest
  * wins: the exact step's entry and score.  The guards: finite, non-negative
- * maps and rows (counted per entry at add: `unfilterable`), N <= 2^12, a
- * finite A and thr; else the exact step. */
+ * maps and rows (counted per entry at add: `unfilterable`, also when a value
+ * rounds to an infinite bfloat16), N <= 2^12, a finite A and thr; else the
+ * exact step. */
 #include "policies/lib/fmoe_filter.h"
 
 #include <math.h>
@@ -42,7 +54,7 @@
 
 /* ---- kernels ---- */
 
-static float approx1(const float *layer, uint32_t J, const float *P, uint32_t nb, float *f, const float *invf,
+static float approx1(const uint16_t *layer, uint32_t J, const float *P, uint32_t nb, float *f, const float *invf,
                      float *a)
 {
     float top = 0.0f;
@@ -51,7 +63,7 @@ static float approx1(const float *layer, uint32_t J, const float *P, uint32_t nb
             uint32_t y = b * B + t;
             float v = f[y];
             for (uint32_t j = 0; j < J; j++)
-                v = fmaf(P[j], layer[((size_t)b * J + j) * B + t], v);
+                v = fmaf(P[j], fmoe_bf16_value(layer[((size_t)b * J + j) * B + fmoe_bf16_pos(t)]), v);
             f[y] = v;
             a[y] = v * invf[y];
             top = a[y] > top ? a[y] : top;
@@ -73,56 +85,52 @@ static const fmoe_filter_kernels filter_c = {approx1, pick1, "c"};
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
 
-/* Blocks of 16 entries as two vectors of 8 floats; four blocks at a time
- * (eight independent chains hide the multiply-add latency). */
-#define FMOE_FMA_STEP(k)                                                                                           \
+/* One block's 16 bfloat16 values of a term as floats: unpacking each
+ * 16-bit value under a zero half gives its float; fmoe_bf16_pos stored
+ * entries 0-3, 8-11, 4-7, 12-15 so that the low unpack holds entries 0-7
+ * and the high one 8-15. */
+#define FMOE_BF16_TERM(lo, hi, q)                                                                                  \
     do {                                                                                                           \
-        __m256 s_ = _mm256_loadu_ps(f + y + 8 * (k));                                                              \
-        for (uint32_t j = 0; j < J; j++)                                                                           \
-            s_ = _mm256_fmadd_ps(_mm256_set1_ps(P[j]), _mm256_loadu_ps(p + ((size_t)((k) / 2) * J + j) * B +        \
-                                                                        8 * ((k) % 2)), s_);                       \
-        _mm256_storeu_ps(f + y + 8 * (k), s_);                                                                     \
-        __m256 a_ = _mm256_mul_ps(s_, _mm256_loadu_ps(invf + y + 8 * (k)));                                        \
-        _mm256_storeu_ps(a + y + 8 * (k), a_);                                                                     \
-        top = _mm256_max_ps(top, a_);                                                                              \
+        __m256i r_ = _mm256_loadu_si256((const __m256i *)(const void *)(q));                                       \
+        lo = _mm256_fmadd_ps(x, _mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, r_)), lo);                         \
+        hi = _mm256_fmadd_ps(x, _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, r_)), hi);                         \
     } while (0)
 
-__attribute__((target("avx,fma"))) static float approx8(const float *layer, uint32_t J, const float *P, uint32_t nb,
-                                                        float *f, const float *invf, float *a)
+/* Four blocks at a time (eight independent chains hide the multiply-add
+ * latency), then one at a time. */
+__attribute__((target("avx2,fma"))) static float approx8(const uint16_t *layer, uint32_t J, const float *P,
+                                                         uint32_t nb, float *f, const float *invf, float *a)
 {
+    const __m256i zero = _mm256_setzero_si256();
     __m256 top = _mm256_setzero_ps();
     uint32_t b = 0;
-    for (; b + 4 <= nb; b += 4) {
-        const float *p = layer + (size_t)b * J * B;
-        uint32_t y = b * B;
-        __m256 s0 = _mm256_loadu_ps(f + y), s1 = _mm256_loadu_ps(f + y + 8), s2 = _mm256_loadu_ps(f + y + 16),
-               s3 = _mm256_loadu_ps(f + y + 24), s4 = _mm256_loadu_ps(f + y + 32), s5 = _mm256_loadu_ps(f + y + 40),
-               s6 = _mm256_loadu_ps(f + y + 48), s7 = _mm256_loadu_ps(f + y + 56);
-        for (uint32_t j = 0; j < J; j++) {
-            __m256 x = _mm256_set1_ps(P[j]);
-            const float *q = p + (size_t)j * B;
-            s0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(q), s0);
-            s1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(q + 8), s1);
-            s2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(q + (size_t)J * B), s2);
-            s3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(q + (size_t)J * B + 8), s3);
-            s4 = _mm256_fmadd_ps(x, _mm256_loadu_ps(q + (size_t)2 * J * B), s4);
-            s5 = _mm256_fmadd_ps(x, _mm256_loadu_ps(q + (size_t)2 * J * B + 8), s5);
-            s6 = _mm256_fmadd_ps(x, _mm256_loadu_ps(q + (size_t)3 * J * B), s6);
-            s7 = _mm256_fmadd_ps(x, _mm256_loadu_ps(q + (size_t)3 * J * B + 8), s7);
-        }
-        __m256 s[8] = {s0, s1, s2, s3, s4, s5, s6, s7};
-        for (int k = 0; k < 8; k++) {
-            _mm256_storeu_ps(f + y + 8 * k, s[k]);
-            __m256 a_ = _mm256_mul_ps(s[k], _mm256_loadu_ps(invf + y + 8 * k));
-            _mm256_storeu_ps(a + y + 8 * k, a_);
+    for (; b < nb;) {
+        uint32_t k = nb - b >= 4 ? 4 : 1, y = b * B;
+        const uint16_t *p = layer + (size_t)b * J * B;
+        __m256 s[8];
+        for (uint32_t i = 0; i < 2 * k; i++)
+            s[i] = _mm256_loadu_ps(f + y + 8 * i);
+        if (k == 4)
+            for (uint32_t j = 0; j < J; j++) {
+                __m256 x = _mm256_set1_ps(P[j]);
+                const uint16_t *q = p + (size_t)j * B;
+                FMOE_BF16_TERM(s[0], s[1], q);
+                FMOE_BF16_TERM(s[2], s[3], q + (size_t)J * B);
+                FMOE_BF16_TERM(s[4], s[5], q + (size_t)2 * J * B);
+                FMOE_BF16_TERM(s[6], s[7], q + (size_t)3 * J * B);
+            }
+        else
+            for (uint32_t j = 0; j < J; j++) {
+                __m256 x = _mm256_set1_ps(P[j]);
+                FMOE_BF16_TERM(s[0], s[1], p + (size_t)j * B);
+            }
+        for (uint32_t i = 0; i < 2 * k; i++) {
+            _mm256_storeu_ps(f + y + 8 * i, s[i]);
+            __m256 a_ = _mm256_mul_ps(s[i], _mm256_loadu_ps(invf + y + 8 * i));
+            _mm256_storeu_ps(a + y + 8 * i, a_);
             top = _mm256_max_ps(top, a_);
         }
-    }
-    for (; b < nb; b++) {
-        const float *p = layer + (size_t)b * J * B;
-        uint32_t y = b * B;
-        FMOE_FMA_STEP(0);
-        FMOE_FMA_STEP(1);
+        b += k;
     }
     float v[8], A = 0.0f;
     _mm256_storeu_ps(v, top);
@@ -144,24 +152,24 @@ __attribute__((target("avx"))) static uint32_t pick8(const float *a, uint32_t n,
     return k;
 }
 
-static const fmoe_filter_kernels filter_avx = {approx8, pick8, "avx-fma"};
+static const fmoe_filter_kernels filter_avx = {approx8, pick8, "avx2-fma"};
 
-static int has_avx_fma(void)
+static int has_avx2_fma(void)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("fma");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
 const fmoe_filter_kernels *fmoe_filter_pick(void)
 {
-    return has_avx_fma() ? &filter_avx : NULL;
+    return has_avx2_fma() ? &filter_avx : NULL;
 }
 
 size_t fmoe_filter_list(const fmoe_filter_kernels **out)
 {
     size_t n = 0;
     out[n++] = &filter_c;
-    if (has_avx_fma())
+    if (has_avx2_fma())
         out[n++] = &filter_avx;
     return n;
 }
@@ -249,13 +257,17 @@ int fmoe_traj_filtered(fmoe_store *s, uint32_t l, const float *P)
     if (!s->filtered) { /* layer 0: every dot is +0 (reset), synced 0 */
         memset(s->synced, 0, s->n * sizeof *s->synced);
         s->filtered = 1;
+        s->traj_psum = 0;
     }
     memcpy(s->traj_rows + (size_t)l * s->J, P, s->J * sizeof *P);
     uint32_t nb = (s->n + B - 1) / B;
-    float A = s->filter->approx(fmoe_map_layer(s, l), s->J, P, nb, s->fdot, s->prefix_invf + (size_t)l * s->slots,
-                                s->fscore);
-    double N = (double)(l + 1) * s->J, eta = (N * s->invf_max + 1) * 0x1p-148;
-    double thr = (double)A * (1 - 0x1p-9) - 2 * eta;
+    for (uint32_t j = 0; j < s->J; j++)
+        s->traj_psum += P[j];
+    float A = s->filter->approx(s->map16 + (size_t)l * s->slots * s->J, s->J, P, nb, s->fdot,
+                                s->prefix_invf + (size_t)l * s->slots, s->fscore);
+    double N = (double)(l + 1) * s->J;
+    double eta = ((s->traj_psum * 0x1p-133 + N * 0x1p-149) * s->invf_max + 0x1p-149);
+    double thr = (double)A * (1 - 0x1p-6) - 2 * eta;
     float thr_f = (float)thr;
     if ((double)thr_f > thr)
         thr_f = nextafterf(thr_f, -INFINITY);

@@ -61,6 +61,7 @@ static void carve_all(fmoe_store *s, carver *c)
     s->acc = carve(c, S, sizeof *s->acc);
     s->acc2 = carve(c, S, sizeof *s->acc2);
     s->cols = carve(c, q ? q : 1, sizeof *s->cols);
+    s->map16 = carve(c, S * LJ, sizeof *s->map16);
     s->fdot = carve(c, S, sizeof *s->fdot);
     s->fscore = carve(c, S, sizeof *s->fscore);
     s->prefix_invf = carve(c, S * s->L, sizeof *s->prefix_invf);
@@ -261,6 +262,23 @@ static void scatter(float *blocked, size_t len, uint32_t y, const float *v)
         blocked[at(y, i, len)] = v[i];
 }
 
+/* Entry y's map into map16; returns 1 when the filter cannot take the
+ * entry: a negative value, or one whose bfloat16 overflows (a non-finite
+ * one is counted apart). */
+static uint8_t write_bf16(fmoe_store *s, uint32_t y, const float *map)
+{
+    uint8_t bad = 0;
+    for (uint32_t l = 0; l < s->L; l++)
+        for (uint32_t j = 0; j < s->J; j++) {
+            float v = map[(size_t)l * s->J + j];
+            bad |= v < 0;
+            uint16_t h = fmoe_bf16(v);
+            bad |= isfinite(v) && !isfinite(fmoe_bf16_value(h));
+            s->map16[(size_t)l * s->slots * s->J + ((size_t)(y / B) * s->J + j) * B + fmoe_bf16_pos(y % B)] = h;
+        }
+    return bad;
+}
+
 uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map)
 {
     size_t LJ = (size_t)s->L * s->J;
@@ -272,15 +290,13 @@ uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map)
         for (uint32_t j = 0; j < s->J; j++)
             row[(size_t)j * B] = map[(size_t)l * s->J + j];
     }
+    uint8_t unfilterable = write_bf16(s, y, map);
     s->emb_norm2[y] = s->D ? fmoe_norm2_of(emb, s->D) : 0.0;
     s->emb_norm[y] = sqrt(s->emb_norm2[y]);
     s->map_norm2[y] = fmoe_norm2_of(map, LJ);
     s->map_norm[y] = sqrt(s->map_norm2[y]);
     s->inv_map_norm[y] = s->map_norm[y] > 0 ? 1.0 / s->map_norm[y] : 0.0;
     s->inv_emb_norm[y] = s->emb_norm[y] > 0 ? 1.0 / s->emb_norm[y] : 0.0;
-    uint8_t unfilterable = 0;
-    for (size_t i = 0; i < LJ; i++)
-        unfilterable |= map[i] < 0;
     double prefix = 0; /* summed as the trajectory search sums norm2[y] over layers 0, 1, ... */
     for (uint32_t l = 0; l < s->L; l++) {
         double r = fmoe_norm2_of(map + (size_t)l * s->J, s->J);

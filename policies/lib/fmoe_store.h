@@ -78,6 +78,8 @@ typedef struct {
        holds layers 0 .. synced[y] - 1 only (fmoe_traj_sync brings every entry up to date) */
     const struct fmoe_filter_kernels *filter; /* NULL: no filter (the exact step) */
     int filtered;             /* this iteration's layers so far were filtered */
+    uint16_t *map16;          /* [L][slots / B][J][B] the maps as bfloat16 (fmoe_bf16_pos order in a block) */
+    double traj_psum;         /* the sum of the rows observed (filtered iteration) */
     float *fdot;              /* [slots] float estimates of dot */
     float *fscore;            /* [slots] fdot x prefix_invf: estimated score x |traj| */
     float *prefix_invf;       /* [L][slots] (float) prefix_inv, a normal float or 0 */

@@ -6,6 +6,8 @@
  *    entry y, B = FMOE_BLOCK; fmoe_map_layer(l) is the start of layer l's
  *    slice and fmoe_map_col(l J + j) the column of (l, j) from s->map with
  *    J values per entry; fmoe_store_get_map / _row give back what was added;
+ *    map16 holds each value's bfloat16 at the same place, the entries of a
+ *    block in fmoe_bf16_pos order;
  *  - the searches that read the layout give the scalar definitions' results
  *    exactly, computed from copies of the added maps (not from the store):
  *    the dedup victim (full and pruned, the largest RDY, ties to the lower
@@ -19,6 +21,7 @@
 
 #include "check.h"
 #include "fmoe_values.h"
+#include "policies/lib/fmoe_filter.h"
 #include "policies/lib/fmoe_store.h"
 
 #define B FMOE_BLOCK
@@ -46,6 +49,8 @@ static void check_layout(const fmoe_store *s, const shadow *h)
                 CHECK(s->map[at] == m[l * h->J + j]);
                 CHECK(fmoe_map_layer(s, l) + (((size_t)(y / B) * h->J + j) * B + y % B) == s->map + at);
                 CHECK_EQ_INT(((size_t)(y / B) * h->J + col) * B + y % B, at);
+                /* the filter's bfloat16 copy: the same place, entries of a block in fmoe_bf16_pos order */
+                CHECK(s->map16[at - y % B + fmoe_bf16_pos(y % B)] == fmoe_bf16(m[l * h->J + j]));
             }
         fmoe_store_get_map(s, y, whole);
         CHECK(memcmp(whole, m, LJ * sizeof *whole) == 0);
