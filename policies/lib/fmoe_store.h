@@ -63,7 +63,7 @@ typedef struct {
     uint32_t nonfinite;       /* entries holding a NaN or an infinity (then no term is skipped) */
     uint8_t *entry_nonfinite; /* [slots] */
     /* incremental trajectory search (reset at each iteration) */
-    double *dot;              /* [slots] m_y[0..observed) . traj */
+    double *dot;              /* [slots] m_y[0..observed) . traj (while `filtered`: layers 0 .. synced[y] - 1) */
     double *norm2;            /* [slots] |m_y[0..observed)|^2: norm2_own, or while the layers are observed in
                                  order (0, 1, ..., l) the row l of prefix_norm2, the same values (read only) */
     double *norm2_own;        /* [slots] */
@@ -173,7 +173,10 @@ uint32_t fmoe_dedup(fmoe_store *s, const float *emb, const float *map);
 /* Trajectory search (seed 000 Eq. score-map), incremental: reset at the start
  * of an iteration, then observe layers 0, 1, ... in order; each observation
  * adds P_l . m_y[l] (summed over j from 0) to dot[y] and |m_y[l]|^2 to
- * norm2[y] for every entry, and sets score[y]. */
+ * norm2[y] for every entry, and sets score[y].  In order, with the float
+ * filter (fmoe_filter.h), only the candidates' dot[y] are brought up to date
+ * (fmoe_traj_sync brings every entry) and score[] is not written; the best
+ * entry and score are the same. */
 void fmoe_traj_reset(fmoe_store *s);
 void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P);
 /* y* = argmax_y dot[y] / (|traj| |m_y prefix|) (0 for a zero vector), ties to
