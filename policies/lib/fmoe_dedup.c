@@ -65,7 +65,8 @@ uint32_t fmoe_dedup_full(fmoe_store *s, const float *emb, const float *map)
 {
     uint32_t LJ = s->L * s->J;
     double ee = s->D ? fmoe_norm2_of(emb, s->D) : 0.0, mm = fmoe_norm2_of(map, LJ);
-    fmoe_scan_query(s, s->map, LJ, 0, map, LJ, s->acc);
+    uint32_t nc = fmoe_map_terms(s, map);
+    s->kernels->scan(s->map, s->J, 0, (s->n + B - 1) / B, s->cols, s->w, nc, s->acc);
     if (s->D)
         fmoe_scan_query(s, s->emb, s->D, 0, emb, s->D, s->acc2);
     uint32_t best = 0;
@@ -111,10 +112,9 @@ static int block_stays(const dedup *q, uint32_t b, uint32_t t)
 static void scan_stages(dedup *q, uint32_t b0, uint32_t nb, uint32_t t0, uint32_t t1)
 {
     fmoe_store *s = q->s;
-    size_t LJ = (size_t)s->L * s->J;
     uint32_t k = q->k0[t0], nc = q->k0[t1] - k;
-    if (nb && nc)
-        s->kernels->scan_more(s->map + (size_t)b0 * LJ * B, LJ, 0, nb, s->cols + k, s->w + k, nc,
+    if (nb && nc) /* layer-major: block b0 of every layer's slice at s->map + b0 J B, columns fmoe_map_col */
+        s->kernels->scan_more(s->map + (size_t)b0 * s->J * B, s->J, 0, nb, s->cols + k, s->w + k, nc,
                               s->acc + (size_t)b0 * B);
 }
 
@@ -164,7 +164,7 @@ static void split_stages(dedup *q, uint32_t nc, uint32_t *layer0)
     uint32_t k = 0;
     for (uint32_t t = 0; t <= q->S; t++) {
         layer0[t] = (uint32_t)((uint64_t)t * s->L / q->S);
-        while (k < nc && s->cols[k] < layer0[t] * s->J)
+        while (k < nc && s->cols[k] < fmoe_map_col(s, layer0[t] * s->J)) /* columns rise with the term index */
             k++;
         q->k0[t] = k;
     }
@@ -241,12 +241,12 @@ uint32_t fmoe_dedup_pruned(fmoe_store *s, const float *emb, const float *map)
     q.mm = fmoe_norm2_of(map, LJ);
     if (s->D) /* acc2: the embedding dot products */
         fmoe_scan_query(s, s->emb, s->D, 0, emb, s->D, s->acc2);
-    uint32_t nc = fmoe_query_terms(s, map, LJ), layer0[FMOE_STAGES + 1];
+    uint32_t nc = fmoe_map_terms(s, map), layer0[FMOE_STAGES + 1];
     q.eps = ldexp((double)nc + s->J + s->L + 64, -50);
     split_stages(&q, nc, layer0);
     stage_bounds(&q, map, layer0);
     if (q.k0[1]) /* stage 0's sums from +0: the kernels' scan, not scan_more of zeroed sums (the same bits) */
-        s->kernels->scan(s->map, LJ, 0, q.nb, s->cols, s->w, q.k0[1], s->acc);
+        s->kernels->scan(s->map, s->J, 0, q.nb, s->cols, s->w, q.k0[1], s->acc);
     else
         memset(s->acc, 0, (size_t)q.nb * B * sizeof *s->acc);
     sem_bounds(&q);

@@ -1,9 +1,11 @@
 #include "policies/lib/fmoe_store.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "policies/lib/fmoe_filter.h"
 #include "policies/lib/fmoe_scan.h"
 #include "policies/lib/fmoe_store_priv.h"
 #include "sim/core/err.h"
@@ -59,6 +61,14 @@ static void carve_all(fmoe_store *s, carver *c)
     s->acc = carve(c, S, sizeof *s->acc);
     s->acc2 = carve(c, S, sizeof *s->acc2);
     s->cols = carve(c, q ? q : 1, sizeof *s->cols);
+    s->map16 = carve(c, S * LJ, sizeof *s->map16);
+    s->fdot = carve(c, S, sizeof *s->fdot);
+    s->fscore = carve(c, S, sizeof *s->fscore);
+    s->prefix_invf = carve(c, S * s->L, sizeof *s->prefix_invf);
+    s->synced = carve(c, S, sizeof *s->synced);
+    s->cand = carve(c, S, sizeof *s->cand);
+    s->traj_rows = carve(c, LJ ? LJ : 1, sizeof *s->traj_rows);
+    s->entry_unfilterable = carve(c, S, sizeof *s->entry_unfilterable);
     s->w = carve(c, q ? q : 1, sizeof *s->w);
 }
 
@@ -71,7 +81,12 @@ void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32
     s->D = D;
     s->d = d;
     s->slots = (uint32_t)(((uint64_t)cap + B - 1) / B * B);
+    if (!fmoe_store_fits(cap, L, J)) { /* callers check first (fmoe_create) */
+        fputs("moesim: fmoe map store beyond its 2^32 map columns\n", stderr);
+        abort();
+    }
     s->kernels = fmoe_kernels_pick();
+    s->filter = fmoe_filter_pick();
     carver c = {NULL, 0};
     carve_all(s, &c);
     s->mem = ms_xcalloc(c.used + 63, 1);
@@ -90,6 +105,12 @@ void fmoe_store_free(fmoe_store *s)
     memset(s, 0, sizeof *s);
 }
 
+int fmoe_store_fits(uint32_t cap, uint32_t L, uint32_t J)
+{
+    uint64_t blocks = ((uint64_t)cap + B - 1) / B;
+    return blocks * L * J <= UINT32_MAX;
+}
+
 size_t fmoe_store_bytes_of(uint64_t n, uint32_t L, uint32_t J, uint32_t D)
 {
     return (size_t)n * ((size_t)D + (size_t)L * J) * sizeof(float);
@@ -106,6 +127,14 @@ static size_t at(uint32_t y, size_t i, size_t len)
     return ((size_t)(y / B) * len + i) * B + y % B;
 }
 
+/* Entry y's value j of layer l's row in the layer-major map array: block
+ * y / B of layer l's slice (column fmoe_map_col(l J) + j of a blocked array
+ * of J values per entry); the row's values are B floats apart. */
+static float *map_row_at(const fmoe_store *s, uint32_t y, uint32_t l)
+{
+    return s->map + (size_t)l * s->slots * s->J + at(y, 0, s->J);
+}
+
 static void gather(const float *blocked, size_t len, uint32_t y, size_t i0, size_t n, float *out)
 {
     for (size_t i = 0; i < n; i++)
@@ -114,12 +143,16 @@ static void gather(const float *blocked, size_t len, uint32_t y, size_t i0, size
 
 void fmoe_store_get_map(const fmoe_store *s, uint32_t y, float *out)
 {
-    gather(s->map, (size_t)s->L * s->J, y, 0, (size_t)s->L * s->J, out);
+    for (uint32_t l = 0; l < s->L; l++) {
+        const float *row = map_row_at(s, y, l);
+        for (uint32_t j = 0; j < s->J; j++)
+            out[(size_t)l * s->J + j] = row[(size_t)j * B];
+    }
 }
 
 void fmoe_store_get_row(const fmoe_store *s, uint32_t y, uint32_t l, float *out)
 {
-    gather(s->map, (size_t)s->L * s->J, y, (size_t)l * s->J, s->J, out);
+    gather(fmoe_map_layer(s, l), s->J, y, 0, s->J, out);
 }
 
 void fmoe_store_get_emb(const fmoe_store *s, uint32_t y, float *out)
@@ -135,6 +168,20 @@ uint32_t fmoe_query_terms(fmoe_store *s, const float *q, uint32_t n)
             s->cols[nc] = i;
             s->w[nc++] = q[i];
         }
+    return nc;
+}
+
+uint32_t fmoe_map_terms(fmoe_store *s, const float *map)
+{
+    uint32_t nc = 0;
+    for (uint32_t l = 0, i = 0; l < s->L; l++) {
+        uint32_t col = fmoe_map_col(s, l * s->J); /* then + j along the row */
+        for (uint32_t j = 0; j < s->J; j++, i++)
+            if (map[i] != 0 || s->nonfinite) {
+                s->cols[nc] = col + j;
+                s->w[nc++] = map[i];
+            }
+    }
     return nc;
 }
 
@@ -215,13 +262,35 @@ static void scatter(float *blocked, size_t len, uint32_t y, const float *v)
         blocked[at(y, i, len)] = v[i];
 }
 
+/* Entry y's map into map16; returns 1 when the filter cannot take the
+ * entry: a negative value, or one whose bfloat16 overflows (a non-finite
+ * one is counted apart). */
+static uint8_t write_bf16(fmoe_store *s, uint32_t y, const float *map)
+{
+    uint8_t bad = 0;
+    for (uint32_t l = 0; l < s->L; l++)
+        for (uint32_t j = 0; j < s->J; j++) {
+            float v = map[(size_t)l * s->J + j];
+            bad |= v < 0;
+            uint16_t h = fmoe_bf16(v);
+            bad |= isfinite(v) && !isfinite(fmoe_bf16_value(h));
+            s->map16[(size_t)l * s->slots * s->J + ((size_t)(y / B) * s->J + j) * B + fmoe_bf16_pos(y % B)] = h;
+        }
+    return bad;
+}
+
 uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map)
 {
     size_t LJ = (size_t)s->L * s->J;
     uint32_t y = s->n < s->cap ? s->n++ : fmoe_dedup(s, emb, map);
     if (s->D)
         scatter(s->emb, s->D, y, emb);
-    scatter(s->map, LJ, y, map);
+    for (uint32_t l = 0; l < s->L; l++) {
+        float *row = map_row_at(s, y, l);
+        for (uint32_t j = 0; j < s->J; j++)
+            row[(size_t)j * B] = map[(size_t)l * s->J + j];
+    }
+    uint8_t unfilterable = write_bf16(s, y, map);
     s->emb_norm2[y] = s->D ? fmoe_norm2_of(emb, s->D) : 0.0;
     s->emb_norm[y] = sqrt(s->emb_norm2[y]);
     s->map_norm2[y] = fmoe_norm2_of(map, LJ);
@@ -239,12 +308,18 @@ uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map)
         double root = sqrt(prefix);
         s->prefix_norm[(size_t)l * s->slots + y] = root;
         s->prefix_inv[(size_t)l * s->slots + y] = root > 0 ? 1.0 / root : 0.0;
+        float invf = (float)s->prefix_inv[(size_t)l * s->slots + y]; /* the filter's: normal or 0 */
+        unfilterable |= invf != 0 && !(isnormal(invf) && invf < 0x1p100f);
+        s->prefix_invf[(size_t)l * s->slots + y] = invf;
+        s->invf_max = invf > s->invf_max ? invf : s->invf_max;
         if (root > 0 && root < s->prefix_floor)
             s->prefix_floor = root;
     }
     uint8_t bad = !fmoe_all_finite(map, LJ) || (s->D && !fmoe_all_finite(emb, s->D));
     s->nonfinite = s->nonfinite - s->entry_nonfinite[y] + bad;
     s->entry_nonfinite[y] = bad;
+    s->unfilterable = s->unfilterable - s->entry_unfilterable[y] + unfilterable;
+    s->entry_unfilterable[y] = unfilterable;
     fmoe_traj_reset(s);
     return y;
 }
@@ -255,8 +330,10 @@ void fmoe_traj_reset(fmoe_store *s)
     if (!s->traj_zeroed) { /* else nothing wrote them since they were zeroed (a run of adds) */
         memset(s->dot, 0, s->slots * sizeof *s->dot);
         memset(s->norm2, 0, s->slots * sizeof *s->norm2);
+        memset(s->fdot, 0, s->slots * sizeof *s->fdot);
         s->traj_zeroed = 1;
     }
+    s->filtered = 0;
     s->traj_norm2 = 0;
     s->observed = 0;
     s->in_order = 1;
@@ -292,13 +369,19 @@ void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P)
     /* layers 0..l observed in order: norm2[y] becomes the cached prefix sum, whose sqrt is cached too */
     s->in_order = s->in_order && s->observed == l;
     const double *sq = s->in_order ? s->prefix_norm + (size_t)l * s->slots : NULL;
+    if (sq && fmoe_traj_filtered(s, l, P)) { /* the same entry and score (fmoe_filter.h) */
+        s->norm2 = s->prefix_norm2 + (size_t)l * s->slots;
+        s->observed++;
+        return;
+    }
+    fmoe_traj_sync(s); /* the exact step: every dot up to date */
     if (sq && s->kernels->traj_scan) {
         /* in order, one pass: acc[y] = P . m_y[l] added to dot[y] as it is summed; norm2 is the
          * cached prefix sum then (copied into norm2_own if the order breaks) */
         uint32_t nc = fmoe_query_terms(s, P, s->J);
         fmoe_roots r = {sq, s->prefix_inv + (size_t)l * s->slots, s->prefix_floor, s->acc};
-        s->best = s->kernels->traj_scan(s->map, (size_t)s->L * s->J, (size_t)l * s->J, s->cols, s->w, nc, s->dot, &r,
-                                        s->n, s->traj_norm2, &s->best_score);
+        s->best = s->kernels->traj_scan(fmoe_map_layer(s, l), s->J, 0, s->cols, s->w, nc, s->dot, &r, s->n,
+                                        s->traj_norm2, &s->best_score);
         s->norm2 = s->prefix_norm2 + (size_t)l * s->slots;
         if (s->best < 0 && s->n) { /* a NaN score (or the filter undecided): the scalar rule over score[] */
             traj_scores_in_order(s, sq);
@@ -309,7 +392,7 @@ void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P)
     }
     traj_norm2_own(s);
     /* acc[y] = P . m_y[l], from 0 over j, then added to the running sums */
-    fmoe_scan_query(s, s->map, (size_t)s->L * s->J, (size_t)l * s->J, P, s->J, s->acc);
+    fmoe_scan_query(s, fmoe_map_layer(s, l), s->J, 0, P, s->J, s->acc);
     const double *rn = s->row_norm2 + (size_t)l * s->slots; /* cached |m_y[l]|^2 */
     s->best = s->kernels->traj(s->dot, s->norm2, s->score, s->acc, rn, sq, s->n, s->traj_norm2, &s->best_score);
     if (s->best < 0 && s->n) /* a NaN score: the scalar rule over score[] */

@@ -15,9 +15,15 @@
  * are the same bit for bit.
  *
  * Layout (issue 18): every search is a scan over all entries, so the values
- * are stored entries-minor in blocks of FMOE_BLOCK entries: value i of entry
- * y (i = l J + j of a map, k of an embedding) sits at
- * block(y / FMOE_BLOCK)[i x FMOE_BLOCK + y % FMOE_BLOCK].  A scan runs one
+ * are stored entries-minor in blocks of FMOE_BLOCK entries: value k of entry
+ * y's embedding sits at block(y / FMOE_BLOCK)[k x FMOE_BLOCK + y % FMOE_BLOCK].
+ * The maps are layer-major (issue 18, i18m): layer l of every entry is one
+ * contiguous slice (fmoe_map_layer) of slots x J floats, blocks of FMOE_BLOCK
+ * entries in it, so value (l, j) of entry y sits at
+ * map[((l x slots / B + y / B) x J + j) x B + y % B] (B = FMOE_BLOCK): the
+ * trajectory search, which reads one layer of every entry, streams one
+ * slice.  A whole-map scan addresses it as blocks of J values per entry with
+ * the column of (l, j) = l x (slots / B) x J + j (fmoe_map_col).  A scan runs one
  * query value against FMOE_BLOCK entries at a time, with one accumulator per
  * entry: vectorised across entries, each entry's own sum still added term by
  * term in the direct formula's order (no reassociation), so every score is
@@ -34,12 +40,14 @@
 
 #include "policies/lib/fmoe_scan.h"
 
+struct fmoe_filter_kernels; /* fmoe_filter.h */
+
 typedef struct {
     uint32_t cap, L, J, D, d; /* capacity C, layers, experts, embedding size, distance (RDY weights) */
     uint32_t n;               /* entries held */
     uint32_t slots;           /* cap rounded up to whole blocks: the length of the per-entry arrays */
     float *emb;               /* [slots / B][D][B], B = FMOE_BLOCK (when D > 0) */
-    float *map;               /* [slots / B][L J][B] */
+    float *map;               /* [L][slots / B][J][B]: layer-major (fmoe_map_layer, fmoe_map_col) */
     double *emb_norm2;        /* [slots] |e_y|^2 (when D > 0) */
     double *emb_norm;         /* [slots] sqrt(|e_y|^2) */
     double *map_norm2;        /* [slots] |m_y|^2 over the whole map */
@@ -55,7 +63,7 @@ typedef struct {
     uint32_t nonfinite;       /* entries holding a NaN or an infinity (then no term is skipped) */
     uint8_t *entry_nonfinite; /* [slots] */
     /* incremental trajectory search (reset at each iteration) */
-    double *dot;              /* [slots] m_y[0..observed) . traj */
+    double *dot;              /* [slots] m_y[0..observed) . traj (while `filtered`: layers 0 .. synced[y] - 1) */
     double *norm2;            /* [slots] |m_y[0..observed)|^2: norm2_own, or while the layers are observed in
                                  order (0, 1, ..., l) the row l of prefix_norm2, the same values (read only) */
     double *norm2_own;        /* [slots] */
@@ -66,6 +74,22 @@ typedef struct {
     uint32_t observed;        /* layers observed so far */
     int traj_zeroed;          /* dot and norm2_own are zero: nothing observed since the last reset zeroed them */
     int in_order;             /* they were layers 0, 1, ..., observed - 1: norm2 = the cached prefix */
+    /* the float filter of the in-order trajectory step (fmoe_filter.h): while `filtered`, dot[y]
+       holds layers 0 .. synced[y] - 1 only (fmoe_traj_sync brings every entry up to date) */
+    const struct fmoe_filter_kernels *filter; /* NULL: no filter (the exact step) */
+    int filtered;             /* this iteration's layers so far were filtered */
+    uint16_t *map16;          /* [L][slots / B][J][B] the maps as bfloat16 (fmoe_bf16_pos order in a block) */
+    double traj_psum;         /* the sum of the rows observed (filtered iteration) */
+    float *fdot;              /* [slots] float estimates of dot */
+    float *fscore;            /* [slots] fdot x prefix_invf: estimated score x |traj| */
+    float *prefix_invf;       /* [L][slots] (float) prefix_inv, a normal float or 0 */
+    double invf_max;          /* >= every prefix_invf ever held (never lowered) */
+    uint32_t *synced;         /* [slots] layers summed into dot[y] */
+    uint32_t *cand;           /* [slots] the filter's candidates */
+    float *traj_rows;         /* [L][J] the rows observed this iteration (the catch-up's queries) */
+    uint32_t unfilterable;    /* entries with a negative map value or an inverse root out of float range */
+    uint8_t *entry_unfilterable; /* [slots] */
+    uint64_t filter_steps, filter_candidates; /* filtered steps, candidates they scored (tests, benchmarks) */
     /* scratch of the scans */
     double *acc, *acc2;       /* [slots] one sum per entry */
     uint32_t *cols;           /* [max(L J, D)] the query's terms that are summed */
@@ -84,12 +108,29 @@ typedef struct {
 
 void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32_t D, uint32_t d);
 void fmoe_store_free(fmoe_store *s);
+/* Whether a store of capacity cap for an L x J model keeps its map columns
+ * below 2^32 (fmoe_map_col; a map array below 256 GB): fmoe_store_init
+ * aborts otherwise, so its callers check first. */
+int fmoe_store_fits(uint32_t cap, uint32_t L, uint32_t J);
 /* Memory of the held entries: n x (D + L x J) x sizeof(float) bytes (the
  * embeddings and maps; the O(C) search scratch is not counted). */
 size_t fmoe_store_bytes(const fmoe_store *s);
 /* The bytes a store of n maps of an L x J model with D-dimensional
  * embeddings holds (what fmoe_store_bytes says once it has n). */
 size_t fmoe_store_bytes_of(uint64_t n, uint32_t L, uint32_t J, uint32_t D);
+/* Layer l's slice of the maps: slots / B blocks of J values per entry (the
+ * kernels' vals with len = J, first = 0, columns j). */
+static inline const float *fmoe_map_layer(const fmoe_store *s, uint32_t l)
+{
+    return s->map + (size_t)l * s->slots * s->J;
+}
+/* The kernels' column of map value i = l J + j with vals = map, len = J:
+ * l x (slots / B) x J + j (below 2^32 while the map array is below 256 GB:
+ * fmoe_store_init refuses more). */
+static inline uint32_t fmoe_map_col(const fmoe_store *s, uint32_t i)
+{
+    return (i / s->J) * (s->slots / FMOE_BLOCK) * s->J + i % s->J;
+}
 /* Entry y's map (out[L J], row-major), layer l's row of it (out[J]), its
  * embedding (out[D]). */
 void fmoe_store_get_map(const fmoe_store *s, uint32_t y, float *out);
@@ -132,7 +173,10 @@ uint32_t fmoe_dedup(fmoe_store *s, const float *emb, const float *map);
 /* Trajectory search (seed 000 Eq. score-map), incremental: reset at the start
  * of an iteration, then observe layers 0, 1, ... in order; each observation
  * adds P_l . m_y[l] (summed over j from 0) to dot[y] and |m_y[l]|^2 to
- * norm2[y] for every entry, and sets score[y]. */
+ * norm2[y] for every entry, and sets score[y].  In order, with the float
+ * filter (fmoe_filter.h), only the candidates' dot[y] are brought up to date
+ * (fmoe_traj_sync brings every entry) and score[] is not written; the best
+ * entry and score are the same. */
 void fmoe_traj_reset(fmoe_store *s);
 void fmoe_traj_observe(fmoe_store *s, uint32_t l, const float *P);
 /* y* = argmax_y dot[y] / (|traj| |m_y prefix|) (0 for a zero vector), ties to

@@ -30,6 +30,10 @@ static inline double fmoe_cosine_of(double ab, double aa, double bb, double sqrt
  * every stored value is finite (a zero term then adds +-0 to a sum that is
  * never -0: no change), else all of them.  Returns their count. */
 uint32_t fmoe_query_terms(fmoe_store *s, const float *q, uint32_t n);
+/* The same for a whole map query (map[L J]), each term's column the
+ * layer-major one (fmoe_map_col): the kernels then read s->map with len = J,
+ * first = 0. */
+uint32_t fmoe_map_terms(fmoe_store *s, const float *map);
 
 /* out[y] = q[0..n) . (values first .. first + n - 1 of entry y), summed from
  * +0 in index order, for every held entry (out is written up to the end of

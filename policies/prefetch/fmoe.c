@@ -151,6 +151,18 @@ static int train_iteration(void *ctx, uint64_t req_index, const ms_request *r, u
     return 0;
 }
 
+/* The parts the training pass reads besides the top-k ids: the gate's
+ * probabilities alone on a full-prob trace (ms_gate_add_iteration does not
+ * read its top-k weights then), the embeddings only for the semantic search,
+ * nothing for hitcount (it counts the ids). */
+static unsigned train_parts(const fmoe_pf *s, const ms_trace_meta *m)
+{
+    if (s->track == TRACK_HITCOUNT)
+        return 0;
+    unsigned p = m->probs_kind == MS_PROBS_FULL ? MS_PART_PROBS : MS_PART_GATE;
+    return s->D ? p | MS_PART_EMBED : p;
+}
+
 static int fill_offline(fmoe_pf *s, const ms_policy_env *env, ms_err *err)
 {
     if (env->split.frac == 0)
@@ -158,7 +170,7 @@ static int fill_offline(fmoe_pf *s, const ms_policy_env *env, ms_err *err)
                             "or use store=online", env->trace_path);
     s->env = env;
     s->cur_req = UINT64_MAX;
-    int rc = ms_train_foreach(env, MS_PART_GATE | MS_PART_EMBED, train_iteration, s, err);
+    int rc = ms_train_foreach(env, train_parts(s, env->meta), train_iteration, s, err);
     if (rc == 0 && s->track == TRACK_HITCOUNT)
         flush_request(s);
     memset(s->cur, 0, (size_t)s->L * s->J * sizeof *s->cur);
@@ -204,6 +216,12 @@ static void *fmoe_create(const ms_params *p, const ms_policy_env *env, ms_err *e
         return NULL;
     }
     s->D = s->use_sem ? env->meta->embed_dim : 0;
+    if (!fmoe_store_fits((uint32_t)ms_param_num(p, "capacity"), s->L, s->J)) {
+        ms_fail(err, "fmoe: capacity=%u maps of %u layers x %u experts is beyond the map store's size (2^32 columns)",
+                (uint32_t)ms_param_num(p, "capacity"), s->L, s->J);
+        free(s);
+        return NULL;
+    }
     fmoe_store_init(&s->store, (uint32_t)ms_param_num(p, "capacity"), s->L, s->J, s->D,
                     s->d < s->L ? s->d : s->L);
     s->cur = ms_xcalloc((size_t)s->L * s->J, sizeof *s->cur);
