@@ -78,8 +78,18 @@ static inline int eng_qset_has(const eng_qset *q, uint32_t x) { return (q->live[
 static inline const qentry *eng_qset_at(const eng_qset *q, uint32_t x) { return &q->e[x]; }
 /* Adds r, or replaces x's request by r (x = r.x < nx). */
 void eng_qset_set(eng_qset *q, qentry r);
+/* eng_qset_set of the prefetch requests {x, gen[x], 0, prio[x], issue_t,
+ * seq[i]} for x = xs[i], i < n (x < nx, distinct): the same set, but a
+ * request of an x without one (all but rare on-demand loads) is not
+ * compared with the kept bests: those of its block and of the set are marked
+ * stale, and the next query rescans each block once (an eam refill adds a
+ * thousand requests in one hook). */
+void eng_qset_add_burst(eng_qset *q, const uint32_t *xs, const uint64_t *seq, uint32_t n, const uint32_t *gen,
+                        const double *prio, double issue_t);
 /* Removes and returns x's request (x must have one). */
 qentry eng_qset_take(eng_qset *q, uint32_t x);
+/* Removes x's request (x must have one): eng_qset_take without the copy. */
+void eng_qset_drop(eng_qset *q, uint32_t x);
 /* The best request, EQ_NONE when the set is empty. */
 uint32_t eng_qset_best(eng_qset *q);
 /* The request a link starts next and when (q not empty): once the link is
