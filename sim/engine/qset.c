@@ -160,31 +160,37 @@ void eng_qset_set(eng_qset *q, qentry r)
 void eng_qset_add_burst(eng_qset *q, const uint32_t *xs, const uint64_t *seq, uint32_t n, const uint32_t *gen,
                         const double *prio, double issue_t)
 {
-    qentry *e = q->e; /* locals: the byte stores below would make the compiler reload q's fields */
+    qentry *e = q->e; /* locals: the compiler would reload q's fields after each store */
     uint64_t *live = q->live;
-    uint8_t *stale = q->stale;
-    uint32_t *dirty = q->dirty, n_dirty = q->n_dirty;
-    uint32_t added = 0;
+    uint32_t added = 0, run_b = UINT32_MAX, run_best = EQ_NONE;
+    double run_prio = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t x = xs[i], b = x / QS_BLOCK;
         qentry r = {x, gen[x], 0, prio[x], issue_t, seq[i]};
         if ((live[x / 64] >> (x % 64)) & 1) { /* x has a request after all (an on-demand load): replaced */
-            q->n_dirty = n_dirty;
             eng_qset_set(q, r);
-            n_dirty = q->n_dirty;
             continue;
         }
         live[x / 64] |= 1ull << (x % 64);
         e[x] = r;
-        if (!(stale[b] & QS_DIRTY))
-            dirty[n_dirty++] = b;
-        stale[b] |= QS_STALE_BEST | QS_STALE_TIME | QS_DIRTY;
         added++;
+        if (b == run_b) {
+            /* the run's best so far has an earlier seq: x is before it iff
+             * its priority is higher (eng_qbefore; NaN never is) */
+            int better = r.prio > run_prio;
+            run_best = better ? x : run_best;
+            run_prio = better ? r.prio : run_prio;
+            continue;
+        }
+        if (run_best != EQ_NONE)
+            note_added(q, run_b, run_best);
+        run_b = b;
+        run_best = x;
+        run_prio = r.prio;
     }
-    q->n_dirty = n_dirty;
+    if (run_best != EQ_NONE)
+        note_added(q, run_b, run_best);
     q->n += added;
-    if (added)
-        q->top_ok = 0;
 }
 
 qentry eng_qset_take(eng_qset *q, uint32_t x)
