@@ -44,6 +44,25 @@ void eng_dequeue_prefetch(ms_view *v, uint32_t x)
         eng_qset_drop(q, x);
 }
 
+void eng_dequeue_prefetches(ms_view *v, const uint32_t *xs, uint32_t n)
+{
+    if (v->G > 1) {
+        for (uint32_t i = 0; i < n; i++)
+            eng_dequeue_prefetch(v, xs[i]);
+        return;
+    }
+    uint8_t *queued = v->queued;
+    uint32_t *qgen = v->qgen;
+    size_t was = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        was += queued[xs[i]];
+        queued[xs[i]] = 0;
+        qgen[xs[i]]++;
+    }
+    v->n_queued -= was;
+    eng_qset_drop_list(&v->q, xs, n);
+}
+
 /* ------------------------------------------------------------------ */
 /* the copy engine */
 

@@ -212,6 +212,31 @@ void eng_qset_drop(eng_qset *q, uint32_t x)
         q->top_ok = 0;
 }
 
+void eng_qset_drop_list(eng_qset *q, const uint32_t *xs, uint32_t n)
+{
+    uint64_t *live = q->live; /* locals: the byte stores would make the compiler reload q's fields */
+    const uint32_t *best = q->best, *first = q->first;
+    uint8_t *stale = q->stale;
+    uint32_t top = q->top, dropped = 0;
+    int top_gone = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t x = xs[i], b = x / QS_BLOCK;
+        uint64_t bit = 1ull << (x % 64);
+        if (!(live[x / 64] & bit))
+            continue;
+        live[x / 64] &= ~bit;
+        dropped++;
+        if (best[b] == x)
+            mark_stale_best(q, b);
+        if (first[b] == x)
+            stale[b] |= QS_STALE_TIME;
+        top_gone |= top == x;
+    }
+    q->n -= dropped;
+    if (top_gone)
+        q->top_ok = 0;
+}
+
 /* Block b's best request from its live ones. */
 static void rescan_best(eng_qset *q, uint32_t b)
 {

@@ -92,6 +92,9 @@ void eng_qset_add_burst(eng_qset *q, const uint32_t *xs, const uint64_t *seq, ui
 qentry eng_qset_take(eng_qset *q, uint32_t x);
 /* Removes x's request (x must have one): eng_qset_take without the copy. */
 void eng_qset_drop(eng_qset *q, uint32_t x);
+/* eng_qset_drop of each x = xs[i], i < n, that has a request (a layer's
+ * expired prefetches). */
+void eng_qset_drop_list(eng_qset *q, const uint32_t *xs, uint32_t n);
 /* The best request, EQ_NONE when the set is empty. */
 uint32_t eng_qset_best(eng_qset *q);
 /* The request a link starts next and when (q not empty): once the link is
