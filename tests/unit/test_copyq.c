@@ -17,7 +17,8 @@
  *    times, and both queries (eng_qset_best, eng_qset_next); a second pass
  *    (seeds 401..800) adds half the resubmission runs in one
  *    eng_qset_add_burst (the fresh requests' bests marked stale, experts
- *    with a request replaced) and takes a quarter by eng_qset_drop. */
+ *    with a request replaced), takes a quarter by eng_qset_drop and expires
+ *    half the layers by one eng_qset_drop_list. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -264,7 +265,7 @@ static int scan_next(const scan_q *s, double link_free, uint32_t *pick, double *
 }
 
 static struct {
-    uint64_t bests, nexts, deferred, none_finite, expired, replaced, burst_added, burst_replaced, dropped;
+    uint64_t bests, nexts, deferred, none_finite, expired, replaced, burst_added, burst_replaced, dropped, listed_expired;
 } scan_seen;
 static int scan_bursts; /* the second pass: bursts (eng_qset_add_burst) and eng_qset_drop as well */
 
@@ -358,8 +359,8 @@ static int scan_serve(scan_q *s, eng_qset *q, double now)
 }
 
 /* bursts: the second pass, seeds 401..800, where half the runs of
- * resubmissions are one burst (now and then of every expert) and a quarter
- * of the takes are drops. */
+ * resubmissions are one burst (now and then of every expert), a quarter of
+ * the takes are drops and half the layers expire by one drop list. */
 static void test_same_as_scan(int bursts)
 {
     static scan_q s;
@@ -389,9 +390,23 @@ static void test_same_as_scan(int bursts)
                 bad |= !scan_take(&s, &q, x);
             } else if (what < 60) { /* a layer runs: its queued requests expire */
                 uint32_t l0 = x / J * J;
-                for (uint32_t y = l0; y < s.nx && y < l0 + J; y++) {
-                    scan_seen.expired += s.live[y];
-                    bad |= !scan_take(&s, &q, y);
+                if (bursts && below(2)) { /* all at once (eng_qset_drop_list), the ones without a request too */
+                    static uint32_t xs[SX];
+                    uint32_t k = 0;
+                    for (uint32_t y = l0; y < s.nx && y < l0 + J; y++) {
+                        scan_seen.listed_expired += s.live[y];
+                        s.n -= s.live[y];
+                        s.live[y] = 0;
+                        xs[k++] = y;
+                    }
+                    eng_qset_drop_list(&q, xs, k);
+                    for (uint32_t i = 0; i < k; i++)
+                        bad |= eng_qset_has(&q, xs[i]);
+                } else {
+                    for (uint32_t y = l0; y < s.nx && y < l0 + J; y++) {
+                        scan_seen.expired += s.live[y];
+                        bad |= !scan_take(&s, &q, y);
+                    }
                 }
             } else {
                 now += below(4) * 0.05;
@@ -415,8 +430,9 @@ static void test_same_as_scan(int bursts)
         CHECK(scan_seen.burst_added > 100000);   /* experts without a request */
         CHECK(scan_seen.burst_replaced > 100000); /* experts with one */
         CHECK(scan_seen.dropped > 50000);
+        CHECK(scan_seen.listed_expired > 50000);
         CHECK(scan_seen.deferred > 50000);
-        CHECK(scan_seen.expired > 100000);
+        CHECK(scan_seen.expired > 50000);
         return;
     }
     CHECK(scan_seen.nexts > 80000);
