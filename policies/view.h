@@ -58,6 +58,7 @@ typedef struct ms_view_ops {
     double (*score)(const ms_view *v, uint32_t l, uint32_t e);
     const double *(*scores)(const ms_view *v);
     void (*prefetch)(ms_view *v, uint32_t l, uint32_t e, double priority);
+    void (*prefetch_list)(ms_view *v, const uint32_t *xs, uint32_t n, const double *priority);
     void (*clear_prefetches)(ms_view *v);
     void (*charge_sync)(ms_view *v, double seconds);
     void (*charge_async)(ms_view *v, double seconds);
@@ -146,6 +147,10 @@ static inline const double *ms_view_scores(const ms_view *v) { return ms_view_op
  * a queued expert replaces its priority.  Ignored when (l, e) is cached.
  * The request expires once layer l next runs. */
 static inline void ms_view_prefetch(ms_view *v, uint32_t l, uint32_t e, double priority) { ms_view_ops_of(v)->prefetch(v, l, e, priority); }
+/* ms_view_prefetch(v, x / J, x % J, priority[x]) for x = xs[0], ..., xs[n - 1]
+ * in that order (x = l * J + e; priority indexed by x, [L * J]): the same
+ * requests, for a policy that submits hundreds in one hook. */
+static inline void ms_view_prefetch_list(ms_view *v, const uint32_t *xs, uint32_t n, const double *priority) { ms_view_ops_of(v)->prefetch_list(v, xs, n, priority); }
 static inline void ms_view_clear_prefetches(ms_view *v) { ms_view_ops_of(v)->clear_prefetches(v); }
 /* Modelled decision cost: a synchronous cost delays GPU compute, an
  * asynchronous one delays only the prefetches issued after it in this hook. */

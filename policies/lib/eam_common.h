@@ -104,7 +104,8 @@ typedef struct {
     const eam_set *set; /* the collection the entry stats describe */
     uint64_t version;   /* its version then */
     int primed;         /* cos, pre and last describe a previous cur */
-    double *an;         /* [nb][L][J][EAM_BLOCK] entry row l divided by its sum (0: zero row or padding) */
+    double *an;         /* [L][nb][J][EAM_BLOCK] entry row l divided by its sum (0: zero row or padding);
+                           a match reads row l of every block, one stretch of memory */
     double *sum;        /* [n][L] entry row sums (row_sum's order) */
     double *root;       /* [L][nb B] sqrt of the squared norm of the row-normalised entry row (+inf: zero row) */
     double *cos;        /* [L][nb B] eam_row_cosine(entry row l, last row l) */
@@ -112,6 +113,7 @@ typedef struct {
     double *dist;       /* [nb B] scratch: each entry's Eq. (1) distance */
     double *last;       /* [L][J] cur at the previous match */
     double *y;          /* [J] scratch: a cur row divided by its sum */
+    uint32_t *nz;       /* [J] scratch: the e with y[e] != 0, ascending (the dot products skip the rest) */
     int avx;            /* the dot products on AVX (init: when the CPU has it; a test may clear it) */
     uint64_t *gen;      /* [L] the row generations of the last match (eam_matcher_match_gen) */
     int gen_valid;      /* gen describes last */

@@ -24,6 +24,7 @@ void eam_matcher_init(eam_matcher *m, uint32_t L, uint32_t J)
     m->J = J;
     m->last = ms_xcalloc((size_t)L * J, sizeof *m->last);
     m->y = ms_xcalloc(J, sizeof *m->y);
+    m->nz = ms_xcalloc(J ? J : 1, sizeof *m->nz);
     m->gen = ms_xcalloc(L ? L : 1, sizeof *m->gen);
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
     m->avx = __builtin_cpu_supports("avx");
@@ -40,6 +41,7 @@ void eam_matcher_free(eam_matcher *m)
     free(m->dist);
     free(m->last);
     free(m->y);
+    free(m->nz);
     free(m->gen);
     memset(m, 0, sizeof *m);
 }
@@ -75,7 +77,7 @@ static void grow(eam_matcher *m, uint32_t n)
 static void load_entry_row(eam_matcher *m, const double *row, uint32_t i, uint32_t l)
 {
     size_t lanes = (size_t)m->nb * B;
-    double *an = m->an + (((size_t)(i / B) * m->L + l) * m->J) * B + i % B;
+    double *an = m->an + (((size_t)l * m->nb + i / B) * m->J) * B + i % B;
     double sa = row_sum(row, m->J), na = 0;
     m->sum[(size_t)i * m->L + l] = sa;
     for (uint32_t e = 0; e < m->J; e++) {
@@ -106,7 +108,13 @@ static void refresh_entries(eam_matcher *m, const eam_set *c)
 
 /* d[t] = sum over e in order of an[e][t] y[e], from +0, for the B entries of
  * one block's row: one lane per entry, a product then a sum per term, as the
- * scalar loop does (GCC/clang vector types keep the B sums in registers). */
+ * scalar loop does (GCC/clang vector types keep the B sums in registers).
+ * Only the terms with y[e] != 0 are added, nz[0..n_nz) in ascending e: a
+ * skipped term is an[e][t] 0, a zero (an is finite), and adding a zero
+ * leaves a sum unchanged unless the sum is -0, which it never is (it starts
+ * at +0, and x + y is -0 in round-to-nearest only when x and y both are).
+ * cur's rows are token counts, about half zero on Qwen1.5-MoE: a skipped
+ * term is also a skipped cache line of an (B doubles). */
 #if (defined(__GNUC__) || defined(__clang__)) && EAM_BLOCK == 8
 typedef double eam_v2 __attribute__((vector_size(2 * sizeof(double)))); /* one SSE2 / NEON register */
 
@@ -117,10 +125,12 @@ static eam_v2 load2(const double *p)
     return v;
 }
 
-static void block_dots(const double *restrict an, const double *restrict y, uint32_t J, double *restrict d)
+static void block_dots(const double *restrict an, const double *restrict y, const uint32_t *restrict nz,
+                       uint32_t n_nz, double *restrict d)
 {
     eam_v2 a0 = {0, 0}, a1 = {0, 0}, a2 = {0, 0}, a3 = {0, 0};
-    for (uint32_t e = 0; e < J; e++) {
+    for (uint32_t k = 0; k < n_nz; k++) {
+        uint32_t e = nz[k];
         const double *p = an + (size_t)e * B;
         eam_v2 ye = {y[e], y[e]};
         a0 += load2(p) * ye;
@@ -138,10 +148,12 @@ typedef double eam_v4 __attribute__((vector_size(4 * sizeof(double)))); /* one A
 
 /* block_dots on AVX: the same lanes, four per register (no FMA: AVX has none). */
 __attribute__((target("avx"))) static void block_dots_avx(const double *restrict an, const double *restrict y,
-                                                          uint32_t J, double *restrict d)
+                                                          const uint32_t *restrict nz, uint32_t n_nz,
+                                                          double *restrict d)
 {
     eam_v4 a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};
-    for (uint32_t e = 0; e < J; e++) {
+    for (uint32_t k = 0; k < n_nz; k++) {
+        uint32_t e = nz[k];
         const double *p = an + (size_t)e * B;
         eam_v4 ye = {y[e], y[e], y[e], y[e]}, v0, v1;
         memcpy(&v0, p, sizeof v0);
@@ -155,13 +167,14 @@ __attribute__((target("avx"))) static void block_dots_avx(const double *restrict
 #define EAM_HAVE_AVX 1
 #endif
 #else
-static void block_dots(const double *restrict an, const double *restrict y, uint32_t J, double *restrict d)
+static void block_dots(const double *restrict an, const double *restrict y, const uint32_t *restrict nz,
+                       uint32_t n_nz, double *restrict d)
 {
     for (uint32_t t = 0; t < B; t++)
         d[t] = 0;
-    for (uint32_t e = 0; e < J; e++)
+    for (uint32_t k = 0; k < n_nz; k++)
         for (uint32_t t = 0; t < B; t++)
-            d[t] += an[(size_t)e * B + t] * y[e];
+            d[t] += an[(size_t)nz[k] * B + t] * y[nz[k]];
 }
 #endif
 
@@ -211,20 +224,23 @@ static void update_row(eam_matcher *m, const double *cur_row, uint32_t l)
             cos[i] = 0.0; /* a zero row: cosine 0 (padding lanes too: update_prefix reads them) */
         return;
     }
+    uint32_t n_nz = 0;
     for (uint32_t e = 0; e < J; e++) {
         m->y[e] = cur_row[e] / sb;
         nb += m->y[e] * m->y[e];
+        m->nz[n_nz] = e;
+        n_nz += m->y[e] != 0;
     }
     double rb = sqrt(nb);
     for (uint32_t b = 0; b < m->nb; b++) {
-        const double *an = m->an + (((size_t)b * m->L + l) * J) * B;
+        const double *an = m->an + (((size_t)l * m->nb + b) * J) * B;
 #ifdef EAM_HAVE_AVX
         if (m->avx) {
-            block_dots_avx(an, m->y, J, cos + (size_t)b * B);
+            block_dots_avx(an, m->y, m->nz, n_nz, cos + (size_t)b * B);
             continue;
         }
 #endif
-        block_dots(an, m->y, J, cos + (size_t)b * B);
+        block_dots(an, m->y, m->nz, n_nz, cos + (size_t)b * B);
     }
     scale_lanes(cos, m->root + (size_t)l * lanes, rb, lanes);
 }

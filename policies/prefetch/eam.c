@@ -65,6 +65,7 @@ typedef struct {
     double *last_prio; /* [L][J] priority last submitted (paper mode) */
     uint8_t *renew;    /* [L][J] 1 when last_prio != prio: a queued request would get a new priority */
     double *prio;      /* [L][J] the priorities of entry prio_of of the collection at prio_version */
+    uint32_t *submit;  /* [L J] scratch: the experts one gate submits, in order */
     uint32_t prio_of;  /* UINT32_MAX: none yet */
     uint64_t prio_version;
     uint64_t rebuilds;
@@ -84,6 +85,7 @@ static void eam_destroy(void *st)
     free(s->last_prio);
     free(s->renew);
     free(s->prio);
+    free(s->submit);
     free(s);
 }
 
@@ -122,6 +124,7 @@ static void *eam_create(const ms_params *p, const ms_policy_env *env, ms_err *er
     s->last_prio = ms_xcalloc((size_t)s->L * s->J, sizeof *s->last_prio);
     s->renew = ms_xcalloc((size_t)s->L * s->J, sizeof *s->renew);
     s->prio = ms_xcalloc((size_t)s->L * s->J, sizeof *s->prio);
+    s->submit = ms_xcalloc((size_t)s->L * s->J + 1, sizeof *s->submit);
     s->prio_of = UINT32_MAX;
     if (s->mode != EAM_MODE_PAPER)
         return s;
@@ -198,8 +201,7 @@ static const double *entry_priorities(eam_state *s, uint32_t i)
 /* The first x in [x, end) that prefetch_paper submits: not in flight or
  * resident, and not queued with an unchanged priority (renew[x] == 0: the
  * C == of last and prio, NaN unequal, -0 == +0, kept by entry_priorities and
- * the submissions); end when none.  The arrays are read when called, so a
- * scan after each submission sees what a one-at-a-time loop saw.  With SSE2
+ * the submissions); end when none.  With SSE2
  * sixteen entries a round (nearly every entry is skipped): byte masks of
  * cached, queued and renew (0 or 1 each). */
 static size_t next_submitted(const uint8_t *cached, const uint8_t *queued, const uint8_t *renew, size_t x, size_t end)
@@ -234,13 +236,17 @@ static void prefetch_paper(eam_state *s, ms_view *v, uint32_t l)
     size_t end = (size_t)s->L * J;
     /* line 22: fl in layers[cur_l + 1 : n_layers], each expert e; skipped:
      * experts in flight (or resident), and queued ones whose priority would
-     * not change */
+     * not change.  The list is made first and then submitted in its order:
+     * submitting x changes only queued[x] (set) and cached[] not at all, so
+     * the scan past x finds what it would have after each submission. */
+    uint32_t n = 0;
     for (size_t x = next_submitted(cached, queued, renew, (size_t)(l + 1) * J, end); x < end;
          x = next_submitted(cached, queued, renew, x + 1, end)) {
         last[x] = prio[x];
         renew[x] = last[x] != prio[x]; /* 0 (a priority is never NaN), as the == test gave */
-        ms_view_prefetch(v, (uint32_t)(x / J), (uint32_t)(x % J), prio[x]); /* line 27: q.submit(e, p) */
+        s->submit[n++] = (uint32_t)x;
     }
+    ms_view_prefetch_list(v, s->submit, n, prio); /* line 27: q.submit(e, p) for each, in order */
 }
 
 /* The 2024 code at layer l_now, before its loads: candidates = layers

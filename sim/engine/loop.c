@@ -225,11 +225,12 @@ static double compute_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, 
 }
 
 /* Layer l runs: the queued prefetches of its experts it does not activate
- * expire, and the prefetched ones it does not activate had their target. */
-static inline void expire_prefetch(ms_view *v, uint32_t x)
+ * expire (listed in gone, dequeued together), and the prefetched ones it
+ * does not activate had their target. */
+static inline void expire_prefetch(ms_view *v, uint32_t x, uint32_t *gone, uint32_t *n_gone)
 {
     if (v->queued[x] && v->mark[x] != v->iter + 1) {
-        eng_dequeue_prefetch(v, x);
+        gone[(*n_gone)++] = x;
         v->m->prefetch_cancelled++;
     }
     if (v->from_prefetch[x] == PF_AHEAD && v->mark[x] != v->iter + 1) {
@@ -243,17 +244,18 @@ static inline void expire_prefetch(ms_view *v, uint32_t x)
  * two words). */
 static void expire_prefetches_of_layer(ms_view *v, uint32_t l)
 {
-    uint32_t x0 = l * v->J, e = 0;
+    uint32_t x0 = l * v->J, e = 0, *gone = v->burst_x, n_gone = 0;
     for (; e + 8 <= v->J; e += 8) {
         uint64_t q, f;
         memcpy(&q, v->queued + x0 + e, sizeof q);
         memcpy(&f, v->from_prefetch + x0 + e, sizeof f);
         if (q | (f & 0x0101010101010101u))
             for (uint32_t i = 0; i < 8; i++)
-                expire_prefetch(v, x0 + e + i);
+                expire_prefetch(v, x0 + e + i, gone, &n_gone);
     }
     for (; e < v->J; e++)
-        expire_prefetch(v, x0 + e);
+        expire_prefetch(v, x0 + e, gone, &n_gone);
+    eng_dequeue_prefetches(v, gone, n_gone);
 }
 
 static int run_layer(ms_view *v, uint32_t l)

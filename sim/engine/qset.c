@@ -15,6 +15,25 @@ enum { QS_STALE_BEST = 1, QS_STALE_TIME = 2, QS_DIRTY = 4 };
 
 #define qbefore eng_qbefore
 
+/* eng_qbefore(a, b) by the same comparisons, without short cuts: the
+ * compiler can select the better request without a branch (a rescan's
+ * comparisons go either way at random).  Equal to eng_qbefore for every
+ * pair, NaN priorities too (then neither > nor == holds, as != does). */
+static inline int before_flat(const qentry *a, const qentry *b)
+{
+    return (a->demand > b->demand) |
+           ((a->demand == b->demand) & ((a->prio > b->prio) | ((a->prio == b->prio) & (a->seq < b->seq))));
+}
+
+/* best (not EQ_NONE) or x, whichever request is better (selected by a
+ * mask: as a ?: the compiler kept the best's fields in registers and
+ * branched to update them). */
+static inline uint32_t pick(const eng_qset *q, uint32_t best, uint32_t x)
+{
+    uint32_t m = 0u - (uint32_t)before_flat(&q->e[x], &q->e[best]);
+    return (x & m) | (best & ~m);
+}
+
 /* b, the best request so far (EQ_NONE: none), or x if x's is better. */
 static uint32_t better_of(const eng_qset *q, uint32_t b, uint32_t x)
 {
@@ -26,7 +45,9 @@ static uint32_t winner(const eng_qset *q, uint32_t a, uint32_t b)
 {
     if (b == EQ_NONE)
         return a;
-    return better_of(q, a, b);
+    if (a == EQ_NONE)
+        return b;
+    return pick(q, a, b);
 }
 
 /* Block b's live requests: bit i for expert b QS_BLOCK + i. */
@@ -136,7 +157,49 @@ void eng_qset_set(eng_qset *q, qentry r)
     note_added(q, b, x);
 }
 
+void eng_qset_add_burst(eng_qset *q, const uint32_t *xs, const uint64_t *seq, uint32_t n, const uint32_t *gen,
+                        const double *prio, double issue_t)
+{
+    qentry *e = q->e; /* locals: the compiler would reload q's fields after each store */
+    uint64_t *live = q->live;
+    uint32_t added = 0, run_b = UINT32_MAX, run_best = EQ_NONE;
+    double run_prio = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t x = xs[i], b = x / QS_BLOCK;
+        qentry r = {x, gen[x], 0, prio[x], issue_t, seq[i]};
+        if ((live[x / 64] >> (x % 64)) & 1) { /* x has a request after all (an on-demand load): replaced */
+            eng_qset_set(q, r);
+            continue;
+        }
+        live[x / 64] |= 1ull << (x % 64);
+        e[x] = r;
+        added++;
+        if (b == run_b) {
+            /* the run's best so far has an earlier seq: x is before it iff
+             * its priority is higher (eng_qbefore; NaN never is) */
+            int better = r.prio > run_prio;
+            run_best = better ? x : run_best;
+            run_prio = better ? r.prio : run_prio;
+            continue;
+        }
+        if (run_best != EQ_NONE)
+            note_added(q, run_b, run_best);
+        run_b = b;
+        run_best = x;
+        run_prio = r.prio;
+    }
+    if (run_best != EQ_NONE)
+        note_added(q, run_b, run_best);
+    q->n += added;
+}
+
 qentry eng_qset_take(eng_qset *q, uint32_t x)
+{
+    eng_qset_drop(q, x);
+    return q->e[x];
+}
+
+void eng_qset_drop(eng_qset *q, uint32_t x)
 {
     uint32_t b = x / QS_BLOCK;
     q->live[x / 64] &= ~(1ull << (x % 64));
@@ -147,15 +210,43 @@ qentry eng_qset_take(eng_qset *q, uint32_t x)
         q->stale[b] |= QS_STALE_TIME;
     if (q->top == x)
         q->top_ok = 0;
-    return q->e[x];
+}
+
+void eng_qset_drop_list(eng_qset *q, const uint32_t *xs, uint32_t n)
+{
+    uint64_t *live = q->live; /* locals: the byte stores would make the compiler reload q's fields */
+    const uint32_t *best = q->best, *first = q->first;
+    uint8_t *stale = q->stale;
+    uint32_t top = q->top, dropped = 0;
+    int top_gone = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t x = xs[i], b = x / QS_BLOCK;
+        uint64_t bit = 1ull << (x % 64);
+        if (!(live[x / 64] & bit))
+            continue;
+        live[x / 64] &= ~bit;
+        dropped++;
+        if (best[b] == x)
+            mark_stale_best(q, b);
+        if (first[b] == x)
+            stale[b] |= QS_STALE_TIME;
+        top_gone |= top == x;
+    }
+    q->n -= dropped;
+    if (top_gone)
+        q->top_ok = 0;
 }
 
 /* Block b's best request from its live ones. */
 static void rescan_best(eng_qset *q, uint32_t b)
 {
     uint32_t best = EQ_NONE;
-    for (uint64_t w = block_live(q, b); w; w &= w - 1)
-        best = better_of(q, best, b * QS_BLOCK + (uint32_t)__builtin_ctzll(w));
+    uint64_t w = block_live(q, b);
+    if (w) {
+        best = b * QS_BLOCK + (uint32_t)__builtin_ctzll(w);
+        for (w &= w - 1; w; w &= w - 1)
+            best = pick(q, best, b * QS_BLOCK + (uint32_t)__builtin_ctzll(w));
+    }
     q->best[b] = best;
     q->stale[b] &= (uint8_t)~QS_STALE_BEST;
 }

@@ -239,6 +239,42 @@ static void view_prefetch(ms_view *v, uint32_t l, uint32_t e, double priority)
     eng_queue_request(v, q);
 }
 
+/* view_prefetch of each listed expert, in order (the hook's issue time is
+ * the same for all: a submission charges nothing).  A queued expert's new
+ * request replaces its old one at once; the fresh requests, each with the
+ * seq it would have had, are added together afterwards (eng_queue_burst):
+ * the same set of requests, the order of adding them to it being of no
+ * consequence. */
+static void view_prefetch_list(ms_view *v, const uint32_t *xs, uint32_t n, const double *priority)
+{
+    double issue_t = v->hook_t + v->sync_delay + v->async_delay;
+    uint8_t *asked = v->asked, *queued = v->queued; /* locals: the byte stores would make the compiler reload v's fields */
+    const uint8_t *cached = v->cached;
+    uint32_t *qgen = v->qgen, *fx = v->burst_x, nx = v->NX, fresh = 0;
+    uint64_t *fseq = v->burst_seq;
+    double *qissue = v->qissue;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t x = xs[i];
+        if (x >= nx || !isfinite(priority[x]))
+            continue;
+        asked[x] = 1;
+        if (cached[x])
+            continue;
+        qgen[x]++;
+        if (queued[x]) { /* a new priority: as view_prefetch */
+            eng_queue_request(v, (qentry){x, qgen[x], 0, priority[x], ms_fmin(issue_t, qissue[x]), v->seq++});
+            continue;
+        }
+        queued[x] = 1;
+        qissue[x] = issue_t;
+        fx[fresh] = x;
+        fseq[fresh++] = v->seq++;
+    }
+    eng_queue_burst(v, fx, fseq, fresh, priority, issue_t);
+    v->n_queued += fresh;
+    v->m->prefetch_issued += fresh;
+}
+
 static void view_clear_prefetches(ms_view *v)
 {
     for (uint32_t x = 0; x < v->NX; x++)
@@ -308,6 +344,7 @@ const ms_view_ops eng_view_ops = {
     .score = view_score,
     .scores = view_scores,
     .prefetch = view_prefetch,
+    .prefetch_list = view_prefetch_list,
     .clear_prefetches = view_clear_prefetches,
     .charge_sync = view_charge_sync,
     .charge_async = view_charge_async,

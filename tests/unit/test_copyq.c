@@ -14,7 +14,11 @@
  *    QS_BLOCK or many, a partial last one, tournament trees up to 7 levels
  *    deep, brought up to date path by path or all at once), with a layer's
  *    requests expired at once, bursts of resubmissions, infinite issue
- *    times, and both queries (eng_qset_best, eng_qset_next). */
+ *    times, and both queries (eng_qset_best, eng_qset_next); a second pass
+ *    (seeds 401..800) adds half the resubmission runs in one
+ *    eng_qset_add_burst (the fresh requests' bests marked stale, experts
+ *    with a request replaced), takes a quarter by eng_qset_drop and expires
+ *    half the layers by one eng_qset_drop_list. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -261,8 +265,9 @@ static int scan_next(const scan_q *s, double link_free, uint32_t *pick, double *
 }
 
 static struct {
-    uint64_t bests, nexts, deferred, none_finite, expired, replaced;
+    uint64_t bests, nexts, deferred, none_finite, expired, replaced, burst_added, burst_replaced, dropped, listed_expired;
 } scan_seen;
+static int scan_bursts; /* the second pass: bursts (eng_qset_add_burst) and eng_qset_drop as well */
 
 /* A request for x in both: priorities and issue times from a few values
  * (ties common; now and then an issue time not finite). */
@@ -282,7 +287,36 @@ static void scan_request(scan_q *s, eng_qset *q, uint32_t x, uint64_t *seq, doub
     eng_qset_set(q, r);
 }
 
-/* Takes x from both when live; 0 when the two disagree on whether it is. */
+/* view_prefetch_list's burst (eng_qset_add_burst) of prefetches for the
+ * experts of [x0, x0 + n) in order: one issue time, priorities by expert
+ * from a few values, consecutive seqs; an expert with a request (now and
+ * then an on-demand load) has it replaced. */
+static void scan_burst(scan_q *s, eng_qset *q, uint32_t x0, uint32_t n, uint64_t *seq, double now)
+{
+    static const double prios[] = {1, 2, 3, 0.5, 2, 1e-8};
+    static const double later[] = {0, 0, 0.1, 0.25, 0.5, INFINITY};
+    static uint32_t xs[SX], gen[SX];
+    static uint64_t seqs[SX];
+    static double prio[SX];
+    double issue_t = now + later[below(6)];
+    uint32_t k = 0;
+    for (uint32_t y = x0; y < s->nx && y < x0 + n; y++) {
+        xs[k] = y;
+        seqs[k] = (*seq)++;
+        prio[y] = prios[below(6)];
+        gen[y] = (uint32_t)below(1000);
+        scan_seen.burst_replaced += s->live[y];
+        scan_seen.burst_added += !s->live[y];
+        s->n += !s->live[y];
+        s->e[y] = (qentry){y, gen[y], 0, prio[y], issue_t, seqs[k]};
+        s->live[y] = 1;
+        k++;
+    }
+    eng_qset_add_burst(q, xs, seqs, k, gen, prio, issue_t);
+}
+
+/* Takes x from both when live (now and then by eng_qset_drop); 0 when the
+ * two disagree on whether it is. */
 static int scan_take(scan_q *s, eng_qset *q, uint32_t x)
 {
     if (s->live[x] != eng_qset_has(q, x))
@@ -291,6 +325,11 @@ static int scan_take(scan_q *s, eng_qset *q, uint32_t x)
         return 1;
     s->live[x] = 0;
     s->n--;
+    if (scan_bursts && below(4) == 0) {
+        scan_seen.dropped++;
+        eng_qset_drop(q, x);
+        return !eng_qset_has(q, x);
+    }
     qentry a = eng_qset_take(q, x);
     return a.seq == s->e[x].seq;
 }
@@ -319,11 +358,16 @@ static int scan_serve(scan_q *s, eng_qset *q, double now)
     return a == b && sa == sb && scan_take(s, q, a);
 }
 
-static void test_same_as_scan(void)
+/* bursts: the second pass, seeds 401..800, where half the runs of
+ * resubmissions are one burst (now and then of every expert), a quarter of
+ * the takes are drops and half the layers expire by one drop list. */
+static void test_same_as_scan(int bursts)
 {
     static scan_q s;
     int bad = 0;
-    for (uint64_t seed = 1; seed <= 400 && !bad; seed++) {
+    memset(&scan_seen, 0, sizeof scan_seen);
+    scan_bursts = bursts;
+    for (uint64_t seed = bursts ? 401 : 1; seed <= (bursts ? 800u : 400u) && !bad; seed++) {
         rng_state = seed;
         memset(&s, 0, sizeof s);
         s.nx = 1 + below(seed % 4 ? 300 : SX);
@@ -336,16 +380,33 @@ static void test_same_as_scan(void)
             uint32_t what = below(100), x = below(s.nx);
             if (what < 40) {
                 scan_request(&s, &q, x, &seq, now);
-            } else if (what < 45) { /* a prefetcher resubmits a run of experts */
-                for (uint32_t y = x; y < s.nx && y < x + 3 * J; y++)
-                    scan_request(&s, &q, y, &seq, now);
+            } else if (what < 45) { /* a prefetcher resubmits a run of experts, one by one or in a burst */
+                if (scan_bursts && below(2))
+                    scan_burst(&s, &q, x, below(16) ? 3 * J : s.nx, &seq, now);
+                else
+                    for (uint32_t y = x; y < s.nx && y < x + 3 * J; y++)
+                        scan_request(&s, &q, y, &seq, now);
             } else if (what < 55) {
                 bad |= !scan_take(&s, &q, x);
             } else if (what < 60) { /* a layer runs: its queued requests expire */
                 uint32_t l0 = x / J * J;
-                for (uint32_t y = l0; y < s.nx && y < l0 + J; y++) {
-                    scan_seen.expired += s.live[y];
-                    bad |= !scan_take(&s, &q, y);
+                if (bursts && below(2)) { /* all at once (eng_qset_drop_list), the ones without a request too */
+                    static uint32_t xs[SX];
+                    uint32_t k = 0;
+                    for (uint32_t y = l0; y < s.nx && y < l0 + J; y++) {
+                        scan_seen.listed_expired += s.live[y];
+                        s.n -= s.live[y];
+                        s.live[y] = 0;
+                        xs[k++] = y;
+                    }
+                    eng_qset_drop_list(&q, xs, k);
+                    for (uint32_t i = 0; i < k; i++)
+                        bad |= eng_qset_has(&q, xs[i]);
+                } else {
+                    for (uint32_t y = l0; y < s.nx && y < l0 + J; y++) {
+                        scan_seen.expired += s.live[y];
+                        bad |= !scan_take(&s, &q, y);
+                    }
                 }
             } else {
                 now += below(4) * 0.05;
@@ -365,6 +426,15 @@ static void test_same_as_scan(void)
         eng_qset_free(&q);
     }
     CHECK(!bad);
+    if (bursts) { /* the sequences exercised the burst and the drop */
+        CHECK(scan_seen.burst_added > 100000);   /* experts without a request */
+        CHECK(scan_seen.burst_replaced > 100000); /* experts with one */
+        CHECK(scan_seen.dropped > 50000);
+        CHECK(scan_seen.listed_expired > 50000);
+        CHECK(scan_seen.deferred > 50000);
+        CHECK(scan_seen.expired > 50000);
+        return;
+    }
     CHECK(scan_seen.nexts > 80000);
     CHECK(scan_seen.bests > 40000);
     CHECK(scan_seen.deferred > 50000);   /* picks where the best was not issued yet */
@@ -414,6 +484,7 @@ int main(void)
 {
     test_by_hand();
     test_same_serves();
-    test_same_as_scan();
+    test_same_as_scan(0);
+    test_same_as_scan(1);
     CHECK_DONE();
 }
