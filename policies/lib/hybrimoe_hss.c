@@ -10,37 +10,111 @@
 /* ------------------------------------------------------------------ */
 /* MRS */
 
-/* Puts e (score x) into the sorted run top[0..at] whose slot `at` is free:
- * shifts the entries of lower score one place down (an equal score stays
- * in front: it has the lower id). */
-static inline void insert_top(uint32_t *top, float *val, uint32_t at, uint32_t e, float x)
+/* The order of the top-p run as one integer: a larger key is a larger x,
+ * or an equal x and a lower id.  x + 0 makes -0 into +0 (they compare
+ * equal); the bits of a float, sign flipped (negative: all flipped), rise
+ * with its value (no NaN here). */
+static inline uint64_t top_key(float x, uint32_t e)
 {
-    while (at > 0 && val[at - 1] < x) {
-        val[at] = val[at - 1];
-        top[at] = top[at - 1];
+    uint32_t u;
+    x += 0.0f;
+    memcpy(&u, &x, sizeof u);
+    u = (u & 0x80000000u) ? ~u : u | 0x80000000u;
+    return (uint64_t)u << 32 | (uint32_t)~e;
+}
+
+static inline uint32_t key_id(uint64_t k)
+{
+    return ~(uint32_t)k;
+}
+
+/* Puts k into the sorted run key[0..at] (descending) whose slot `at` is
+ * free: shifts the smaller keys one place down. */
+static inline void insert_key(uint64_t *key, uint32_t at, uint64_t k)
+{
+    while (at > 0 && key[at - 1] < k) {
+        key[at] = key[at - 1];
         at--;
     }
-    val[at] = x;
-    top[at] = e;
+    key[at] = k;
+}
+
+typedef float top_vf4 __attribute__((vector_size(16))); /* GCC vector extensions: SSE2 / NEON */
+typedef int32_t top_vi4 __attribute__((vector_size(16)));
+#define TOP_BOUND_VECTORS 16 /* p up to 64 */
+
+static inline top_vf4 load_vf4(const float *p)
+{
+    top_vf4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* max(a, b) lane by lane (b where they are equal: either is right here) */
+static inline top_vf4 max_vf4(top_vf4 a, top_vf4 b)
+{
+    top_vi4 gt = a > b;
+    return (top_vf4)(((top_vi4)a & gt) | ((top_vi4)b & ~gt));
+}
+
+/* A lower bound of the p-th largest of s[0..J) (0 < p <= J): the smallest of
+ * the maxima of q >= p disjoint groups of ids, each a residue mod q up to
+ * the last whole block of q (q = p rounded up to a multiple of 4: q / 4
+ * vectors of running maxima, four lanes at a time; the ids after the last
+ * block are in no group).  Those q maxima are q distinct entries at or
+ * above it, so an entry below it has p entries above it and is never among
+ * the top p, whatever the tie rule.  -inf (no bound) when J < q or p > 64. */
+static float top_p_bound(const float *s, uint32_t J, uint32_t p)
+{
+    uint32_t m = (p + 3) / 4, q = 4 * m;
+    if (m == 0 || m > TOP_BOUND_VECTORS || J < q)
+        return -INFINITY;
+    top_vf4 acc[TOP_BOUND_VECTORS];
+    for (uint32_t i = 0; i < m; i++)
+        acc[i] = load_vf4(s + 4 * i);
+    for (uint32_t b = q; b + q <= J; b += q)
+        for (uint32_t i = 0; i < m; i++)
+            acc[i] = max_vf4(load_vf4(s + b + 4 * i), acc[i]);
+    top_vf4 low = acc[0];
+    for (uint32_t i = 1; i < m; i++) {
+        top_vi4 lt = acc[i] < low;
+        low = (top_vf4)(((top_vi4)acc[i] & lt) | ((top_vi4)low & ~lt));
+    }
+    float bound = low[0];
+    for (int i = 1; i < 4; i++)
+        bound = low[i] < bound ? low[i] : bound;
+    return bound;
 }
 
 /* top[0..p) = the p experts of largest s (p <= J), largest first, ties to
- * the lower id (s holds no NaN: gate scores are checked), val[i] = s[top[i]]:
- * one pass keeping the best p found so far in that order, their values
- * beside them so that the usual test (not above the p-th) reads no s[top[]];
- * O(J p) at worst, usually O(J). */
-static void top_p_experts(const float *s, uint32_t J, uint32_t p, uint32_t *top, float *val)
+ * the lower id (s holds no NaN: gate scores are checked), val[i] = s[top[i]];
+ * key[p] is scratch.  One pass keeps the best p found so far in that order
+ * (as top_key's, one integer compare and move per shift); an entry not
+ * above the p-th, the usual case, costs one float compare.  O(J p) at
+ * worst, usually O(J).  The first p places are filled only with entries at
+ * or above top_p_bound (at least p are), so the p-th starts high and few
+ * later entries are inserted: an entry below the bound is never among the
+ * top p, and the rest are visited in id order, so the p and their order are
+ * those of the plain pass over every entry. */
+static void top_p_experts(const float *s, uint32_t J, uint32_t p, uint32_t *top, float *val, uint64_t *key)
 {
     if (p == 0)
         return;
-    for (uint32_t e = 0; e < p; e++)
-        insert_top(top, val, e, e, s[e]);
-    float last = val[p - 1];
-    for (uint32_t e = p; e < J; e++) {
+    float bound = top_p_bound(s, J, p);
+    uint32_t n = 0, e = 0;
+    for (; n < p; e++) /* n reaches p before e reaches J: the q group maxima are at or above the bound */
+        if (s[e] >= bound)
+            insert_key(key, n++, top_key(s[e], e));
+    float last = s[key_id(key[p - 1])];
+    for (; e < J; e++) {
         if (!(s[e] > last))
             continue; /* an equal score has a lower id there */
-        insert_top(top, val, p - 1, e, s[e]);
-        last = val[p - 1];
+        insert_key(key, p - 1, top_key(s[e], e));
+        last = s[key_id(key[p - 1])];
+    }
+    for (uint32_t i = 0; i < p; i++) {
+        top[i] = key_id(key[i]);
+        val[i] = s[top[i]];
     }
 }
 
@@ -59,10 +133,12 @@ void ms_mrs_update(double *S, const float *s, uint32_t J, uint32_t p, double alp
         p = J;
     uint32_t top_buf[MRS_STACK_P];
     float topv_buf[MRS_STACK_P];
+    uint64_t key_buf[MRS_STACK_P];
     int heap = p > MRS_STACK_P; /* the usual p (2K) fits on the stack: no allocation per gate */
     uint32_t *top = heap ? ms_xcalloc(p, sizeof *top) : top_buf;
     float *topv = heap ? ms_xcalloc(p, sizeof *topv) : topv_buf;
-    top_p_experts(s, J, p, top, topv); /* topv descending, as torch.topk returns them */
+    uint64_t *key = heap ? ms_xcalloc(p, sizeof *key) : key_buf;
+    top_p_experts(s, J, p, top, topv, key); /* topv descending, as torch.topk returns them */
     if (order_bug)           /* boolean-mask assignment visits the experts in id order */
         qsort(top, p, sizeof *top, by_id);
     /* (1 - alpha) * S for every expert; TopP(s) is zero outside the top p */
@@ -73,6 +149,7 @@ void ms_mrs_update(double *S, const float *s, uint32_t J, uint32_t p, double alp
     if (heap) {
         free(top);
         free(topv);
+        free(key);
     }
 }
 
@@ -82,12 +159,14 @@ void ms_mrs_update_f32(float *S, const float *s, uint32_t J, uint32_t p, float a
         p = J;
     uint32_t top_buf[MRS_STACK_P];
     float topv_buf[MRS_STACK_P];
+    uint64_t key_buf[MRS_STACK_P];
     uint8_t in_buf[MRS_STACK_J];
     int heap = p > MRS_STACK_P || J > MRS_STACK_J;
     uint32_t *top = heap ? ms_xcalloc(p ? p : 1, sizeof *top) : top_buf;
     float *topv = heap ? ms_xcalloc(p ? p : 1, sizeof *topv) : topv_buf;
+    uint64_t *key = heap ? ms_xcalloc(p ? p : 1, sizeof *key) : key_buf;
     uint8_t *in = heap ? ms_xcalloc(J ? J : 1, 1) : memset(in_buf, 0, J);
-    top_p_experts(s, J, p, top, topv);
+    top_p_experts(s, J, p, top, topv, key);
     if (order_bug)
         qsort(top, p, sizeof *top, by_id);
     float keep = 1.0f - alpha;
@@ -102,6 +181,7 @@ void ms_mrs_update_f32(float *S, const float *s, uint32_t J, uint32_t p, float a
     if (heap) {
         free(top);
         free(topv);
+        free(key);
         free(in);
     }
 }
