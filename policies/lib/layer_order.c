@@ -1,6 +1,5 @@
 #include "policies/lib/layer_order.h"
 
-#include <math.h>
 #include <stdlib.h>
 
 #include "sim/core/err.h"
@@ -13,20 +12,12 @@ void ms_layer_order_init(ms_layer_order *o, uint32_t L, uint32_t J, const double
     o->tick = tick;
     o->list = ms_xcalloc((size_t)L * J + 1, sizeof *o->list);
     o->n = ms_xcalloc(L + 1, sizeof *o->n);
-    o->head_key = ms_xcalloc(L + 1, sizeof *o->head_key);
-    o->head_tick = ms_xcalloc(L + 1, sizeof *o->head_tick);
-    for (uint32_t l = 0; l < L; l++) {
-        o->head_key[l] = INFINITY;
-        o->head_tick[l] = UINT64_MAX;
-    }
 }
 
 void ms_layer_order_free(ms_layer_order *o)
 {
     free(o->list);
     free(o->n);
-    free(o->head_key);
-    free(o->head_tick);
 }
 
 /* Member x = a comes before x = b: a lower key, or an equal key and a lower tick. */
@@ -57,19 +48,6 @@ static void settle(ms_layer_order *o, uint32_t l, uint32_t i)
     row[i] = e;
 }
 
-/* Layer l's order changed: its lowest member's key and tick, again. */
-static void head_changed(ms_layer_order *o, uint32_t l)
-{
-    if (o->n[l] == 0) {
-        o->head_key[l] = INFINITY;
-        o->head_tick[l] = UINT64_MAX;
-        return;
-    }
-    uint32_t x = l * o->J + row_of(o, l)[0];
-    o->head_key[l] = o->key[x];
-    o->head_tick[l] = o->tick[x];
-}
-
 static uint32_t position(const ms_layer_order *o, uint32_t l, uint32_t e)
 {
     const uint32_t *row = row_of(o, l);
@@ -84,7 +62,6 @@ void ms_layer_order_add(ms_layer_order *o, uint32_t l, uint32_t e)
     uint32_t i = o->n[l]++;
     row_of(o, l)[i] = e;
     settle(o, l, i);
-    head_changed(o, l);
 }
 
 void ms_layer_order_remove(ms_layer_order *o, uint32_t l, uint32_t e)
@@ -93,13 +70,11 @@ void ms_layer_order_remove(ms_layer_order *o, uint32_t l, uint32_t e)
     for (uint32_t i = position(o, l, e); i + 1 < o->n[l]; i++)
         row[i] = row[i + 1];
     o->n[l]--;
-    head_changed(o, l);
 }
 
 void ms_layer_order_moved(ms_layer_order *o, uint32_t l, uint32_t e)
 {
     settle(o, l, position(o, l, e));
-    head_changed(o, l);
 }
 
 void ms_layer_order_resort(ms_layer_order *o, uint32_t l)
@@ -113,7 +88,6 @@ void ms_layer_order_resort(ms_layer_order *o, uint32_t l)
         }
         row[j] = e;
     }
-    head_changed(o, l);
 }
 
 /* The lowest accepted member of layer l if it is below `best` (x, or
@@ -138,17 +112,7 @@ uint32_t ms_layer_order_lowest(const ms_layer_order *o, uint32_t only, ms_layer_
     if (only != UINT32_MAX)
         return only < o->L ? lowest_in_layer(o, only, accept, ctx, UINT32_MAX) : UINT32_MAX;
     uint32_t best = UINT32_MAX;
-    double best_key = INFINITY; /* none yet: above every head but an empty layer's */
-    uint64_t best_tick = UINT64_MAX;
-    for (uint32_t l = 0; l < o->L; l++) {
-        double k = o->head_key[l];
-        if (!(k < best_key || (k == best_key && o->head_tick[l] < best_tick)))
-            continue; /* every member of l is above best (or l has none) */
+    for (uint32_t l = 0; l < o->L; l++)
         best = lowest_in_layer(o, l, accept, ctx, best);
-        if (best != UINT32_MAX) {
-            best_key = o->key[best];
-            best_tick = o->tick[best];
-        }
-    }
     return best;
 }

@@ -7,9 +7,7 @@
  * scans every member of every layer.  A lowest-member query walks each
  * layer's order from its lowest and stops at the first member that is not
  * below the best accepted so far; it finds what the scan found, the lowest
- * accepted member (the order is total: ticks are unique).  Each layer's
- * lowest (key, tick) is kept beside the lists, so a layer whose lowest is
- * not below the best so far costs one comparison. */
+ * accepted member (the order is total: ticks are unique). */
 #ifndef MS_LAYER_ORDER_H
 #define MS_LAYER_ORDER_H
 
@@ -21,8 +19,6 @@ typedef struct {
     const uint64_t *tick; /* [L * J] owned by the caller */
     uint32_t *list;       /* [L][J]: layer l's member experts, ascending */
     uint32_t *n;          /* [L] members per layer */
-    double *head_key;     /* [L] the key and tick of layer l's lowest member (+inf, UINT64_MAX */
-    uint64_t *head_tick;  /*     when it has none): a query skips a layer by them alone */
 } ms_layer_order;
 
 void ms_layer_order_init(ms_layer_order *o, uint32_t L, uint32_t J, const double *key, const uint64_t *tick);

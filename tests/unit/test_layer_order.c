@@ -55,8 +55,7 @@ static uint32_t scan_lowest(const world *w, uint32_t only)
     return best;
 }
 
-/* Each layer's list holds exactly its members, in ascending (key, tick),
- * and its head is the first one's (key, tick), or (+inf, UINT64_MAX). */
+/* Each layer's list holds exactly its members, in ascending (key, tick). */
 static int lists_ordered(const ms_layer_order *o, const world *w)
 {
     for (uint32_t l = 0; l < w->L; l++) {
@@ -64,10 +63,6 @@ static int lists_ordered(const ms_layer_order *o, const world *w)
         for (uint32_t e = 0; e < w->J; e++)
             members += w->in[l * w->J + e];
         if (o->n[l] != members)
-            return 0;
-        uint32_t h = l * w->J + o->list[l * w->J];
-        if (members ? o->head_key[l] != w->key[h] || o->head_tick[l] != w->tick[h]
-                    : !(o->head_key[l] > 1e308) || o->head_tick[l] != UINT64_MAX)
             return 0;
         for (uint32_t i = 0; i < o->n[l]; i++) {
             uint32_t x = l * w->J + o->list[l * w->J + i];
