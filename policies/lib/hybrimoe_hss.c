@@ -10,33 +10,18 @@
 /* ------------------------------------------------------------------ */
 /* MRS */
 
-/* The order of the top-p run as one integer: a larger key is a larger x,
- * or an equal x and a lower id.  x + 0 makes -0 into +0 (they compare
- * equal); the bits of a float, sign flipped (negative: all flipped), rise
- * with its value (no NaN here). */
-static inline uint64_t top_key(float x, uint32_t e)
+/* Puts e (score x) into the sorted run top[0..at] whose slot `at` is free:
+ * shifts the entries of lower score one place down (an equal score stays
+ * in front: it has the lower id). */
+static inline void insert_top(uint32_t *top, float *val, uint32_t at, uint32_t e, float x)
 {
-    uint32_t u;
-    x += 0.0f;
-    memcpy(&u, &x, sizeof u);
-    u = (u & 0x80000000u) ? ~u : u | 0x80000000u;
-    return (uint64_t)u << 32 | (uint32_t)~e;
-}
-
-static inline uint32_t key_id(uint64_t k)
-{
-    return ~(uint32_t)k;
-}
-
-/* Puts k into the sorted run key[0..at] (descending) whose slot `at` is
- * free: shifts the smaller keys one place down. */
-static inline void insert_key(uint64_t *key, uint32_t at, uint64_t k)
-{
-    while (at > 0 && key[at - 1] < k) {
-        key[at] = key[at - 1];
+    while (at > 0 && val[at - 1] < x) {
+        val[at] = val[at - 1];
+        top[at] = top[at - 1];
         at--;
     }
-    key[at] = k;
+    val[at] = x;
+    top[at] = e;
 }
 
 typedef float top_vf4 __attribute__((vector_size(16))); /* GCC vector extensions: SSE2 / NEON */
@@ -87,34 +72,35 @@ static float top_p_bound(const float *s, uint32_t J, uint32_t p)
 }
 
 /* top[0..p) = the p experts of largest s (p <= J), largest first, ties to
- * the lower id (s holds no NaN: gate scores are checked), val[i] = s[top[i]];
- * key[p] is scratch.  One pass keeps the best p found so far in that order
- * (as top_key's, one integer compare and move per shift); an entry not
- * above the p-th, the usual case, costs one float compare.  O(J p) at
- * worst, usually O(J).  The first p places are filled only with entries at
- * or above top_p_bound (at least p are), so the p-th starts high and few
- * later entries are inserted: an entry below the bound is never among the
- * top p, and the rest are visited in id order, so the p and their order are
- * those of the plain pass over every entry. */
-static void top_p_experts(const float *s, uint32_t J, uint32_t p, uint32_t *top, float *val, uint64_t *key)
+ * the lower id (s holds no NaN: gate scores are checked), val[i] = s[top[i]]:
+ * one pass keeping the best p found so far in that order, their values
+ * beside them so that the usual test (not above the p-th) reads no s[top[]];
+ * O(J p) at worst, usually O(J).  With J >= 4q (top_p_bound's q) the first
+ * p places are filled only with entries at or above top_p_bound (at least p
+ * are), so the p-th starts high and fewer later entries are inserted: an
+ * entry below the bound is never among the top p, and the rest are visited
+ * in id order, so the p and their order are those of the plain pass over
+ * every entry.  (With fewer experts the bound saves less than it costs.) */
+static void top_p_experts(const float *s, uint32_t J, uint32_t p, uint32_t *top, float *val)
 {
     if (p == 0)
         return;
-    float bound = top_p_bound(s, J, p);
     uint32_t n = 0, e = 0;
-    for (; n < p; e++) /* n reaches p before e reaches J: the q group maxima are at or above the bound */
-        if (s[e] >= bound)
-            insert_key(key, n++, top_key(s[e], e));
-    float last = s[key_id(key[p - 1])];
+    if (J >= 16 * ((p + 3) / 4)) {
+        float bound = top_p_bound(s, J, p);
+        for (; n < p; e++) /* n reaches p before e reaches J: the q group maxima are at or above the bound */
+            if (s[e] >= bound)
+                insert_top(top, val, n++, e, s[e]);
+    } else {
+        for (; n < p; e++, n++)
+            insert_top(top, val, n, e, s[e]);
+    }
+    float last = val[p - 1];
     for (; e < J; e++) {
         if (!(s[e] > last))
             continue; /* an equal score has a lower id there */
-        insert_key(key, p - 1, top_key(s[e], e));
-        last = s[key_id(key[p - 1])];
-    }
-    for (uint32_t i = 0; i < p; i++) {
-        top[i] = key_id(key[i]);
-        val[i] = s[top[i]];
+        insert_top(top, val, p - 1, e, s[e]);
+        last = val[p - 1];
     }
 }
 
@@ -133,12 +119,10 @@ void ms_mrs_update(double *S, const float *s, uint32_t J, uint32_t p, double alp
         p = J;
     uint32_t top_buf[MRS_STACK_P];
     float topv_buf[MRS_STACK_P];
-    uint64_t key_buf[MRS_STACK_P];
     int heap = p > MRS_STACK_P; /* the usual p (2K) fits on the stack: no allocation per gate */
     uint32_t *top = heap ? ms_xcalloc(p, sizeof *top) : top_buf;
     float *topv = heap ? ms_xcalloc(p, sizeof *topv) : topv_buf;
-    uint64_t *key = heap ? ms_xcalloc(p, sizeof *key) : key_buf;
-    top_p_experts(s, J, p, top, topv, key); /* topv descending, as torch.topk returns them */
+    top_p_experts(s, J, p, top, topv); /* topv descending, as torch.topk returns them */
     if (order_bug)           /* boolean-mask assignment visits the experts in id order */
         qsort(top, p, sizeof *top, by_id);
     /* (1 - alpha) * S for every expert; TopP(s) is zero outside the top p */
@@ -149,7 +133,6 @@ void ms_mrs_update(double *S, const float *s, uint32_t J, uint32_t p, double alp
     if (heap) {
         free(top);
         free(topv);
-        free(key);
     }
 }
 
@@ -159,14 +142,12 @@ void ms_mrs_update_f32(float *S, const float *s, uint32_t J, uint32_t p, float a
         p = J;
     uint32_t top_buf[MRS_STACK_P];
     float topv_buf[MRS_STACK_P];
-    uint64_t key_buf[MRS_STACK_P];
     uint8_t in_buf[MRS_STACK_J];
     int heap = p > MRS_STACK_P || J > MRS_STACK_J;
     uint32_t *top = heap ? ms_xcalloc(p ? p : 1, sizeof *top) : top_buf;
     float *topv = heap ? ms_xcalloc(p ? p : 1, sizeof *topv) : topv_buf;
-    uint64_t *key = heap ? ms_xcalloc(p ? p : 1, sizeof *key) : key_buf;
     uint8_t *in = heap ? ms_xcalloc(J ? J : 1, 1) : memset(in_buf, 0, J);
-    top_p_experts(s, J, p, top, topv, key);
+    top_p_experts(s, J, p, top, topv);
     if (order_bug)
         qsort(top, p, sizeof *top, by_id);
     float keep = 1.0f - alpha;
@@ -181,7 +162,6 @@ void ms_mrs_update_f32(float *S, const float *s, uint32_t J, uint32_t p, float a
     if (heap) {
         free(top);
         free(topv);
-        free(key);
         free(in);
     }
 }
@@ -419,8 +399,3 @@ double ms_hss_code(const uint32_t *tokens, const uint8_t *cached, uint32_t n, co
     return ms_fmax(gpu_total, cpu_total);
 }
 
-double ms_hybrimoe_impact(double prob, double t_cpu, double t_copy, double t_gpu)
-{
-    double without = ms_fmin(t_cpu, t_copy + t_gpu);
-    return prob * ms_fmax(0.0, without - t_gpu);
-}

@@ -160,8 +160,9 @@ static int view_embedding(const ms_view *v, float *out)
  * apart (one row); a missing cell (id -1) adds nothing.  restrict: the
  * caller's scratch is not the trace's arrays, so the row loop keeps its
  * pointers in registers. */
-static void spec_add_rows(float *restrict out, const int32_t *restrict ids, const float *restrict w, uint32_t n,
-                          uint32_t K, size_t stride)
+static inline __attribute__((always_inline)) void spec_add_rows_k(float *restrict out, const int32_t *restrict ids,
+                                                                   const float *restrict w, uint32_t n, uint32_t K,
+                                                                   size_t stride)
 {
     for (uint32_t row = 0; row < n; row++) {
         const int32_t *id = ids + row * stride;
@@ -169,6 +170,27 @@ static void spec_add_rows(float *restrict out, const int32_t *restrict ids, cons
         for (uint32_t k = 0; k < K; k++)
             if (id[k] >= 0)
                 out[id[k]] += wt[k];
+    }
+}
+
+/* The usual K as constants: the cell loop unrolled (prefill steps add
+ * hundreds of rows per layer and depth); the same additions in the same
+ * order. */
+static void spec_add_rows(float *restrict out, const int32_t *restrict ids, const float *restrict w, uint32_t n,
+                          uint32_t K, size_t stride)
+{
+    switch (K) {
+    case 2:
+        spec_add_rows_k(out, ids, w, n, 2, stride);
+        break;
+    case 4:
+        spec_add_rows_k(out, ids, w, n, 4, stride);
+        break;
+    case 8:
+        spec_add_rows_k(out, ids, w, n, 8, stride);
+        break;
+    default:
+        spec_add_rows_k(out, ids, w, n, K, stride);
     }
 }
 
