@@ -186,8 +186,15 @@ typedef struct {
     uint8_t *on_cpu, *moved;
 } hss_sim;
 
+/* The head leaves by advancing the array (each expert enters a queue at
+ * most once, so the n slots hold every insertion); any other by shifting. */
 static void queue_remove(hss_queue *q, uint32_t pos)
 {
+    if (pos == 0) {
+        q->q++;
+        q->n--;
+        return;
+    }
     for (uint32_t j = pos; j + 1 < q->n; j++)
         q->q[j] = q->q[j + 1];
     q->n--;
@@ -315,8 +322,9 @@ double ms_hss_paper(const ms_hss_expert *x, uint32_t n, const ms_hss_opts *o, ui
     int heap = n > HSS_STACK;
     uint8_t *moved_buf = moved ? moved : heap ? ms_xcalloc(n, 1) : moved_stack;
     hss_sim s = {.x = x, .o = o, .k = ms_fmax(0.0, o->link_free), .on_cpu = on_cpu, .moved = moved_buf};
-    s.gq.q = heap ? ms_xcalloc(n, sizeof *s.gq.q) : gq_buf;
-    s.cq.q = heap ? ms_xcalloc(n, sizeof *s.cq.q) : cq_buf;
+    uint32_t *gq = heap ? ms_xcalloc(n, sizeof *s.gq.q) : gq_buf, *cq = heap ? ms_xcalloc(n, sizeof *s.cq.q) : cq_buf;
+    s.gq.q = gq;
+    s.cq.q = cq;
     s.ready = heap ? ms_xcalloc(n, sizeof *s.ready) : ready_buf;
     for (uint32_t i = 0; i < n; i++)
         on_cpu[i] = moved_buf[i] = 0;
@@ -336,8 +344,8 @@ double ms_hss_paper(const ms_hss_expert *x, uint32_t n, const ms_hss_opts *o, ui
             break; /* unreachable: a blocked CPU implies GPU work, a blocked link CPU work */
     }
     if (heap) {
-        free(s.gq.q);
-        free(s.cq.q);
+        free(gq);
+        free(cq);
         free(s.ready);
         if (!moved)
             free(moved_buf);
