@@ -51,6 +51,21 @@ uint32_t ms_gate_add_iteration(const ms_trace_meta *m, const ms_request *r, uint
     return iter->n_rows;
 }
 
+uint32_t ms_spec_row_positive(const int32_t *ids, const float *w, uint32_t K, ms_scored *c)
+{
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < K; k++) {
+        if (ids[k] < 0)
+            continue;
+        for (uint32_t j = 0; j < k; j++)
+            if (ids[j] == ids[k])
+                return UINT32_MAX;
+        if (w[k] > 0) /* the dense entry is 0 + w[k]: positive exactly when w[k] is */
+            c[n++] = (ms_scored){w[k], (uint32_t)ids[k]};
+    }
+    return n;
+}
+
 int ms_split_resolve(const ms_trace_meta *m, double frac, int learns, const char *word, ms_split *out, ms_err *err)
 {
     memset(out, 0, sizeof *out);

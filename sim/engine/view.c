@@ -216,6 +216,23 @@ static int view_spec_gate(const ms_view *v, uint32_t l, uint32_t i, float *out)
     return 1;
 }
 
+static uint32_t view_spec_row(const ms_view *v, uint32_t l, uint32_t i, const int32_t **ids, const float **w)
+{
+    const ms_trace_meta *m = v->meta;
+    if (i < 1 || i > m->spec_depth || l + i >= v->L || view_items(v) != 1)
+        return 0;
+    if (!(v->parts & MS_PART_SPEC))
+        ms_request_part_missing("ms_view_spec_row", "the speculative gates (MS_PART_SPEC)");
+    const ms_request *r = view_item_request(v, 0);
+    const ms_iteration *it = &r->iters[view_item_iter(v, 0)];
+    if (it->n_rows != 1)
+        return 0;
+    size_t base = ms_spec_index(m, it->row0, l, i - 1);
+    *ids = r->spec_ids + base;
+    *w = r->spec_w + base;
+    return v->K;
+}
+
 static const ms_platform *view_platform(const ms_view *v) { return v->cfg->platform; }
 static double view_expert_bytes(const ms_view *v, uint32_t l) { return l < v->L ? v->layer_bytes[l] : 0; }
 static double view_expert_params(const ms_view *v, uint32_t l) { return l < v->L ? v->layer_params[l] : 0; }
@@ -322,6 +339,7 @@ const ms_view_ops eng_view_ops = {
     .gate_mean = view_gate_mean,
     .embedding = view_embedding,
     .spec_gate = view_spec_gate,
+    .spec_row = view_spec_row,
     .platform = view_platform,
     .expert_bytes = view_expert_bytes,
     .expert_params = view_expert_params,
