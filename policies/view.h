@@ -50,6 +50,7 @@ typedef struct ms_view_ops {
     void (*gate_mean)(const ms_view *v, uint32_t l, float *out);
     int (*embedding)(const ms_view *v, float *out);
     int (*spec_gate)(const ms_view *v, uint32_t l, uint32_t i, float *out);
+    uint32_t (*spec_row)(const ms_view *v, uint32_t l, uint32_t i, const int32_t **ids, const float **w);
     const ms_platform *(*platform)(const ms_view *v);
     double (*expert_bytes)(const ms_view *v, uint32_t l);
     double (*expert_params)(const ms_view *v, uint32_t l);
@@ -126,6 +127,13 @@ static inline int ms_view_embedding(const ms_view *v, float *out) { return ms_vi
  * speculative top-k weights, 0 elsewhere.  Returns 0 when the trace has none
  * or l + i >= L. */
 static inline int ms_view_spec_gate(const ms_view *v, uint32_t l, uint32_t i, float *out) { return ms_view_ops_of(v)->spec_gate(v, l, i, out); }
+/* When the running iteration is one token row: points ids and w at that
+ * row's K speculative top-k cells of layer l + i (the same conditions on
+ * i and l as ms_view_spec_gate) and returns K; else 0.  ms_view_spec_gate
+ * of such a step is w[k] at ids[k] for the cells with ids[k] >= 0 (the
+ * trace's checks refuse a repeated id), 0 elsewhere: a policy that needs
+ * only the nonzero entries reads K cells instead of J. */
+static inline uint32_t ms_view_spec_row(const ms_view *v, uint32_t l, uint32_t i, const int32_t **ids, const float **w) { return ms_view_ops_of(v)->spec_row(v, l, i, ids, w); }
 
 /* Sizes and the clock of the copy engine, for policies that model time. */
 static inline const ms_platform *ms_view_platform(const ms_view *v) { return ms_view_ops_of(v)->platform(v); }

@@ -51,6 +51,41 @@ uint32_t ms_gate_add_iteration(const ms_trace_meta *m, const ms_request *r, uint
     return iter->n_rows;
 }
 
+static inline __attribute__((always_inline)) uint32_t spec_row_positive_k(const int32_t *ids, const float *w,
+                                                                          uint32_t K, ms_scored *c)
+{
+    uint32_t n = 0;
+    int repeat = 0;
+    for (uint32_t k = 0; k < K; k++) {
+        for (uint32_t j = 0; j < k; j++)
+            repeat |= ids[j] == ids[k];
+        if (ids[k] >= 0 && w[k] > 0) /* the dense entry is 0 + w[k]: positive exactly when w[k] is */
+            c[n++] = (ms_scored){w[k], (uint32_t)ids[k]};
+    }
+    /* a repeat among missing cells (-1) is no repeat: look again, rarely */
+    for (uint32_t k = 0; repeat && k < K; k++)
+        for (uint32_t j = 0; j < k; j++)
+            if (ids[k] >= 0 && ids[j] == ids[k])
+                return UINT32_MAX;
+    return n;
+}
+
+/* The usual K as constants (the loops unrolled; one call per predicted
+ * layer of every one-row step). */
+uint32_t ms_spec_row_positive(const int32_t *ids, const float *w, uint32_t K, ms_scored *c)
+{
+    switch (K) {
+    case 2:
+        return spec_row_positive_k(ids, w, 2, c);
+    case 4:
+        return spec_row_positive_k(ids, w, 4, c);
+    case 8:
+        return spec_row_positive_k(ids, w, 8, c);
+    default:
+        return spec_row_positive_k(ids, w, K, c);
+    }
+}
+
 int ms_split_resolve(const ms_trace_meta *m, double frac, int learns, const char *word, ms_split *out, ms_err *err)
 {
     memset(out, 0, sizeof *out);

@@ -8,6 +8,7 @@
 #ifndef MS_GATE_H
 #define MS_GATE_H
 
+#include "policies/lib/rank.h"
 #include "policies/policy.h"
 
 /* out[J] = layer l's distribution for one token row of r. */
@@ -17,6 +18,14 @@ void ms_gate_row(const ms_trace_meta *m, const ms_request *r, uint32_t row, uint
  * returns the number of rows added. */
 uint32_t ms_gate_add_iteration(const ms_trace_meta *m, const ms_request *r, uint32_t it, uint32_t l,
                                ms_topk_fill fill, float *out);
+
+/* The positive entries of a one-row speculative gate (ms_view_spec_gate of a
+ * step of one token row) from that row's K cells (ms_view_spec_row):
+ * (w[k], ids[k]) for each ids[k] >= 0 with w[k] > 0, in cell order, into
+ * c[K]; returns how many, or UINT32_MAX when a present id repeats (the
+ * dense gate adds repeats up: use it instead; the trace's checks refuse
+ * them). */
+uint32_t ms_spec_row_positive(const int32_t *ids, const float *w, uint32_t K, ms_scored *c);
 
 /* Resolves --train: frac < 0 means auto (0.7 when `learns`, else 0).  Fails
  * when the split leaves nothing to replay. */

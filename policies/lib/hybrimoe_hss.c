@@ -24,19 +24,79 @@ static inline void insert_top(uint32_t *top, float *val, uint32_t at, uint32_t e
     top[at] = e;
 }
 
+typedef float top_vf4 __attribute__((vector_size(16))); /* GCC vector extensions: SSE2 / NEON */
+typedef int32_t top_vi4 __attribute__((vector_size(16)));
+#define TOP_BOUND_VECTORS 16 /* p up to 64 */
+
+static inline top_vf4 load_vf4(const float *p)
+{
+    top_vf4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* max(a, b) lane by lane (b where they are equal: either is right here) */
+static inline top_vf4 max_vf4(top_vf4 a, top_vf4 b)
+{
+    top_vi4 gt = a > b;
+    return (top_vf4)(((top_vi4)a & gt) | ((top_vi4)b & ~gt));
+}
+
+/* A lower bound of the p-th largest of s[0..J) (0 < p <= J): the smallest of
+ * the maxima of q >= p disjoint groups of ids, each a residue mod q up to
+ * the last whole block of q (q = p rounded up to a multiple of 4: q / 4
+ * vectors of running maxima, four lanes at a time; the ids after the last
+ * block are in no group).  Those q maxima are q distinct entries at or
+ * above it, so an entry below it has p entries above it and is never among
+ * the top p, whatever the tie rule.  -inf (no bound) when J < q or p > 64. */
+static float top_p_bound(const float *s, uint32_t J, uint32_t p)
+{
+    uint32_t m = (p + 3) / 4, q = 4 * m;
+    if (m == 0 || m > TOP_BOUND_VECTORS || J < q)
+        return -INFINITY;
+    top_vf4 acc[TOP_BOUND_VECTORS];
+    for (uint32_t i = 0; i < m; i++)
+        acc[i] = load_vf4(s + 4 * i);
+    for (uint32_t b = q; b + q <= J; b += q)
+        for (uint32_t i = 0; i < m; i++)
+            acc[i] = max_vf4(load_vf4(s + b + 4 * i), acc[i]);
+    top_vf4 low = acc[0];
+    for (uint32_t i = 1; i < m; i++) {
+        top_vi4 lt = acc[i] < low;
+        low = (top_vf4)(((top_vi4)acc[i] & lt) | ((top_vi4)low & ~lt));
+    }
+    float bound = low[0];
+    for (int i = 1; i < 4; i++)
+        bound = low[i] < bound ? low[i] : bound;
+    return bound;
+}
+
 /* top[0..p) = the p experts of largest s (p <= J), largest first, ties to
  * the lower id (s holds no NaN: gate scores are checked), val[i] = s[top[i]]:
  * one pass keeping the best p found so far in that order, their values
  * beside them so that the usual test (not above the p-th) reads no s[top[]];
- * O(J p) at worst, usually O(J). */
+ * O(J p) at worst, usually O(J).  With J >= 4q (top_p_bound's q) the first
+ * p places are filled only with entries at or above top_p_bound (at least p
+ * are), so the p-th starts high and fewer later entries are inserted: an
+ * entry below the bound is never among the top p, and the rest are visited
+ * in id order, so the p and their order are those of the plain pass over
+ * every entry.  (With fewer experts the bound saves less than it costs.) */
 static void top_p_experts(const float *s, uint32_t J, uint32_t p, uint32_t *top, float *val)
 {
     if (p == 0)
         return;
-    for (uint32_t e = 0; e < p; e++)
-        insert_top(top, val, e, e, s[e]);
+    uint32_t n = 0, e = 0;
+    if (J >= 16 * ((p + 3) / 4)) {
+        float bound = top_p_bound(s, J, p);
+        for (; n < p; e++) /* n reaches p before e reaches J: the q group maxima are at or above the bound */
+            if (s[e] >= bound)
+                insert_top(top, val, n++, e, s[e]);
+    } else {
+        for (; n < p; e++, n++)
+            insert_top(top, val, n, e, s[e]);
+    }
     float last = val[p - 1];
-    for (uint32_t e = p; e < J; e++) {
+    for (; e < J; e++) {
         if (!(s[e] > last))
             continue; /* an equal score has a lower id there */
         insert_top(top, val, p - 1, e, s[e]);
@@ -126,8 +186,15 @@ typedef struct {
     uint8_t *on_cpu, *moved;
 } hss_sim;
 
+/* The head leaves by advancing the array (each expert enters a queue at
+ * most once, so the n slots hold every insertion); any other by shifting. */
 static void queue_remove(hss_queue *q, uint32_t pos)
 {
+    if (pos == 0) {
+        q->q++;
+        q->n--;
+        return;
+    }
     for (uint32_t j = pos; j + 1 < q->n; j++)
         q->q[j] = q->q[j + 1];
     q->n--;
@@ -255,8 +322,9 @@ double ms_hss_paper(const ms_hss_expert *x, uint32_t n, const ms_hss_opts *o, ui
     int heap = n > HSS_STACK;
     uint8_t *moved_buf = moved ? moved : heap ? ms_xcalloc(n, 1) : moved_stack;
     hss_sim s = {.x = x, .o = o, .k = ms_fmax(0.0, o->link_free), .on_cpu = on_cpu, .moved = moved_buf};
-    s.gq.q = heap ? ms_xcalloc(n, sizeof *s.gq.q) : gq_buf;
-    s.cq.q = heap ? ms_xcalloc(n, sizeof *s.cq.q) : cq_buf;
+    uint32_t *gq = heap ? ms_xcalloc(n, sizeof *s.gq.q) : gq_buf, *cq = heap ? ms_xcalloc(n, sizeof *s.cq.q) : cq_buf;
+    s.gq.q = gq;
+    s.cq.q = cq;
     s.ready = heap ? ms_xcalloc(n, sizeof *s.ready) : ready_buf;
     for (uint32_t i = 0; i < n; i++)
         on_cpu[i] = moved_buf[i] = 0;
@@ -276,8 +344,8 @@ double ms_hss_paper(const ms_hss_expert *x, uint32_t n, const ms_hss_opts *o, ui
             break; /* unreachable: a blocked CPU implies GPU work, a blocked link CPU work */
     }
     if (heap) {
-        free(s.gq.q);
-        free(s.cq.q);
+        free(gq);
+        free(cq);
         free(s.ready);
         if (!moved)
             free(moved_buf);
@@ -339,8 +407,3 @@ double ms_hss_code(const uint32_t *tokens, const uint8_t *cached, uint32_t n, co
     return ms_fmax(gpu_total, cpu_total);
 }
 
-double ms_hybrimoe_impact(double prob, double t_cpu, double t_copy, double t_gpu)
-{
-    double without = ms_fmin(t_cpu, t_copy + t_gpu);
-    return prob * ms_fmax(0.0, without - t_gpu);
-}

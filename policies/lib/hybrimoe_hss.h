@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include "sim/core/fminmax.h"
+
 /* One MRS step over a layer's J experts, in place:
  *   S[e] <- alpha * TopP(s)[e] + (1 - alpha) * S[e]
  * where TopP keeps the p largest scores of s (ties to the lower id) and
@@ -82,6 +84,10 @@ double ms_hss_code(const uint32_t *tokens, const uint8_t *cached, uint32_t n, co
  * Without it the expert costs min(t_cpu, t_copy + t_gpu) (the HSS runs it on
  * the CPU or copies it on demand); with it, t_gpu.  Impact =
  * prob x max(0, min(t_cpu, t_copy + t_gpu) - t_gpu). */
-double ms_hybrimoe_impact(double prob, double t_cpu, double t_copy, double t_gpu);
+static inline double ms_hybrimoe_impact(double prob, double t_cpu, double t_copy, double t_gpu)
+{ /* inline: hybrimoe asks it for every candidate of every predicted layer */
+    double without = ms_fmin(t_cpu, t_copy + t_gpu);
+    return prob * ms_fmax(0.0, without - t_gpu);
+}
 
 #endif

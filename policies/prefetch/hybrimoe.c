@@ -169,6 +169,12 @@ static uint32_t positive_predictions(hyb_state *s, const ms_view *v, uint32_t l,
 {
     uint32_t n = 0;
     int spec = s->predictor == PRED_SPEC || (s->predictor == PRED_AUTO && i <= s->spec_depth);
+    const int32_t *ids;
+    const float *w;
+    uint32_t K = spec ? ms_view_spec_row(v, l, i, &ids, &w) : 0;
+    if (K && (n = ms_spec_row_positive(ids, w, K, c)) != UINT32_MAX)
+        return n; /* one row: K cells instead of J entries (ranking ignores the order they come in) */
+    n = 0;
     if (spec && ms_view_spec_gate(v, l, i, s->s))
         return append_positive(s->s, s->J, c, 0);
     if (!s->keep_history) { /* the view answers every depth <= spec_depth inside an iteration */

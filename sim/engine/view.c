@@ -160,8 +160,9 @@ static int view_embedding(const ms_view *v, float *out)
  * apart (one row); a missing cell (id -1) adds nothing.  restrict: the
  * caller's scratch is not the trace's arrays, so the row loop keeps its
  * pointers in registers. */
-static void spec_add_rows(float *restrict out, const int32_t *restrict ids, const float *restrict w, uint32_t n,
-                          uint32_t K, size_t stride)
+static inline __attribute__((always_inline)) void spec_add_rows_k(float *restrict out, const int32_t *restrict ids,
+                                                                   const float *restrict w, uint32_t n, uint32_t K,
+                                                                   size_t stride)
 {
     for (uint32_t row = 0; row < n; row++) {
         const int32_t *id = ids + row * stride;
@@ -169,6 +170,27 @@ static void spec_add_rows(float *restrict out, const int32_t *restrict ids, cons
         for (uint32_t k = 0; k < K; k++)
             if (id[k] >= 0)
                 out[id[k]] += wt[k];
+    }
+}
+
+/* The usual K as constants: the cell loop unrolled (prefill steps add
+ * hundreds of rows per layer and depth); the same additions in the same
+ * order. */
+static void spec_add_rows(float *restrict out, const int32_t *restrict ids, const float *restrict w, uint32_t n,
+                          uint32_t K, size_t stride)
+{
+    switch (K) {
+    case 2:
+        spec_add_rows_k(out, ids, w, n, 2, stride);
+        break;
+    case 4:
+        spec_add_rows_k(out, ids, w, n, 4, stride);
+        break;
+    case 8:
+        spec_add_rows_k(out, ids, w, n, 8, stride);
+        break;
+    default:
+        spec_add_rows_k(out, ids, w, n, K, stride);
     }
 }
 
@@ -192,6 +214,23 @@ static int view_spec_gate(const ms_view *v, uint32_t l, uint32_t i, float *out)
     for (uint32_t e = 0; rows > 1 && e < v->J; e++) /* x / 1 is x: a one-row step divides nothing */
         out[e] /= (float)rows;
     return 1;
+}
+
+static uint32_t view_spec_row(const ms_view *v, uint32_t l, uint32_t i, const int32_t **ids, const float **w)
+{
+    const ms_trace_meta *m = v->meta;
+    if (i < 1 || i > m->spec_depth || l + i >= v->L || view_items(v) != 1)
+        return 0;
+    if (!(v->parts & MS_PART_SPEC))
+        ms_request_part_missing("ms_view_spec_row", "the speculative gates (MS_PART_SPEC)");
+    const ms_request *r = view_item_request(v, 0);
+    const ms_iteration *it = &r->iters[view_item_iter(v, 0)];
+    if (it->n_rows != 1)
+        return 0;
+    size_t base = ms_spec_index(m, it->row0, l, i - 1);
+    *ids = r->spec_ids + base;
+    *w = r->spec_w + base;
+    return v->K;
 }
 
 static const ms_platform *view_platform(const ms_view *v) { return v->cfg->platform; }
@@ -336,6 +375,7 @@ const ms_view_ops eng_view_ops = {
     .gate_mean = view_gate_mean,
     .embedding = view_embedding,
     .spec_gate = view_spec_gate,
+    .spec_row = view_spec_row,
     .platform = view_platform,
     .expert_bytes = view_expert_bytes,
     .expert_params = view_expert_params,

@@ -62,13 +62,16 @@ static void mrs_reference(double *S, float *Sf, const float *s, uint32_t J, uint
 }
 
 /* ms_mrs_update and ms_mrs_update_f32 against the reference on seeded score
- * vectors drawn from a few values (ties at the p-th place are common), J up
- * to 70, every p from 0 to J + 1 (p > J means J), both orders: the same bits. */
+ * vectors, J up to 70, every p from 0 to J + 1 (p > J means J), both
+ * orders: the same bits.  The first 3,000 vectors draw from a few values
+ * (ties at the p-th place are common); the next 3,000 mostly from 2^16
+ * levels (like a gate mean: the top p are found by top_p_bound's filter,
+ * the largest often late in id order), a few from the pool. */
 static void test_mrs_against_reference(void)
 {
-    static const float pool[] = {0.0f, 0.0f, 0.5f, 0.25f, 0.125f, 0.1f, 0.3f, 1e-40f};
+    static const float pool[] = {0.0f, -0.0f, 0.5f, 0.25f, 0.125f, 0.1f, 0.3f, 1e-40f}; /* -0 ties +0 */
     uint64_t x = 7, runs = 0, bad = 0;
-    for (int t = 0; t < 3000; t++) {
+    for (int t = 0; t < 6000; t++) {
         x = x * 6364136223846793005ULL + 1442695040888963407ULL;
         uint32_t J = 1 + (uint32_t)(x >> 33) % 70, p = (uint32_t)(x >> 20) % (J + 2);
         int bug = (int)(x >> 10) & 1;
@@ -78,7 +81,7 @@ static void test_mrs_against_reference(void)
         float Sf[80], Rf[80];
         for (uint32_t e = 0; e < J; e++) {
             x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-            s[e] = pool[(x >> 33) % 8];
+            s[e] = t < 3000 || (x >> 60) == 0 ? pool[(x >> 33) % 8] : (float)((x >> 44) % 65536) / 65536.0f;
             S[e] = R[e] = (double)((x >> 45) % 5) / 4.0;
             Sf[e] = Rf[e] = (float)S[e];
         }
@@ -89,7 +92,7 @@ static void test_mrs_against_reference(void)
         runs++;
     }
     CHECK_EQ_INT(bad, 0);
-    CHECK(runs == 3000);
+    CHECK(runs == 6000);
 }
 
 /* J = 4, p = 2, alpha = 0.5, S starts at 0.
