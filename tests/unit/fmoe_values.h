@@ -5,6 +5,7 @@
 #ifndef MS_TEST_FMOE_VALUES_H
 #define MS_TEST_FMOE_VALUES_H
 
+#include <math.h>
 #include <stdint.h>
 
 static uint64_t fmoe_test_rng;
@@ -25,6 +26,34 @@ static inline float value(void)
     if (r == 4)
         return (float)rnd(1000003) / 999983.0f;
     return (float)((int)rnd(9) - 4) / 4.0f;
+}
+
+/* The trajectory search's definition at one observed layer: adds the
+ * layer's terms of every entry's dot product with P and of its squared norm
+ * to dot[y] and nn[y] (entry y's layer row is rows[y], J values; tt the
+ * squared norm of every P so far) and returns the first entry of the largest
+ * cosine (0 where a norm is 0), that cosine in *best_c. */
+static inline int traj_definition_step(const float *const *rows, uint32_t n, uint32_t J, const float *P, double tt,
+                                       double *dot, double *nn, double *best_c)
+{
+    int want = -1;
+    double want_c = 0;
+    for (uint32_t y = 0; y < n; y++) {
+        double d = 0, r = 0;
+        for (uint32_t j = 0; j < J; j++) {
+            d += (double)P[j] * rows[y][j];
+            r += (double)rows[y][j] * rows[y][j];
+        }
+        dot[y] += d;
+        nn[y] += r;
+        double c = tt > 0 && nn[y] > 0 ? dot[y] / (sqrt(tt) * sqrt(nn[y])) : 0.0;
+        if (want < 0 || c > want_c) {
+            want = (int)y;
+            want_c = c;
+        }
+    }
+    *best_c = want_c;
+    return want;
 }
 
 #endif
