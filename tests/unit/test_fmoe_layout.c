@@ -62,26 +62,14 @@ static void check_layout(const fmoe_store *s, const shadow *h)
     free(whole);
 }
 
-/* cos(a, b) over n values as fmoe_cosine defines it (written out here). */
-static double plain_cos(const float *a, const float *b, size_t n)
-{
-    double ab = 0, aa = 0, bb = 0;
-    for (size_t i = 0; i < n; i++) {
-        ab += (double)a[i] * b[i];
-        aa += (double)a[i] * a[i];
-        bb += (double)b[i] * b[i];
-    }
-    return aa > 0 && bb > 0 ? ab / (sqrt(aa) * sqrt(bb)) : 0.0;
-}
-
 /* The dedup victim by its definition: argmax RDY, ties to the lower index. */
 static uint32_t plain_victim(const shadow *h, uint32_t n, const float *emb, const float *map)
 {
     uint32_t LJ = h->L * h->J, best = 0;
     double best_rdy = -INFINITY;
     for (uint32_t y = 0; y < n; y++) {
-        double sem = h->D ? plain_cos(emb, h->emb + (size_t)y * h->D, h->D) : 0.0;
-        double r = fmoe_rdy(h->d, h->L, sem, plain_cos(map, h->map + (size_t)y * LJ, LJ));
+        double sem = h->D ? fmoe_cosine(emb, h->emb + (size_t)y * h->D, h->D) : 0.0;
+        double r = fmoe_rdy(h->d, h->L, sem, fmoe_cosine(map, h->map + (size_t)y * LJ, LJ));
         if (r > best_rdy) {
             best = y;
             best_rdy = r;
