@@ -540,11 +540,9 @@ def train_model(model, args):
 
 
 def record(args):
-    """Records ARGS.prompts; returns (model, requests, attrs, data) and writes ARGS.output."""
-    try:
-        check_output(args.output, [args.prompts] + list(getattr(args, "train_text", None) or []))
-    except TraceFileError as e:
-        raise RecordError(str(e))
+    """Records ARGS.prompts; returns (model, requests, attrs, data) and writes ARGS.output.
+    Raises RecordError, or TraceFileError for the output (-o checks, the write)."""
+    check_output(args.output, [args.prompts] + list(getattr(args, "train_text", None) or []))
     prompts = read_prompts(args.prompts)
     model, tokenize, eos_id, name = load_model(args)
     rec = Recorder(model, args.spec_depth)
@@ -575,10 +573,7 @@ def record(args):
               + (f" --train-steps {args.train_steps} --train-text "
                  + " --train-text ".join(os.path.basename(t) for t in args.train_text) if args.train_steps else ""))
     attrs, data = build_trace(model, rec, requests, name, source, args.spec_depth)
-    try:
-        write_trace(args.output, attrs, data)
-    except TraceFileError as e:
-        raise RecordError(str(e))
+    write_trace(args.output, attrs, data)
     return model, requests, attrs, data
 
 
@@ -627,7 +622,7 @@ def main(argv=None):
     args = parse_args(argv)
     try:
         _, requests, attrs, data = record(args)
-    except RecordError as e:
+    except (RecordError, TraceFileError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
     print(f"{args.output}: {len(requests)} requests, {len(data['iterations/phase'])} iterations, "
