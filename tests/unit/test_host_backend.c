@@ -272,9 +272,16 @@ static void test_expert_time_grows(void)
     ms_exec x;
     ms_err err;
     CHECK_EQ_INT(ms_backend_create("host", &c, &x, &err), 0);
-    double t1, t32;
-    CHECK_EQ_INT(x.ops->time_expert(x.st, 1, 7, &t1, &err), 0);
-    CHECK_EQ_INT(x.ops->time_expert(x.st, TOK, 7, &t32, &err), 0);
+    /* the fastest of 5 timings each: a run preempted by another process on
+     * a loaded host (CI shares 2 cores) only ever makes a timing longer */
+    double t1 = INFINITY, t32 = INFINITY;
+    for (int rep = 0; rep < 5; rep++) {
+        double a, b;
+        CHECK_EQ_INT(x.ops->time_expert(x.st, 1, 7, &a, &err), 0);
+        CHECK_EQ_INT(x.ops->time_expert(x.st, TOK, 7, &b, &err), 0);
+        t1 = a < t1 ? a : t1;
+        t32 = b < t32 ? b : t32;
+    }
     printf("expert FFN: 1 token %.3f ms, %d tokens %.3f ms (ratio %.1f)\n", t1 * 1e3, TOK, t32 * 1e3, t32 / t1);
     CHECK(t32 / t1 > 3 && t32 / t1 < 256); /* linear: <= 32 plus scheduling noise; quadratic: ~1000 */
     double tc;
