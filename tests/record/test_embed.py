@@ -34,6 +34,12 @@ def run(*args):
     return subprocess.run([sys.executable, EMBED, *args], capture_output=True, text=True)
 
 
+def run_stdout_full(*args):
+    """embed.py with standard output on /dev/full (every write fails: ENOSPC)."""
+    with open("/dev/full", "w") as full:
+        return subprocess.run([sys.executable, EMBED, *args], stdout=full, stderr=subprocess.PIPE, text=True)
+
+
 def one_line_error(res, needle, what):
     check(res.returncode == 1 and res.stderr.count("\n") == 1 and res.stderr.startswith("embed.py: ")
           and needle in res.stderr, f"{what}: rc {res.returncode}, stderr {res.stderr!r}")
@@ -65,7 +71,7 @@ def texts_of(f):
 def main():
     moesim, trace = sys.argv[1], sys.argv[2]
     for f in ("embed_a.h5", "embed_b.h5", "embed_v1.h5", "embed_v1_out.h5", "embed_edited.h5", "embed_edited_out.h5",
-              "embed_link.h5", "embed_notext.h5", "embed_notext_out.h5"):
+              "embed_link.h5", "embed_notext.h5", "embed_notext_out.h5", "embed_full.h5"):
         if os.path.lexists(f):
             os.remove(f)
     one_line_error(run(trace, "-o", "embed_a.h5"), "already has embeddings (embed_dim 32)", "no --force")
@@ -111,6 +117,13 @@ def main():
     one_line_error(run("embed_edited.h5", "-o", "embed_edited_out.h5", "--force"), "content digest mismatch",
                    "edited input")
     check(not os.path.exists("embed_edited_out.h5"), "an output was written for an edited input")
+    # Standard output that cannot be written (a full disk; a closed pipe is the same path): one
+    # line and exit 1, for --help and for the report after a run (whose trace is then complete).
+    one_line_error(run_stdout_full("--help"), "standard output: No space left on device", "--help > /dev/full")
+    one_line_error(run_stdout_full(trace, "-o", "embed_full.h5", "--force"),
+                   "standard output: No space left on device", "report > /dev/full")
+    with open("embed_a.h5", "rb") as a, open("embed_full.h5", "rb") as b:
+        check(a.read() == b.read(), "the trace written before the failed report differs")
     # A trace without prompt text.
     as_v1(trace, "embed_notext.h5", keep_text=False)
     one_line_error(run("embed_notext.h5", "-o", "embed_notext_out.h5"), "has no prompt text", "no text")

@@ -71,7 +71,7 @@ def embed_texts(model, texts):
 
 
 def main(argv=None):
-    from record import OneLineParser  # noqa: E402  (one-line usage errors, as record.py's)
+    from record import OneLineParser, say  # noqa: E402  (one-line usage errors and checked prints, as record.py's)
     p = OneLineParser(prog=PROG, description="Fill /iterations/embedding of a moesim trace from its "
                                 "prompt text with all-MiniLM-L6-v2 (a proxy for the model's own embeddings).")
     p.add_argument("input", help="trace (format v1 or v2) with prompt text")
@@ -92,8 +92,8 @@ def main(argv=None):
     except (EmbedError, TraceFileError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
-    print(f"{args.output}: {len(texts)} requests, {per_iter.shape[0]} iterations, "
-          f"embed_dim {per_iter.shape[1]} (all-MiniLM-L6-v2 of the prompt text)")
+    say(f"{args.output}: {len(texts)} requests, {per_iter.shape[0]} iterations, "
+        f"embed_dim {per_iter.shape[1]} (all-MiniLM-L6-v2 of the prompt text)", PROG)
     return 0
 
 

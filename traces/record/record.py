@@ -48,12 +48,41 @@ class RecordError(Exception):
     """A one-line error for the user."""
 
 
+def stdout_failed(prog, e):
+    """Ends the tool after a failed write to standard output (a closed pipe,
+    a full disk): one line on stderr, exit 1, as moesim does.  stdout is
+    pointed at /dev/null first, so the interpreter's last flush cannot fail
+    again with a traceback."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    print(f"{prog}: standard output: {e.strerror or e}", file=sys.stderr)
+    sys.exit(1)
+
+
+def say(line, prog="record.py"):
+    """Prints one line of the tool's report on stdout, flushed and checked."""
+    try:
+        print(line, flush=True)
+    except OSError as e:
+        stdout_failed(prog, e)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse whose usage errors are one line, `PROG: error: ...`, exit 2
-    (argparse prints the whole usage first); --help prints the usage."""
+    (argparse prints the whole usage first); --help prints the usage, checked
+    like every line the tools print."""
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def print_help(self, file=None):
+        try:
+            super().print_help(file)
+            (file or sys.stdout).flush()
+        except OSError as e:
+            stdout_failed(self.prog, e)
 
 
 # ---------------------------------------------------------------- tiny configs
@@ -531,10 +560,10 @@ def train_model(model, args):
     import train_tiny
     try:
         first, last = train_tiny.train(model, args.train_text, args.train_steps, args.seed,
-                                       log=lambda line: print(line, flush=True))
+                                       log=say)
     except train_tiny.TrainError as e:
         raise RecordError(str(e))
-    print(f"trained {args.train_steps} steps on {', '.join(args.train_text)}: loss {first:.3f} -> {last:.3f} "
+    say(f"trained {args.train_steps} steps on {', '.join(args.train_text)}: loss {first:.3f} -> {last:.3f} "
           f"(mean of the last 10 %)")
     model.eval()
 
@@ -625,9 +654,9 @@ def main(argv=None):
     except (RecordError, TraceFileError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
-    print(f"{args.output}: {len(requests)} requests, {len(data['iterations/phase'])} iterations, "
-          f"{data['rows/topk_ids'].shape[0]} rows, L={attrs['L']} J={attrs['J']} K={attrs['K']}, "
-          f"probs {attrs['probs_kind']}, embed_dim {attrs['embed_dim']}, spec_depth {attrs['spec_depth']}")
+    say(f"{args.output}: {len(requests)} requests, {len(data['iterations/phase'])} iterations, "
+        f"{data['rows/topk_ids'].shape[0]} rows, L={attrs['L']} J={attrs['J']} K={attrs['K']}, "
+        f"probs {attrs['probs_kind']}, embed_dim {attrs['embed_dim']}, spec_depth {attrs['spec_depth']}")
     return 0
 
 
