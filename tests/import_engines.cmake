@@ -115,3 +115,12 @@ add_test(NAME cli.import.hf_logits_torch
 set_tests_properties(cli.import.hf_logits_torch PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "MOESIM_PYTHON=${MOESIM_PYTHON}")
 # The hf-logits part of unit.test_import_engines runs the Python converter.
 set_tests_properties(unit.test_import_engines PROPERTIES ENVIRONMENT "MOESIM_PYTHON=${MOESIM_PYTHON}")
+# The converters themselves, when their output directory cannot be written (here a regular file
+# in its place, which fails for root too): one line naming the file, exit 1, no traceback.
+file(WRITE "${ENG_OUT}/not_a_dir" "")
+add_test(NAME cli.import.converter_unwritable_logits COMMAND sh ${ENG_FAIL} 1
+  "^moesim: .*/not_a_dir/layer0.csv: cannot write: Not a directory$"
+  ${MOESIM_PYTHON} ${PROJECT_SOURCE_DIR}/traces/tools/logits2trace.py ${ENG_DATA}/hf_router_logits.npy ${ENG_OUT}/not_a_dir)
+add_test(NAME cli.import.converter_unwritable_npy COMMAND sh ${ENG_FAIL} 1
+  "^moesim: .*/not_a_dir/layer0.csv: cannot write: Not a directory$"
+  ${MOESIM_PYTHON} ${PROJECT_SOURCE_DIR}/traces/tools/npy2trace.py ${ENG_DATA}/hf_router_logits.npy ${ENG_OUT}/not_a_dir)

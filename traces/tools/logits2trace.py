@@ -164,11 +164,15 @@ def main(argv):
     p /= p.sum(axis=2, keepdims=True)
     head = ("phase," if plen else "") + ",".join("e%d" % j for j in range(J)) + "\n"
     for l in range(L):
-        with open(os.path.join(outdir, "layer%d.csv" % l), "w") as f:
-            f.write(head)
-            for t in range(T):
-                pre = ("prefill," if t < plen else "decode,") if plen else ""
-                f.write(pre + ",".join("%.9g" % v for v in p[l, t]) + "\n")
+        path = os.path.join(outdir, "layer%d.csv" % l)
+        try:
+            with open(path, "w") as f:
+                f.write(head)
+                for t in range(T):
+                    pre = ("prefill," if t < plen else "decode,") if plen else ""
+                    f.write(pre + ",".join("%.9g" % v for v in p[l, t]) + "\n")
+        except OSError as e:  # a full disk, an unwritable directory: one line naming the file
+            fail("%s: cannot write: %s" % (path, e.strerror or e))
 
 
 if __name__ == "__main__":

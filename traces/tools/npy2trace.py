@@ -50,6 +50,16 @@ def main(argv):
         fail("%s: empty array, shape %s" % (src, tuple(a.shape)))
     files = []
     try:
+        write_layers(np, a, src, outdir, files)
+    except OSError as e:  # a full disk, an unwritable directory: one line naming the file
+        fail("%s: cannot write: %s" % (e.filename or outdir, e.strerror or e))
+
+
+def write_layers(np, a, src, outdir, files):
+    """Checks every row of `a` and writes it to OUTDIR/layer<l>.csv; the files
+    are closed (flushed) before returning, so a failed write raises here."""
+    T, L, J = a.shape
+    try:
         for l in range(L):
             files.append(open(os.path.join(outdir, "layer%d.csv" % l), "w"))
             files[-1].write(",".join("e%d" % j for j in range(J)) + "\n")
@@ -68,7 +78,10 @@ def main(argv):
                 files[l].write(",".join("%.9g" % v for v in np.asarray(a[t, l], dtype=np.float32)) + "\n")
     finally:
         for f in files:
-            f.close()
+            try:
+                f.close()
+            except OSError as e:
+                raise OSError(e.errno, e.strerror, f.name) from e
 
 
 if __name__ == "__main__":
