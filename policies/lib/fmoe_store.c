@@ -349,7 +349,6 @@ static void traj_norm2_own(fmoe_store *s)
         return;
     memcpy(s->norm2_own, s->norm2, s->slots * sizeof *s->norm2);
     s->norm2 = s->norm2_own;
-    s->prefix_floor = INFINITY;
 }
 
 /* Scores as the traj kernels compute them, from dot and the cached prefix
