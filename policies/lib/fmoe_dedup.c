@@ -43,23 +43,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "policies/lib/fmoe_cosfilter.h"
 #include "policies/lib/fmoe_scan.h"
 #include "policies/lib/fmoe_store.h"
 #include "policies/lib/fmoe_store_priv.h"
 
 #define B FMOE_BLOCK
-
-/* Entry y's semantic score, as the reference computes it (0 when D = 0). */
-static double sem_of(const fmoe_store *s, uint32_t y, const double *dot_e, double ee)
-{
-    return s->D ? fmoe_cosine_of(dot_e[y], ee, s->emb_norm2[y], s->emb_norm[y]) : 0.0;
-}
-
-/* RDY of entry y from its map dot product ab (the reference's expression). */
-static double rdy_of(const fmoe_store *s, uint32_t y, double sem, double ab, double mm)
-{
-    return fmoe_rdy(s->d, s->L, sem, fmoe_cosine_of(ab, mm, s->map_norm2[y], s->map_norm[y]));
-}
 
 uint32_t fmoe_dedup_full(fmoe_store *s, const float *emb, const float *map)
 {
@@ -72,7 +61,7 @@ uint32_t fmoe_dedup_full(fmoe_store *s, const float *emb, const float *map)
     uint32_t best = 0;
     double best_rdy = -INFINITY;
     for (uint32_t y = 0; y < s->n; y++) {
-        double r = rdy_of(s, y, sem_of(s, y, s->acc2, ee), s->acc[y], mm);
+        double r = fmoe_rdy_of(s, y, fmoe_sem_of(s, y, s->acc2, ee), s->acc[y], mm);
         if (r > best_rdy) {
             best = y;
             best_rdy = r;
@@ -126,7 +115,7 @@ static void finish_block(dedup *q, uint32_t b)
     const fmoe_store *s = q->s;
     uint32_t end = (b + 1) * B < s->n ? (b + 1) * B : s->n;
     for (uint32_t y = b * B; y < end; y++) {
-        double r = rdy_of(s, y, sem_of(s, y, s->acc2, q->ee), s->acc[y], q->mm);
+        double r = fmoe_rdy_of(s, y, fmoe_sem_of(s, y, s->acc2, q->ee), s->acc[y], q->mm);
         if (r > q->best_rdy || (r == q->best_rdy && y < q->best)) {
             q->best = y;
             q->best_rdy = r;
@@ -280,5 +269,8 @@ uint32_t fmoe_dedup_pruned(fmoe_store *s, const float *emb, const float *map)
 
 uint32_t fmoe_dedup(fmoe_store *s, const float *emb, const float *map)
 {
+    uint32_t y;
+    if (s->n > B && fmoe_dedup_filtered(s, emb, map, &y)) /* the same entry (fmoe_cosfilter.h) */
+        return y;
     return s->n > B ? fmoe_dedup_pruned(s, emb, map) : fmoe_dedup_full(s, emb, map);
 }

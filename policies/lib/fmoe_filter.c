@@ -71,7 +71,7 @@ static float approx1(const uint16_t *layer, uint32_t J, const float *P, uint32_t
     return top;
 }
 
-static uint32_t pick1(const float *a, uint32_t n, float thr, uint32_t *idx)
+uint32_t fmoe_pick_c(const float *a, uint32_t n, float thr, uint32_t *idx)
 {
     uint32_t k = 0;
     for (uint32_t y = 0; y < n; y++)
@@ -80,7 +80,7 @@ static uint32_t pick1(const float *a, uint32_t n, float thr, uint32_t *idx)
     return k;
 }
 
-static const fmoe_filter_kernels filter_c = {approx1, pick1, "c"};
+static const fmoe_filter_kernels filter_c = {approx1, fmoe_pick_c, "c"};
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
@@ -139,7 +139,7 @@ __attribute__((target("avx2,fma"))) static float approx8(const uint16_t *layer, 
     return A;
 }
 
-__attribute__((target("avx"))) static uint32_t pick8(const float *a, uint32_t n, float thr, uint32_t *idx)
+__attribute__((target("avx"))) uint32_t fmoe_pick_avx(const float *a, uint32_t n, float thr, uint32_t *idx)
 {
     const __m256 t = _mm256_set1_ps(thr);
     uint32_t k = 0, y = 0;
@@ -152,7 +152,7 @@ __attribute__((target("avx"))) static uint32_t pick8(const float *a, uint32_t n,
     return k;
 }
 
-static const fmoe_filter_kernels filter_avx = {approx8, pick8, "avx2-fma"};
+static const fmoe_filter_kernels filter_avx = {approx8, fmoe_pick_avx, "avx2-fma"};
 
 static int has_avx2_fma(void)
 {

@@ -67,6 +67,13 @@ typedef float fmoe_approx_fn(const uint16_t *layer, uint32_t J, const float *P, 
 /* idx[0..k) = the y < n with a[y] >= thr, ascending; returns k. */
 typedef uint32_t fmoe_pick_fn(const float *a, uint32_t n, float thr, uint32_t *idx);
 
+/* The pick kernels, also the cosine filter's (fmoe_cosfilter.c): the plain
+ * C one, and on x86-64 the AVX one (for CPUs with AVX). */
+fmoe_pick_fn fmoe_pick_c;
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+fmoe_pick_fn fmoe_pick_avx;
+#endif
+
 typedef struct fmoe_filter_kernels {
     fmoe_approx_fn *approx;
     fmoe_pick_fn *pick;

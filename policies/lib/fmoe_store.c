@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policies/lib/fmoe_cosfilter.h"
 #include "policies/lib/fmoe_filter.h"
 #include "policies/lib/fmoe_scan.h"
 #include "policies/lib/fmoe_store_priv.h"
@@ -70,6 +71,14 @@ static void carve_all(fmoe_store *s, carver *c)
     s->traj_rows = carve(c, LJ ? LJ : 1, sizeof *s->traj_rows);
     s->entry_unfilterable = carve(c, S, sizeof *s->entry_unfilterable);
     s->w = carve(c, q ? q : 1, sizeof *s->w);
+    s->inv_emb_f = carve(c, S, sizeof *s->inv_emb_f);
+    s->inv_map_f = carve(c, S, sizeof *s->inv_map_f);
+    s->fe = carve(c, S, sizeof *s->fe);
+    s->fm = carve(c, S, sizeof *s->fm);
+    s->est = carve(c, S, sizeof *s->est);
+    s->wf = carve(c, q ? q : 1, sizeof *s->wf);
+    s->cos_cand = carve(c, S, sizeof *s->cos_cand);
+    s->entry_cos_unfilterable = carve(c, S, sizeof *s->entry_cos_unfilterable);
 }
 
 void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32_t D, uint32_t d)
@@ -87,6 +96,7 @@ void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32
     }
     s->kernels = fmoe_kernels_pick();
     s->filter = fmoe_filter_pick();
+    s->cosf = fmoe_cosf_pick();
     carver c = {NULL, 0};
     carve_all(s, &c);
     s->mem = ms_xcalloc(c.used + 63, 1);
@@ -223,6 +233,9 @@ int fmoe_semantic_search(fmoe_store *s, const float *e_new, double *score)
 {
     if (!s->n || !s->D)
         return -1;
+    int best;
+    if (fmoe_semantic_filtered(s, e_new, &best, score)) /* the same entry and score (fmoe_cosfilter.h) */
+        return best;
     double aa = fmoe_norm2_of(e_new, s->D);
     fmoe_scan_query(s, s->emb, s->D, 0, e_new, s->D, s->acc);
     for (uint32_t y = 0; y < s->n; y++)
@@ -297,6 +310,11 @@ uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map)
     s->map_norm[y] = sqrt(s->map_norm2[y]);
     s->inv_map_norm[y] = s->map_norm[y] > 0 ? 1.0 / s->map_norm[y] : 0.0;
     s->inv_emb_norm[y] = s->emb_norm[y] > 0 ? 1.0 / s->emb_norm[y] : 0.0;
+    s->inv_map_f[y] = (float)s->inv_map_norm[y];
+    s->inv_emb_f[y] = (float)s->inv_emb_norm[y];
+    uint8_t cos_bad = !fmoe_cosf_norms_ok(s->emb_norm[y], s->map_norm[y]);
+    s->cos_unfilterable = s->cos_unfilterable - s->entry_cos_unfilterable[y] + cos_bad;
+    s->entry_cos_unfilterable[y] = cos_bad;
     double prefix = 0; /* summed as the trajectory search sums norm2[y] over layers 0, 1, ... */
     for (uint32_t l = 0; l < s->L; l++) {
         double r = fmoe_norm2_of(map + (size_t)l * s->J, s->J);

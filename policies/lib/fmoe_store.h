@@ -41,6 +41,7 @@
 #include "policies/lib/fmoe_scan.h"
 
 struct fmoe_filter_kernels; /* fmoe_filter.h */
+struct fmoe_cosf_kernels;   /* fmoe_cosfilter.h */
 
 typedef struct {
     uint32_t cap, L, J, D, d; /* capacity C, layers, experts, embedding size, distance (RDY weights) */
@@ -90,6 +91,15 @@ typedef struct {
     uint32_t unfilterable;    /* entries with a negative map value or an inverse root out of float range */
     uint8_t *entry_unfilterable; /* [slots] */
     uint64_t filter_steps, filter_candidates; /* filtered steps, candidates they scored (tests, benchmarks) */
+    /* the float filter of deduplication and the semantic search (fmoe_cosfilter.h) */
+    const struct fmoe_cosf_kernels *cosf; /* NULL: no filter (the exact searches) */
+    float *inv_emb_f, *inv_map_f; /* [slots] (float) inv_emb_norm, inv_map_norm */
+    float *fe, *fm, *est;     /* [slots] float sums of the embedding and map products, the estimates */
+    float *wf;                /* [max(L J, D)] the query's terms as floats */
+    uint32_t *cos_cand;       /* [slots] the candidates */
+    uint32_t cos_unfilterable; /* entries with a non-zero norm outside [2^-40, 2^40] (or not finite) */
+    uint8_t *entry_cos_unfilterable; /* [slots] */
+    uint64_t cosf_queries, cosf_candidates; /* filtered searches, candidates they scored (tests, benchmarks) */
     /* scratch of the scans */
     double *acc, *acc2;       /* [slots] one sum per entry */
     uint32_t *cols;           /* [max(L J, D)] the query's terms that are summed */
@@ -141,7 +151,9 @@ void fmoe_store_get_emb(const fmoe_store *s, uint32_t y, float *out);
 /* cos(a, b) over n values; 0 when either vector is zero. */
 double fmoe_cosine(const float *a, const float *b, size_t n);
 /* Semantic search (seed 000 Eq. score-sem): y* = argmax_y cos(e_new, e_y),
- * ties to the lower index; -1 when the store is empty or holds no embeddings. */
+ * ties to the lower index; -1 when the store is empty or holds no embeddings.
+ * By the float filter when it applies (fmoe_cosfilter.h: the same entry and
+ * score; s->acc then holds no cosines). */
 int fmoe_semantic_search(fmoe_store *s, const float *e_new, double *score);
 /* RDY(x, y) = (d/L) score_sem + ((L-d)/L) score_map (seed 000, "Expert map
  * deduplication"). */
@@ -163,7 +175,8 @@ uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map);
  * fmoe_dedup_pruned finds the same entry, with bounds that stop summing an
  * entry's map once it cannot reach the best so far (it calls the reference
  * for non-finite values, a zero query map or d = L); fmoe_dedup, what
- * fmoe_store_add calls, takes the pruned one past one block of entries.
+ * fmoe_store_add calls, takes the float filter (fmoe_cosfilter.h: the same
+ * entry) past one block of entries when it applies, else the pruned one.
  * dedup_block_stages / dedup_stages_skipped count the pruned one's work. */
 #define FMOE_STAGES 8 /* the map's layers split into at most this many stages between bound checks */
 uint32_t fmoe_dedup_full(fmoe_store *s, const float *emb, const float *map);

@@ -26,6 +26,21 @@ static inline double fmoe_cosine_of(double ab, double aa, double bb, double sqrt
     return aa > 0 && bb > 0 ? ab / (sqrt(aa) * sqrt_bb) : 0.0;
 }
 
+/* Entry y's semantic score in deduplication, as fmoe_dedup_full computes it
+ * from dot_e[y], the embedding dot product, and ee = |query|^2 (0 when
+ * D = 0). */
+static inline double fmoe_sem_of(const fmoe_store *s, uint32_t y, const double *dot_e, double ee)
+{
+    return s->D ? fmoe_cosine_of(dot_e[y], ee, s->emb_norm2[y], s->emb_norm[y]) : 0.0;
+}
+
+/* RDY of entry y from its semantic score and map dot product ab, mm =
+ * |query map|^2 (fmoe_dedup_full's expression). */
+static inline double fmoe_rdy_of(const fmoe_store *s, uint32_t y, double sem, double ab, double mm)
+{
+    return fmoe_rdy(s->d, s->L, sem, fmoe_cosine_of(ab, mm, s->map_norm2[y], s->map_norm[y]));
+}
+
 /* The query's terms to sum into s->cols / s->w: the non-zero ones while
  * every stored value is finite (a zero term then adds +-0 to a sum that is
  * never -0: no change), else all of them.  Returns their count. */

@@ -1,0 +1,78 @@
+/* A float filter for fMoE's whole-store cosine searches (issue 18, branch
+ * i18p): RDY deduplication (fmoe_dedup) and the semantic search
+ * (fmoe_semantic_search), with the same entry and score as the exact
+ * searches bit for bit.
+ *
+ * Both searches compute, for every entry, double dot products of the query
+ * with the entry's embedding (D values) and, for deduplication, its whole map
+ * (L J values): a float-to-double conversion, a multiply and an add per
+ * stored value and entry.  The filter first estimates every entry's score
+ * (RDY, or the semantic cosine) from float sums (fused multiply-adds, eight
+ * entries per instruction, from the floats the store holds) scaled by float
+ * inverse norms.  Each estimate is within an absolute E of the exact
+ * search's score, E = (|w| (N_e + 8) + |1 - w| (N_m + 8)) 2^-23 + 2^-30
+ * (N_e, N_m: the query's embedding and map terms summed, w = d / L; the
+ * semantic search: w = 1, no map), whatever the signs of the values (the
+ * argument is in fmoe_cosfilter.c), so every entry with the largest exact
+ * score (or tied with it) has an estimate >= A - 2 E, A the largest
+ * estimate.  Only those candidates get the exact dot products, summed by the
+ * store's scan kernels over their blocks in the exact search's order (a
+ * block's sums are the whole scan's bit for bit), and the exact score by the
+ * exact search's expression; the first largest, in index order, wins.
+ *
+ * It needs a CPU with AVX2 and FMA (fmoe_cosf_pick; else the exact searches
+ * run), at least FMOE_COSF_MIN entries, finite values, every non-zero norm
+ * (entries' and query's) within [2^-40, 2^40], at most 2^14 terms per dot
+ * product and d <= L; else fmoe_dedup_filtered / fmoe_semantic_filtered
+ * return 0 and the caller runs the exact search.  The plain C kernels are
+ * for the tests. */
+#ifndef MS_FMOE_COSFILTER_H
+#define MS_FMOE_COSFILTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policies/lib/fmoe_store.h"
+
+#define FMOE_COSF_MAX_TERMS 16384u /* N <= 2^14: N 2^-24 <= 2^-10 */
+#define FMOE_COSF_MIN 32           /* entries held below which the exact searches run */
+
+/* out[b B + t] = fma(w[nc-1], v, ... fma(w[0], v, +0)) in float, v = value
+ * cols[k] of entry t of block b (vals: blocks of `len` values per entry, B
+ * = FMOE_BLOCK), for every block b < nb. */
+typedef void fmoe_fscan_fn(const float *vals, size_t len, uint32_t nb, const uint32_t *cols, const float *w,
+                           uint32_t nc, float *out);
+/* est[y] = (fe[y] x ie[y]) x ae + (fm[y] x im[y]) x am for y < n, each
+ * operation rounded to float (the map's term left out when fm is NULL);
+ * returns the largest est[y] (-inf when n = 0). */
+typedef float fmoe_estimate_fn(const float *fe, const float *ie, float ae, const float *fm, const float *im,
+                               float am, uint32_t n, float *est);
+
+/* idx[0..k) = the y < n with a[y] >= thr, ascending; returns k
+ * (fmoe_filter.h's pick kernels). */
+typedef uint32_t fmoe_cosf_pick_fn(const float *a, uint32_t n, float thr, uint32_t *idx);
+
+typedef struct fmoe_cosf_kernels {
+    fmoe_fscan_fn *fscan;
+    fmoe_estimate_fn *estimate;
+    fmoe_cosf_pick_fn *pick;
+    const char *name; /* "c" or "avx2-fma" */
+} fmoe_cosf_kernels;
+
+/* The AVX2-FMA version when the CPU has both, else NULL (no filter). */
+const fmoe_cosf_kernels *fmoe_cosf_pick(void);
+/* Every version this CPU runs, the plain C one first (at most 2). */
+size_t fmoe_cosf_list(const fmoe_cosf_kernels **out);
+
+/* Whether an entry with these norms (sqrt of the double sums of squares) can
+ * be filtered: each 0 or within [2^-40, 2^40]. */
+int fmoe_cosf_norms_ok(double emb_norm, double map_norm);
+
+/* fmoe_dedup_full's entry for (emb, map) (n > 0), by the filter: returns 1
+ * and sets *out, or 0 when the filter does not apply (see above). */
+int fmoe_dedup_filtered(fmoe_store *s, const float *emb, const float *map, uint32_t *out);
+/* fmoe_semantic_search's entry and score, by the filter: returns 1 and sets
+ * *best and *score, or 0 when the filter does not apply. */
+int fmoe_semantic_filtered(fmoe_store *s, const float *e_new, int *best, double *score);
+
+#endif
