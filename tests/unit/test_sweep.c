@@ -13,12 +13,12 @@
 #include "sim/engine/report.h"
 #include "traces/format/trace_cache.h"
 
-static char *run_json_batch(const char *trace, const ms_model *model, const ms_platform *plat, const char *pf,
-                            const char *cache, uint32_t batch)
+static char *run_json_with(const char *trace, const ms_model *model, const ms_platform *plat, const char *pf,
+                           const char *cache, uint32_t batch, double train_frac, uint32_t distance)
 {
     ms_run_config cfg = {.trace_path = trace, .model = model, .platform = plat, .prefetch_spec = pf,
                          .cache_spec = cache, .sched_spec = "gpu", .cap_kind = MS_CAP_EXPERTS, .cap_value = 24,
-                         .distance = 1, .max_batch = batch, .seed = 1, .train_set = 1, .train_frac = 0.5};
+                         .distance = distance, .max_batch = batch, .seed = 1, .train_set = 1, .train_frac = train_frac};
     ms_metrics m;
     ms_err err;
     if (ms_run(&cfg, &m, &err)) {
@@ -35,7 +35,31 @@ static char *run_json_batch(const char *trace, const ms_model *model, const ms_p
 static char *run_json(const char *trace, const ms_model *model, const ms_platform *plat, const char *pf,
                       const char *cache)
 {
-    return run_json_batch(trace, model, plat, pf, cache, 2);
+    return run_json_with(trace, model, plat, pf, cache, 2, 0.5, 1);
+}
+
+static char *run_json_batch(const char *trace, const ms_model *model, const ms_platform *plat, const char *pf,
+                            const char *cache, uint32_t batch)
+{
+    return run_json_with(trace, model, plat, pf, cache, batch, 0.5, 1);
+}
+
+/* transition keeps what it learned from the split (ms_train_memo_put) under
+ * its distance and the split: runs on other splits or distances before the
+ * one compared must not lend it theirs. */
+static void check_training_kept(const char *trace, const ms_model *model, const ms_platform *plat)
+{
+    char *streamed = run_json_with(trace, model, plat, "transition", "lru", 2, 0.3, 2);
+    ms_trace_cache_enable(MS_TRACE_CACHE_DEFAULT_BYTES);
+    free(run_json_with(trace, model, plat, "transition", "lru", 2, 0.75, 2));
+    free(run_json_with(trace, model, plat, "transition", "lru", 2, 0.3, 1));
+    for (int pass = 0; pass < 2; pass++) {
+        char *cached = run_json_with(trace, model, plat, "transition", "lru", 2, 0.3, 2);
+        CHECK(strcmp(cached, streamed) == 0);
+        free(cached);
+    }
+    ms_trace_cache_enable(0);
+    free(streamed);
 }
 
 /* One request at a time (the same batches in every run): none+lru reads no
@@ -71,7 +95,8 @@ int main(void)
     CHECK(ms_platform_load("rtx3090-pcie4", &plat, &err) == 0);
     /* lru:order=token visits the experts by their place in the recalled lists */
     const char *combos[][2] = {{"none", "lru:order=token"}, {"none", "mrs"}, {"oracle", "belady"},
-                               {"fmoe:capacity=20", "fmoe"}, {"none", "static"}, {"speculative", "lru"}};
+                               {"fmoe:capacity=20", "fmoe"}, {"none", "static"}, {"speculative", "lru"},
+                               {"transition", "lru"}};
     enum { N = sizeof combos / sizeof combos[0] };
     char *streamed[N];
     for (int i = 0; i < N; i++)
@@ -107,5 +132,6 @@ int main(void)
     for (int i = 0; i < N; i++)
         free(streamed[i]);
     check_weights_apart(trace, &model, &plat);
+    check_training_kept(trace, &model, &plat);
     CHECK_DONE();
 }
