@@ -84,6 +84,24 @@ static void check_weights_apart(const char *trace, const ms_model *model, const 
     free(cached);
 }
 
+/* belady's next-use lists (the pre-pass) are kept under the batch size and
+ * the split: runs with other ones before the compared one must not lend
+ * them theirs. */
+static void check_future_kept(const char *trace, const ms_model *model, const ms_platform *plat)
+{
+    char *streamed = run_json_with(trace, model, plat, "oracle", "belady", 2, 0.5, 1);
+    ms_trace_cache_enable(MS_TRACE_CACHE_DEFAULT_BYTES);
+    free(run_json_with(trace, model, plat, "oracle", "belady", 1, 0.5, 1));
+    free(run_json_with(trace, model, plat, "oracle", "belady", 2, 0.25, 1));
+    for (int pass = 0; pass < 2; pass++) {
+        char *cached = run_json_with(trace, model, plat, "oracle", "belady", 2, 0.5, 1);
+        CHECK(strcmp(cached, streamed) == 0);
+        free(cached);
+    }
+    ms_trace_cache_enable(0);
+    free(streamed);
+}
+
 int main(void)
 {
     const char *trace = "test_sweep_mix.h5";
@@ -133,5 +151,6 @@ int main(void)
         free(streamed[i]);
     check_weights_apart(trace, &model, &plat);
     check_training_kept(trace, &model, &plat);
+    check_future_kept(trace, &model, &plat);
     CHECK_DONE();
 }
