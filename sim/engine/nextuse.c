@@ -87,6 +87,8 @@ static void remember_future(ms_view *v)
     memcpy(p, v->use_n, v->NX * sizeof *v->use_n);
     p += v->NX * sizeof *v->use_n;
     for (uint32_t x = 0; x < v->NX; x++) {
+        if (!v->use_n[x])
+            continue; /* use_it[x] is NULL */
         memcpy(p, v->use_it[x], v->use_n[x] * sizeof **v->use_it);
         p += v->use_n[x] * sizeof **v->use_it;
     }
