@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "policies/lib/gate.h"
+#include "traces/format/trace_cache.h"
 
 void ms_gate_row(const ms_trace_meta *m, const ms_request *r, uint32_t row, uint32_t l, ms_topk_fill fill,
                  float *out)
@@ -135,4 +136,38 @@ int ms_train_foreach(const ms_policy_env *env, unsigned parts, ms_train_fn fn, v
     ms_request_free(&r);
     ms_reader_close(rd);
     return rc;
+}
+
+/* "train", the policy's key, then the split's fields */
+static size_t train_memo_key(const ms_policy_env *env, const char *key, unsigned char *out, size_t cap)
+{
+    const ms_split *sp = &env->split;
+    size_t n = strlen(key) + 1, need = 6 + n + sizeof sp->frac + sizeof(int) + sizeof(uint64_t) + sizeof(uint32_t);
+    if (need > cap)
+        return 0;
+    unsigned char *p = out;
+    memcpy(p, "train", 6), p += 6;
+    memcpy(p, key, n), p += n;
+    memcpy(p, &sp->frac, sizeof sp->frac), p += sizeof sp->frac;
+    memcpy(p, &sp->by_iteration, sizeof(int)), p += sizeof(int);
+    memcpy(p, &sp->train_requests, sizeof(uint64_t)), p += sizeof(uint64_t);
+    memcpy(p, &sp->train_iters, sizeof(uint32_t)), p += sizeof(uint32_t);
+    return (size_t)(p - out);
+}
+
+const void *ms_train_memo_get(const ms_policy_env *env, const char *key, size_t *len)
+{
+    unsigned char k[256];
+    size_t kl = train_memo_key(env, key, k, sizeof k);
+    ms_trace_snapshot *s = kl ? ms_trace_cache_find(env->trace_path) : NULL;
+    return s ? ms_trace_memo_get(s, k, kl, len) : NULL;
+}
+
+void ms_train_memo_put(const ms_policy_env *env, const char *key, const void *val, size_t len)
+{
+    unsigned char k[256];
+    size_t kl = train_memo_key(env, key, k, sizeof k);
+    ms_trace_snapshot *s = kl ? ms_trace_cache_find(env->trace_path) : NULL;
+    if (s)
+        ms_trace_memo_put(s, k, kl, val, len);
 }

@@ -38,4 +38,14 @@ int ms_split_resolve(const ms_trace_meta *m, double frac, int learns, const char
 typedef int (*ms_train_fn)(void *ctx, uint64_t req_index, const ms_request *r, uint32_t it, ms_err *err);
 int ms_train_foreach(const ms_policy_env *env, unsigned parts, ms_train_fn fn, void *ctx, ms_err *err);
 
+/* What a policy learned from the training split, kept for the next run of
+ * the same trace in this process (a sweep's next point) in the trace
+ * cache's memo (traces/format/trace_cache.h); nothing is kept when the
+ * trace is not cached (moesim run).  `key` names the policy, what it keeps
+ * and every parameter the value depends on besides the trace and the split
+ * (the split is added here).  get: the value and its length, NULL when none;
+ * valid until the next trace-cache call, so copy it at once. */
+const void *ms_train_memo_get(const ms_policy_env *env, const char *key, size_t *len);
+void ms_train_memo_put(const ms_policy_env *env, const char *key, const void *val, size_t len);
+
 #endif

@@ -33,62 +33,86 @@ static inline int before(const ms_xheap_entry *p, const ms_xheap_entry *q)
     return p->x < q->x;
 }
 
-static inline void place(ms_xheap *h, uint32_t i, ms_xheap_entry e)
-{
-    h->heap[i] = e;
-    h->pos[e.x] = i;
-}
+/* The moves take the heap's arrays and size as locals (restrict: the
+ * stores into them would otherwise make the compiler reload h's fields at
+ * every level) and the moving entry e by value: it is written once, into
+ * the hole where it stops. */
 
-static void sift_up(ms_xheap *h, uint32_t i)
+/* e into the hole at i, up while it is below its parent, not above top */
+static inline void up_to(ms_xheap_entry *restrict heap, uint32_t *restrict pos, uint32_t top, uint32_t i,
+                         ms_xheap_entry e)
 {
-    ms_xheap_entry e = h->heap[i];
-    while (i > 0) {
+    while (i > top) {
         uint32_t parent = (i - 1) / 2;
-        if (!before(&e, &h->heap[parent]))
+        if (!before(&e, &heap[parent]))
             break;
-        place(h, i, h->heap[parent]);
+        heap[i] = heap[parent];
+        pos[heap[i].x] = i;
         i = parent;
     }
-    place(h, i, e);
+    heap[i] = e;
+    pos[e.x] = i;
 }
 
-static void sift_down(ms_xheap *h, uint32_t i)
+/* e into the hole at i, up while it is below its parent */
+static void up(ms_xheap_entry *restrict heap, uint32_t *restrict pos, uint32_t i, ms_xheap_entry e)
 {
-    ms_xheap_entry e = h->heap[i];
+    up_to(heap, pos, 0, i, e);
+}
+
+/* e into the hole at i of a heap of n, down while a child is below it */
+static void down(ms_xheap_entry *restrict heap, uint32_t *restrict pos, uint32_t n, uint32_t i, ms_xheap_entry e)
+{
     for (;;) {
         uint32_t c = 2 * i + 1;
-        if (c >= h->n)
+        if (c >= n)
             break;
-        if (c + 1 < h->n && before(&h->heap[c + 1], &h->heap[c]))
-            c++;
-        if (!before(&h->heap[c], &e))
+        c += c + 1 < n && before(&heap[c + 1], &heap[c]);
+        if (!before(&heap[c], &e))
             break;
-        place(h, i, h->heap[c]);
+        heap[i] = heap[c];
+        pos[heap[i].x] = i;
         i = c;
     }
-    place(h, i, e);
+    heap[i] = e;
+    pos[e.x] = i;
 }
 
-/* the entry at i has a new key: up when it is now below its parent, else down */
-static void restore(ms_xheap *h, uint32_t i)
+/* e (a new key of the member at i, or the entry moved there) into the hole
+ * at i: up when it is below its parent, else down */
+static void settle(ms_xheap *h, uint32_t i, ms_xheap_entry e)
 {
-    if (i > 0 && before(&h->heap[i], &h->heap[(i - 1) / 2]))
-        sift_up(h, i);
+    if (i > 0 && before(&e, &h->heap[(i - 1) / 2]))
+        up(h->heap, h->pos, i, e);
     else
-        sift_down(h, i);
+        down(h->heap, h->pos, h->n, i, e);
 }
 
 void ms_xheap_set(ms_xheap *h, uint32_t x, uint64_t a, uint64_t b)
 {
     ms_xheap_entry e = {a, b, x};
     uint32_t i = h->pos[x];
-    if (i == MS_NIL) {
-        place(h, h->n++, e);
-        sift_up(h, h->n - 1);
-        return;
+    if (i == MS_NIL)
+        up(h->heap, h->pos, h->n++, e);
+    else
+        settle(h, i, e);
+}
+
+/* e into the hole at i of a heap of n, where e is not below i's parent:
+ * the hole goes down to a leaf along the smaller children (one comparison
+ * a level), then e climbs back while it is below its parent, not above i
+ * (Floyd's order of the work: the heap's last entry, which a removal moves,
+ * usually belongs near the bottom).  down() would give another valid heap;
+ * which one does not matter (ms_xheap.h: the order is total). */
+static void sink(ms_xheap_entry *restrict heap, uint32_t *restrict pos, uint32_t n, uint32_t i, ms_xheap_entry e)
+{
+    uint32_t top = i;
+    for (uint32_t c; (c = 2 * i + 1) < n; i = c) {
+        c += c + 1 < n && before(&heap[c + 1], &heap[c]);
+        heap[i] = heap[c];
+        pos[heap[i].x] = i;
     }
-    h->heap[i] = e;
-    restore(h, i);
+    up_to(heap, pos, top, i, e);
 }
 
 void ms_xheap_remove(ms_xheap *h, uint32_t x)
@@ -99,8 +123,11 @@ void ms_xheap_remove(ms_xheap *h, uint32_t x)
     h->pos[x] = MS_NIL;
     if (i == --h->n)
         return;
-    place(h, i, h->heap[h->n]);
-    restore(h, i);
+    ms_xheap_entry last = h->heap[h->n];
+    if (i > 0 && before(&last, &h->heap[(i - 1) / 2]))
+        up(h->heap, h->pos, i, last);
+    else
+        sink(h->heap, h->pos, h->n, i, last);
 }
 
 /* ---- the best-first walk: a min-heap of heap positions ---- */
@@ -135,12 +162,9 @@ static uint32_t frontier_pop(ms_xheap *h, uint32_t *n)
     return top;
 }
 
-uint32_t ms_xheap_first(ms_xheap *h, int (*accept)(const void *ctx, uint32_t x), const void *ctx)
+/* ms_xheap_first past the smallest member, which did not pass */
+static uint32_t first_below_top(ms_xheap *h, int (*accept)(const void *ctx, uint32_t x), const void *ctx)
 {
-    if (h->n == 0)
-        return MS_NIL;
-    if (accept(ctx, h->heap[0].x)) /* the usual case: the smallest passes */
-        return h->heap[0].x;
     /* A child is never below its parent, so popping the smallest position
      * and pushing its children visits the members in (a, b, x) order. */
     uint32_t nf = 0;
@@ -160,6 +184,15 @@ uint32_t ms_xheap_first(ms_xheap *h, int (*accept)(const void *ctx, uint32_t x),
     return MS_NIL;
 }
 
+uint32_t ms_xheap_first(ms_xheap *h, int (*accept)(const void *ctx, uint32_t x), const void *ctx)
+{
+    if (h->n == 0)
+        return MS_NIL;
+    if (accept(ctx, h->heap[0].x)) /* the usual case: the smallest passes */
+        return h->heap[0].x;
+    return first_below_top(h, accept, ctx);
+}
+
 typedef struct {
     const ms_view *v;
     uint32_t J;
@@ -171,8 +204,15 @@ static int evictable(const void *ctx, uint32_t x)
     return ms_view_evictable(c->v, x / c->J, x % c->J);
 }
 
+/* ms_xheap_first with the usual case's test written out (no call through
+ * the predicate pointer) */
 uint32_t ms_xheap_first_evictable(ms_xheap *h, const ms_view *v, uint32_t J)
 {
+    if (h->n == 0)
+        return MS_NIL;
+    uint32_t top = h->heap[0].x;
+    if (ms_view_evictable(v, top / J, top % J))
+        return top;
     evictable_ctx c = {v, J};
-    return ms_xheap_first(h, evictable, &c);
+    return first_below_top(h, evictable, &c);
 }

@@ -13,7 +13,9 @@
  * during the replay: once layer l's gate is revealed (l >= d), the batch's
  * rows add their (l-d -> l) pairs, the same counting as training.  online=0
  * with no training split (--train 0) has nothing to learn from: an error. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "policies/lib/base_predict.h"
 #include "policies/lib/gate.h"
@@ -45,6 +47,24 @@ static int count_training_iteration(void *ctx, uint64_t req_index, const ms_requ
     (void)req_index;
     (void)err;
     count_iteration_rows(ctx, r, it, 0, 0);
+    return 0;
+}
+
+/* T from the training split, or from an earlier run on the same split
+ * (ms_train_memo_get: T depends on the split's rows and d only) */
+static int train(trans_state *s, const ms_policy_env *env, ms_err *err)
+{
+    char key[32];
+    snprintf(key, sizeof key, "transition.T d=%u", s->d);
+    size_t bytes = (size_t)s->L * s->J * s->J * sizeof *s->T.T, len;
+    const void *kept = ms_train_memo_get(env, key, &len);
+    if (kept && len == bytes) {
+        memcpy(s->T.T, kept, bytes);
+        return 0;
+    }
+    if (ms_train_foreach(env, 0, count_training_iteration, s, err))
+        return -1;
+    ms_train_memo_put(env, key, s->T.T, bytes);
     return 0;
 }
 
@@ -84,7 +104,7 @@ static void *trans_create(const ms_params *p, const ms_policy_env *env, ms_err *
     s->top = ms_xcalloc(s->J, sizeof *s->top);
     s->active = ms_xcalloc(s->J, sizeof *s->active);
     ms_coact_init(&s->T, s->L, s->J, env->meta->K, s->d);
-    if (ms_train_foreach(env, 0, count_training_iteration, s, err)) {
+    if (train(s, env, err)) {
         trans_destroy(s);
         return NULL;
     }

@@ -48,6 +48,7 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
     v->J = v->meta->J;
     v->K = v->meta->K;
     v->NX = v->L * v->J;
+    v->act_memo = ms_reader_snapshot(rd);
     v->env = (ms_policy_env){.meta = v->meta, .trace_path = cfg->trace_path, .platform = cfg->platform,
                              .model = cfg->model, .distance = cfg->distance, .seed = cfg->seed,
                              .topk_fill = cfg->topk_fill == MS_FILL_EVEN ? MS_FILL_EVEN : MS_FILL_ZERO};

@@ -11,9 +11,12 @@
 /* one iteration */
 
 /* Union of top-k over the batch's rows, per layer, in order of first
- * appearance (row, then slot): counted row by row (actsets.h). */
+ * appearance (row, then slot): counted row by row (actsets.h), or recalled
+ * from the trace cache's memo when an earlier run built them (actsets_memo.c). */
 void eng_build_activated_sets(ms_view *v)
 {
+    if (eng_actsets_recall(v))
+        return;
     const ms_batcher *b = v->batch;
     eng_actsets s = {.L = v->L, .J = v->J, .K = v->K, .tok = v->act_tok, .wsum = v->act_wsum, .acts = v->acts,
                      .n = v->n_acts};
@@ -26,6 +29,7 @@ void eng_build_activated_sets(ms_view *v)
         eng_actsets_add_rows(&s, r->topk_ids + base, r->topk_w ? r->topk_w + base : NULL, it->n_rows);
     }
     eng_actsets_finish(&s, v->mark, v->iter + 1, v->act_pos);
+    eng_actsets_remember(v);
 }
 
 /* The three counter sets every layer-step updates: run, phase, layer. */

@@ -262,7 +262,7 @@ void eng_free_state(ms_view *v)
                       v->step_seen, v->step_order, v->step_ready, v->step_lanes, v->step_visit, v->step_identity, v->gate_mean,
                       v->gate_mean_at, v->layer_bytes, v->layer_params, v->dense_bytes,
                       v->dense_params, v->in_host, v->host_used_at, v->use_n, v->use_cap, v->use_cur,
-                      v->ttft.v, v->tpot.v, v->latency.v};
+                      v->ttft.v, v->tpot.v, v->latency.v, v->act_key, v->act_val};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         free(arrays[i]);
     if (v->use_it)

@@ -36,6 +36,7 @@
 #include "sim/engine/engine.h"
 #include "sim/engine/exec.h"
 #include "sim/engine/runkeys.h"
+#include "traces/format/trace_cache.h"
 
 enum { OUT_HIT = 1, OUT_LATE = 2, OUT_MISS = 3 };
 /* from_prefetch: its target layer (the next run of its layer) is still
@@ -125,6 +126,11 @@ struct ms_view {
     /* activated sets of the running iteration, per layer */
     ms_act *acts; /* [L][J] */
     uint32_t *n_acts;
+    /* the trace cache's memo of activated sets (actsets_memo.c): NULL when
+     * the trace streams; the key and value scratch of the running build */
+    ms_trace_snapshot *act_memo;
+    unsigned char *act_key, *act_val;
+    size_t act_key_cap, act_klen;
     /* one layer step's scratch, sized once per run so that a step allocates
      * nothing: [J] per activated expert, [4 G] GPU lanes, the visit list
      * (grown only when a wider batch needs more) */
@@ -179,6 +185,13 @@ void eng_free_state(ms_view *v);
 void eng_build_activated_sets(ms_view *v);
 void eng_policy_stats_now(const ms_view *v, ms_policy_stats *st);
 int eng_run_iteration(ms_view *v);
+
+/* actsets_memo.c: the activated sets of a batch, kept in the trace cache's
+ * memo for the next run of the same trace (a sweep's next point) */
+/* 1 when the running batch's sets came from the memo (lists, marks and
+ * positions as the build leaves them); 0: build them, then remember them */
+int eng_actsets_recall(ms_view *v);
+void eng_actsets_remember(ms_view *v);
 
 /* copyq.c: the H2D copy queue (qset.h) and the copy engine */
 void eng_queue_request(ms_view *v, qentry q);

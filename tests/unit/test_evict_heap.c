@@ -27,6 +27,19 @@
 
 static int accept_mask(const void *ctx, uint32_t x) { return ((const uint8_t *)ctx)[x]; }
 
+/* the heap's shape: no entry below its parent, pos the inverse of heap */
+static int heap_valid(const ms_xheap *h)
+{
+    for (uint32_t i = 0; i < h->n; i++) {
+        const ms_xheap_entry *e = &h->heap[i], *p = &h->heap[(i - 1) / 2];
+        if (h->pos[e->x] != i)
+            return 0;
+        if (i > 0 && (e->a < p->a || (e->a == p->a && (e->b < p->b || (e->b == p->b && e->x < p->x)))))
+            return 0;
+    }
+    return 1;
+}
+
 static void test_xheap(void)
 {
     enum { NX = 64 };
@@ -59,6 +72,7 @@ static void test_xheap(void)
                     want = y; /* ascending y: the lowest x among equal keys */
             }
             CHECK_EQ_INT(h.n, n);
+            CHECK(heap_valid(&h));
             CHECK_EQ_INT(ms_xheap_first(&h, accept_mask, ok), want);
             uint32_t top = MS_NIL;
             for (uint32_t y = 0; y < NX; y++)

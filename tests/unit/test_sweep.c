@@ -1,7 +1,8 @@
 /* The process trace cache (traces/format/trace_cache.h) gives ms_run the results
  * of streaming, for policies that read the trace more than once (belady's
  * next-use pre-pass, static's and fmoe's training split) too, and decodes a
- * trace once per process. */
+ * trace once per process; the memo kept beside the cached trace (the
+ * activated sets of every batch met) gives them again. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,12 +13,12 @@
 #include "sim/engine/report.h"
 #include "traces/format/trace_cache.h"
 
-static char *run_json(const char *trace, const ms_model *model, const ms_platform *plat, const char *pf,
-                      const char *cache)
+static char *run_json_with(const char *trace, const ms_model *model, const ms_platform *plat, const char *pf,
+                           const char *cache, uint32_t batch, double train_frac, uint32_t distance)
 {
     ms_run_config cfg = {.trace_path = trace, .model = model, .platform = plat, .prefetch_spec = pf,
                          .cache_spec = cache, .sched_spec = "gpu", .cap_kind = MS_CAP_EXPERTS, .cap_value = 24,
-                         .distance = 1, .max_batch = 2, .seed = 1, .train_set = 1, .train_frac = 0.5};
+                         .distance = distance, .max_batch = batch, .seed = 1, .train_set = 1, .train_frac = train_frac};
     ms_metrics m;
     ms_err err;
     if (ms_run(&cfg, &m, &err)) {
@@ -31,6 +32,76 @@ static char *run_json(const char *trace, const ms_model *model, const ms_platfor
     return s;
 }
 
+static char *run_json(const char *trace, const ms_model *model, const ms_platform *plat, const char *pf,
+                      const char *cache)
+{
+    return run_json_with(trace, model, plat, pf, cache, 2, 0.5, 1);
+}
+
+static char *run_json_batch(const char *trace, const ms_model *model, const ms_platform *plat, const char *pf,
+                            const char *cache, uint32_t batch)
+{
+    return run_json_with(trace, model, plat, pf, cache, batch, 0.5, 1);
+}
+
+/* transition keeps what it learned from the split (ms_train_memo_put) under
+ * its distance and the split: runs on other splits or distances before the
+ * one compared must not lend it theirs. */
+static void check_training_kept(const char *trace, const ms_model *model, const ms_platform *plat)
+{
+    char *streamed = run_json_with(trace, model, plat, "transition", "lru", 2, 0.3, 2);
+    ms_trace_cache_enable(MS_TRACE_CACHE_DEFAULT_BYTES);
+    free(run_json_with(trace, model, plat, "transition", "lru", 2, 0.75, 2));
+    free(run_json_with(trace, model, plat, "transition", "lru", 2, 0.3, 1));
+    for (int pass = 0; pass < 2; pass++) {
+        char *cached = run_json_with(trace, model, plat, "transition", "lru", 2, 0.3, 2);
+        CHECK(strcmp(cached, streamed) == 0);
+        free(cached);
+    }
+    ms_trace_cache_enable(0);
+    free(streamed);
+}
+
+/* One request at a time (the same batches in every run): none+lru reads no
+ * weights, none+mrs:mode=code does (its gather order), so the sets mrs
+ * recalls must not be those lru remembered, whose weight sums are 0: mrs's
+ * run adds its own to the memo, a second lru run adds nothing, and results
+ * stay. */
+static void check_weights_apart(const char *trace, const ms_model *model, const ms_platform *plat)
+{
+    char *streamed = run_json_batch(trace, model, plat, "none", "mrs:mode=code", 1);
+    ms_trace_cache_enable(MS_TRACE_CACHE_DEFAULT_BYTES);
+    char *lru = run_json_batch(trace, model, plat, "none", "lru", 1);
+    uint64_t after_lru = ms_trace_cache_memo_bytes();
+    free(run_json_batch(trace, model, plat, "none", "lru", 1));
+    CHECK_EQ_INT(ms_trace_cache_memo_bytes(), after_lru);
+    char *cached = run_json_batch(trace, model, plat, "none", "mrs:mode=code", 1);
+    CHECK(ms_trace_cache_memo_bytes() > after_lru);
+    CHECK(strcmp(cached, streamed) == 0);
+    ms_trace_cache_enable(0);
+    free(streamed);
+    free(lru);
+    free(cached);
+}
+
+/* belady's next-use lists (the pre-pass) are kept under the batch size and
+ * the split: runs with other ones before the compared one must not lend
+ * them theirs. */
+static void check_future_kept(const char *trace, const ms_model *model, const ms_platform *plat)
+{
+    char *streamed = run_json_with(trace, model, plat, "oracle", "belady", 2, 0.5, 1);
+    ms_trace_cache_enable(MS_TRACE_CACHE_DEFAULT_BYTES);
+    free(run_json_with(trace, model, plat, "oracle", "belady", 1, 0.5, 1));
+    free(run_json_with(trace, model, plat, "oracle", "belady", 2, 0.25, 1));
+    for (int pass = 0; pass < 2; pass++) {
+        char *cached = run_json_with(trace, model, plat, "oracle", "belady", 2, 0.5, 1);
+        CHECK(strcmp(cached, streamed) == 0);
+        free(cached);
+    }
+    ms_trace_cache_enable(0);
+    free(streamed);
+}
+
 int main(void)
 {
     const char *trace = "test_sweep_mix.h5";
@@ -40,8 +111,10 @@ int main(void)
     ms_err err;
     CHECK(ms_model_load("mixtral-8x7b", &model, &err) == 0);
     CHECK(ms_platform_load("rtx3090-pcie4", &plat, &err) == 0);
-    const char *combos[][2] = {{"oracle", "belady"}, {"fmoe:capacity=20", "fmoe"}, {"none", "static"},
-                               {"speculative", "lru"}};
+    /* lru:order=token visits the experts by their place in the recalled lists */
+    const char *combos[][2] = {{"none", "lru:order=token"}, {"none", "mrs"}, {"oracle", "belady"},
+                               {"fmoe:capacity=20", "fmoe"}, {"none", "static"}, {"speculative", "lru"},
+                               {"transition", "lru"}};
     enum { N = sizeof combos / sizeof combos[0] };
     char *streamed[N];
     for (int i = 0; i < N; i++)
@@ -49,28 +122,35 @@ int main(void)
     CHECK_EQ_INT(ms_trace_cache_loads(), 0);
 
     ms_trace_cache_enable(MS_TRACE_CACHE_DEFAULT_BYTES);
-    for (int i = 0; i < N; i++) {
-        char *cached = run_json(trace, &model, &plat, combos[i][0], combos[i][1]);
-        CHECK(strcmp(cached, "error") != 0);
-        if (strcmp(cached, streamed[i]))
-            fprintf(stderr, "%s+%s differs with the trace cache\n", combos[i][0], combos[i][1]);
-        CHECK(strcmp(cached, streamed[i]) == 0);
-        free(cached);
-    }
+    /* twice: the second pass finds every batch's activated sets (and what
+     * policies keep) in the trace's memo */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < N; i++) {
+            char *cached = run_json(trace, &model, &plat, combos[i][0], combos[i][1]);
+            CHECK(strcmp(cached, "error") != 0);
+            if (strcmp(cached, streamed[i]))
+                fprintf(stderr, "%s+%s differs with the trace cache (pass %d)\n", combos[i][0], combos[i][1], pass);
+            CHECK(strcmp(cached, streamed[i]) == 0);
+            free(cached);
+        }
     CHECK_EQ_INT(ms_trace_cache_loads(), 1); /* decoded once for all runs and all their reads */
+    CHECK(ms_trace_cache_memo_bytes() > 0);
     CHECK(ms_trace_cache_bytes() > 0);
 
     /* a limit smaller than the trace: not cached, streamed, same results */
     ms_trace_cache_enable(0);
     CHECK_EQ_INT(ms_trace_cache_bytes(), 0);
     ms_trace_cache_enable(1000);
-    char *small = run_json(trace, &model, &plat, combos[0][0], combos[0][1]);
-    CHECK(strcmp(small, streamed[0]) == 0);
+    char *small = run_json(trace, &model, &plat, combos[2][0], combos[2][1]);
+    CHECK(strcmp(small, streamed[2]) == 0);
     CHECK_EQ_INT(ms_trace_cache_loads(), 2);
     CHECK_EQ_INT(ms_trace_cache_bytes(), 0);
     free(small);
     ms_trace_cache_enable(0);
     for (int i = 0; i < N; i++)
         free(streamed[i]);
+    check_weights_apart(trace, &model, &plat);
+    check_training_kept(trace, &model, &plat);
+    check_future_kept(trace, &model, &plat);
     CHECK_DONE();
 }

@@ -17,11 +17,13 @@ struct ms_trace_snapshot {
     uint64_t last_use; /* for least-recently-opened eviction */
     int users;
     int uncacheable;   /* too big or failed to load: stream it */
+    ms_memo memo;      /* data derived from this trace (ms_trace_memo_put) */
     ms_trace_snapshot *next;
 };
 
 static struct {
     uint64_t max_bytes, bytes, loads, clock;
+    uint64_t memo_bytes; /* of bytes, the memos' */
     ms_trace_snapshot *head;
 } cache;
 
@@ -90,8 +92,10 @@ static void snapshot_free_data(ms_trace_snapshot *s)
     free(s->req);
     s->req = NULL;
     ms_trace_meta_free(&s->meta);
-    cache.bytes -= s->bytes;
+    cache.bytes -= s->bytes + s->memo.bytes;
+    cache.memo_bytes -= s->memo.bytes;
     s->bytes = 0;
+    ms_memo_free(&s->memo);
 }
 
 static void snapshot_unlink_free(ms_trace_snapshot *s)
@@ -142,6 +146,11 @@ uint64_t ms_trace_cache_loads(void)
 uint64_t ms_trace_cache_bytes(void)
 {
     return cache.bytes;
+}
+
+uint64_t ms_trace_cache_memo_bytes(void)
+{
+    return cache.memo_bytes;
 }
 
 static int same_file(const ms_trace_snapshot *s, const char *path, const struct stat *st)
@@ -217,6 +226,39 @@ void ms_trace_cache_release(ms_trace_snapshot *s)
         s->users--;
     if (s && !s->users && cache.bytes > cache.max_bytes)
         make_room(0);
+}
+
+ms_trace_snapshot *ms_trace_cache_find(const char *path)
+{
+    struct stat st;
+    if (cache.max_bytes == 0 || stat(path, &st) != 0)
+        return NULL;
+    for (ms_trace_snapshot *s = cache.head; s; s = s->next)
+        if (same_file(s, path, &st))
+            return s->uncacheable ? NULL : s;
+    return NULL;
+}
+
+const void *ms_trace_memo_get(const ms_trace_snapshot *s, const void *key, size_t klen, size_t *len)
+{
+    return ms_memo_get(&s->memo, key, klen, len);
+}
+
+int ms_trace_memo_put(ms_trace_snapshot *s, const void *key, size_t klen, const void *val, size_t len)
+{
+    uint64_t cost = ms_memo_put_cost(&s->memo, klen, len);
+    if (cache.memo_bytes + cost > cache.max_bytes / MS_TRACE_MEMO_SHARE)
+        return 0;
+    s->users++; /* not a victim of its own make_room */
+    make_room(cost);
+    s->users--;
+    if (cache.bytes + cost > cache.max_bytes)
+        return 0;
+    uint64_t before = s->memo.bytes;
+    ms_memo_put(&s->memo, key, klen, val, len);
+    cache.bytes += s->memo.bytes - before;
+    cache.memo_bytes += s->memo.bytes - before;
+    return 1;
 }
 
 const ms_trace_meta *ms_trace_snapshot_meta(const ms_trace_snapshot *s)

@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 
+#include "traces/format/memo.h"
 #include "traces/format/trace.h"
 
 /* Default limit `moesim sweep` uses (trace_cache in a sweep spec). */
@@ -31,11 +32,34 @@ void ms_trace_cache_enable(uint64_t max_bytes);
 /* Traces decoded into memory by this process so far (a counter for tests
  * and benchmarks). */
 uint64_t ms_trace_cache_loads(void);
-/* Decoded bytes now held. */
+/* Decoded bytes now held (memos included). */
 uint64_t ms_trace_cache_bytes(void);
+/* Of those, the memos'. */
+uint64_t ms_trace_cache_memo_bytes(void);
+
+typedef struct ms_trace_snapshot ms_trace_snapshot;
+
+/* ---- memos: data derived from a cached trace alone ----
+ * Each snapshot keeps a memo (memo.h): values a run derives from the trace
+ * and would derive again in the next run of the sweep.  The snapshot is the
+ * trace's identity (path, device, inode, size, mtime), so a key names only
+ * what else the value depends on; a reloaded trace starts with an empty
+ * memo.  A memo goes with its snapshot.  The memos' bytes count in the
+ * limit, and all memos together hold at most 1/MS_TRACE_MEMO_SHARE of it:
+ * a put beyond that, or beyond the limit once the unused snapshots are
+ * dropped, is refused (0) and the caller derives the value itself. */
+#define MS_TRACE_MEMO_SHARE 4
+/* The snapshot r serves from; NULL when r streams (no cache). */
+ms_trace_snapshot *ms_reader_snapshot(const ms_trace_reader *r);
+/* The snapshot of path when the cache holds it now (nothing is loaded). */
+ms_trace_snapshot *ms_trace_cache_find(const char *path);
+/* The value under key, NULL when none; valid while the snapshot is held. */
+const void *ms_trace_memo_get(const ms_trace_snapshot *s, const void *key, size_t klen, size_t *len);
+/* Copies a value in under key (a key already there keeps its value);
+ * 1 when stored, 0 when refused. */
+int ms_trace_memo_put(ms_trace_snapshot *s, const void *key, size_t klen, const void *val, size_t len);
 
 /* ---- for traces/format/trace_h5.c ---- */
-typedef struct ms_trace_snapshot ms_trace_snapshot;
 /* The snapshot of path, loading it when needed (its use count is raised:
  * release with ms_trace_cache_release); NULL when the cache is off or the
  * trace is not cacheable (the caller then streams). */

@@ -604,6 +604,11 @@ static ms_trace_reader *open_from_snapshot(const char *path, ms_trace_snapshot *
     return r;
 }
 
+ms_trace_snapshot *ms_reader_snapshot(const ms_trace_reader *r)
+{
+    return r->mem;
+}
+
 ms_trace_reader *ms_reader_open(const char *path, ms_err *err)
 {
     ms_trace_snapshot *s = ms_trace_cache_acquire(path);
