@@ -308,6 +308,8 @@ int fmoe_dedup_filtered(fmoe_store *s, const float *emb, const float *map, uint3
         float_sums(s, s->emb, D, ne, s->fe);
     }
     nm = fmoe_map_terms(s, map);
+    if (nm > FMOE_COSF_DEDUP_MAX_TERMS)
+        return 0; /* the staged exact search prunes long maps for less (fmoe_cosfilter.h) */
     float_sums(s, s->map, s->J, nm, s->fm);
     float am = query_factor(1.0 - w, mm), A;
     if (D)

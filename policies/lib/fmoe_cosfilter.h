@@ -36,6 +36,14 @@
 
 #define FMOE_COSF_MAX_TERMS 16384u /* N <= 2^14: N 2^-24 <= 2^-10 */
 #define FMOE_COSF_MIN 32           /* entries held below which the exact searches run */
+/* Deduplication is filtered only for maps of at most this many non-zero
+ * terms: the float sums cost every term for every entry, while the staged
+ * exact search (fmoe_dedup_pruned) drops most entries after its first stage.
+ * Measured on the 1M-step bench traces (docs/performance.md, "seventh round"):
+ * Mixtral-8x7B's 256-term maps gain (dedup 791 -> 332 M instructions),
+ * Qwen1.5-MoE's 1,440-term maps lose (fmoe+fmoe 4.3 -> 5.1 s).  Either way
+ * the result is the same entry. */
+#define FMOE_COSF_DEDUP_MAX_TERMS 512u
 
 /* out[b B + t] = fma(w[nc-1], v, ... fma(w[0], v, +0)) in float, v = value
  * cols[k] of entry t of block b (vals: blocks of `len` values per entry, B

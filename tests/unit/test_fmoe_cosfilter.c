@@ -277,6 +277,34 @@ static void test_adversarial_dedup(const fmoe_cosf_kernels *f)
 
 /* ---- fallbacks ---- */
 
+/* A map of more than FMOE_COSF_DEDUP_MAX_TERMS non-zero terms is left to the
+ * staged exact search (cheaper there); fmoe_dedup still finds the entry the
+ * plain search finds, and a map of exactly that many terms is filtered. */
+static void test_long_maps(const fmoe_cosf_kernels *f)
+{
+    enum { C = 64 };
+    for (uint32_t J = FMOE_COSF_DEDUP_MAX_TERMS; J <= FMOE_COSF_DEDUP_MAX_TERMS + 1; J++) {
+        fmoe_store s;
+        fmoe_store_init(&s, C, 1, J, 0, 0);
+        s.cosf = f;
+        float *m = calloc(J, sizeof *m);
+        for (int y = 0; y < C; y++) {
+            for (uint32_t j = 0; j < J; j++)
+                m[j] = 0.001f + value();
+            fmoe_store_add(&s, NULL, m);
+        }
+        for (uint32_t j = 0; j < J; j++)
+            m[j] = 0.001f + value();
+        uint32_t got = UINT32_MAX, want = fmoe_dedup_full(&s, NULL, m);
+        CHECK_EQ_INT(fmoe_dedup_filtered(&s, NULL, m, &got), J <= FMOE_COSF_DEDUP_MAX_TERMS);
+        if (J <= FMOE_COSF_DEDUP_MAX_TERMS)
+            CHECK_EQ_INT(got, want);
+        CHECK_EQ_INT(fmoe_dedup(&s, NULL, m), want);
+        free(m);
+        fmoe_store_free(&s);
+    }
+}
+
 /* A store of n entries (D = 4, L = 2, J = 3) with entry 5 set by `poison`
  * (0: nothing) and a query likewise: whether the filters ran, and the
  * exact searches' answers through fmoe_dedup / fmoe_semantic_search. */
@@ -350,6 +378,7 @@ int main(void)
         test_adversarial_semantic(list[i]);
         test_adversarial_dedup(list[i]);
         test_fallbacks(list[i]);
+        test_long_maps(list[i]);
         for (int store = 0; store < 80; store++)
             run_store(list[i]);
     }
