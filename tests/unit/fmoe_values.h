@@ -1,5 +1,5 @@
 /* Seeded values for the fMoE store and kernel tests (test_fmoe_scan.c,
- * test_fmoe_dedup.c): a 64-bit LCG and a value generator that makes exact
+ * test_fmoe_dedup.c, test_fmoe_cosfilter.c, ...): a 64-bit LCG and a value generator that makes exact
  * ties and zeros common.  Each test sets fmoe_test_rng to its own seed
  * first thing in main. */
 #ifndef MS_TEST_FMOE_VALUES_H
@@ -26,6 +26,19 @@ static inline float value(void)
     if (r == 4)
         return (float)rnd(1000003) / 999983.0f;
     return (float)((int)rnd(9) - 4) / 4.0f;
+}
+
+/* A seeded map of L rows of J probabilities (non-negative, not short
+ * fractions, each row summing to about 1), as a gate's output. */
+static inline void fill_probability_rows(float *map, uint32_t L, uint32_t J)
+{
+    for (uint32_t l = 0; l < L; l++) {
+        float sum = 0;
+        for (uint32_t j = 0; j < J; j++)
+            sum += map[l * J + j] = (float)(1 + rnd(1000));
+        for (uint32_t j = 0; j < J; j++)
+            map[l * J + j] /= sum;
+    }
 }
 
 /* The trajectory search's definition at one observed layer: adds the

@@ -117,13 +117,7 @@ static void make_entry(const shadow *h, uint32_t held, float *emb, float *map)
     for (uint32_t i = 0; i < h->D; i++)
         emb[i] = rnd(8) ? value() : 0.0f;
     if (kind == 6) {
-        for (uint32_t l = 0; l < h->L; l++) {
-            float sum = 0;
-            for (uint32_t j = 0; j < h->J; j++)
-                sum += map[l * h->J + j] = (float)(1 + rnd(1000));
-            for (uint32_t j = 0; j < h->J; j++)
-                map[l * h->J + j] /= sum;
-        }
+        fill_probability_rows(map, h->L, h->J);
     } else if (kind == 7) {
         memset(map, 0, LJ * sizeof *map);
     } else {
