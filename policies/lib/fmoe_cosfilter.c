@@ -302,14 +302,14 @@ int fmoe_dedup_filtered(fmoe_store *s, const float *emb, const float *map, uint3
     if (!query_ok(ee) || !query_ok(mm))
         return 0;
     double w = (double)s->d / s->L;
-    uint32_t ne = 0, nm;
+    uint32_t ne = 0, nm = fmoe_map_terms(s, map);
+    if (nm > FMOE_COSF_DEDUP_MAX_TERMS)
+        return 0; /* the staged exact search prunes long maps for less (fmoe_cosfilter.h) */
     if (D) {
         ne = fmoe_query_terms(s, emb, D);
         float_sums(s, s->emb, D, ne, s->fe);
     }
-    nm = fmoe_map_terms(s, map);
-    if (nm > FMOE_COSF_DEDUP_MAX_TERMS)
-        return 0; /* the staged exact search prunes long maps for less (fmoe_cosfilter.h) */
+    nm = fmoe_map_terms(s, map); /* s->cols again: fmoe_query_terms overwrote it */
     float_sums(s, s->map, s->J, nm, s->fm);
     float am = query_factor(1.0 - w, mm), A;
     if (D)
