@@ -41,21 +41,22 @@ static inline void fill_probability_rows(float *map, uint32_t L, uint32_t J)
     }
 }
 
-/* The trajectory search's definition at one observed layer: adds the
- * layer's terms of every entry's dot product with P and of its squared norm
- * to dot[y] and nn[y] (entry y's layer row is rows[y], J values; tt the
- * squared norm of every P so far) and returns the first entry of the largest
- * cosine (0 where a norm is 0), that cosine in *best_c. */
-static inline int traj_definition_step(const float *const *rows, uint32_t n, uint32_t J, const float *P, double tt,
-                                       double *dot, double *nn, double *best_c)
+/* The trajectory search's definition at observed layer l: adds the layer's
+ * terms of every entry's dot product with P and of its squared norm to dot[y]
+ * and nn[y] (entry y's map is map[y][L][J], row-major; tt the squared norm of
+ * every P so far) and returns the first entry of the largest cosine (0 where
+ * a norm is 0), that cosine in *best_c. */
+static inline int traj_definition_step(const float *map, uint32_t n, uint32_t L, uint32_t J, uint32_t l,
+                                       const float *P, double tt, double *dot, double *nn, double *best_c)
 {
     int want = -1;
     double want_c = 0;
     for (uint32_t y = 0; y < n; y++) {
+        const float *row = map + ((size_t)y * L + l) * J;
         double d = 0, r = 0;
         for (uint32_t j = 0; j < J; j++) {
-            d += (double)P[j] * rows[y][j];
-            r += (double)rows[y][j] * rows[y][j];
+            d += (double)P[j] * row[j];
+            r += (double)row[j] * row[j];
         }
         dot[y] += d;
         nn[y] += r;

@@ -68,10 +68,8 @@ static void make_map(const shadow *h, uint32_t held, float *map)
 static void check_iteration(fmoe_store *s, fmoe_store *ref, const shadow *h, const uint32_t *order, uint32_t steps,
                             int neg, int zero)
 {
-    uint32_t LJ = h->L * h->J;
     double *dot = calloc(s->n, sizeof *dot), *nn = calloc(s->n, sizeof *nn), tt = 0;
     float *P = calloc(h->J, sizeof *P);
-    const float **rows = calloc(s->n ? s->n : 1, sizeof *rows);
     fmoe_traj_reset(s);
     fmoe_traj_reset(ref);
     for (uint32_t step = 0; step < steps; step++) {
@@ -84,10 +82,8 @@ static void check_iteration(fmoe_store *s, fmoe_store *ref, const shadow *h, con
         }
         fmoe_traj_observe(s, l, P);
         fmoe_traj_observe(ref, l, P);
-        for (uint32_t y = 0; y < s->n; y++)
-            rows[y] = h->map + (size_t)y * LJ + (size_t)l * h->J;
         double want_c;
-        int want = traj_definition_step(rows, s->n, h->J, P, tt, dot, nn, &want_c);
+        int want = traj_definition_step(h->map, s->n, h->L, h->J, l, P, tt, dot, nn, &want_c);
         double got_c = -9;
         CHECK_EQ_INT(fmoe_traj_best(s, &got_c), want);
         CHECK(got_c == want_c);
@@ -98,7 +94,6 @@ static void check_iteration(fmoe_store *s, fmoe_store *ref, const shadow *h, con
     }
     free(dot);
     free(nn);
-    free(rows);
     free(P);
 }
 

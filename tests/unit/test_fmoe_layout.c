@@ -82,10 +82,8 @@ static uint32_t plain_victim(const shadow *h, uint32_t n, const float *emb, cons
  * definition (dot and |prefix|^2 per entry, summed layer by layer). */
 static void check_trajectory(fmoe_store *s, const shadow *h)
 {
-    uint32_t LJ = h->L * h->J;
     double *dot = calloc(s->n, sizeof *dot), *nn = calloc(s->n, sizeof *nn), tt = 0;
     float *P = calloc(h->J, sizeof *P);
-    const float **rows = calloc(s->n ? s->n : 1, sizeof *rows);
     fmoe_traj_reset(s);
     for (uint32_t l = 0; l < h->L; l++) {
         for (uint32_t j = 0; j < h->J; j++) {
@@ -93,17 +91,14 @@ static void check_trajectory(fmoe_store *s, const shadow *h)
             tt += (double)P[j] * P[j];
         }
         fmoe_traj_observe(s, l, P);
-        for (uint32_t y = 0; y < s->n; y++)
-            rows[y] = h->map + (size_t)y * LJ + (size_t)l * h->J;
         double want_c;
-        int want = traj_definition_step(rows, s->n, h->J, P, tt, dot, nn, &want_c);
+        int want = traj_definition_step(h->map, s->n, h->L, h->J, l, P, tt, dot, nn, &want_c);
         double got_c = -9;
         CHECK_EQ_INT(fmoe_traj_best(s, &got_c), want);
         CHECK(got_c == want_c);
     }
     free(dot);
     free(nn);
-    free(rows);
     free(P);
 }
 
