@@ -24,12 +24,12 @@ void eng_queue_request(ms_view *v, qentry q)
 void eng_queue_burst(ms_view *v, const uint32_t *xs, const uint64_t *seq, uint32_t n, const double *prio, double issue_t)
 {
     if (v->G == 1) {
-        eng_qset_add_burst(&v->q, xs, seq, n, v->qgen, prio, issue_t);
+        eng_qset_add_burst(&v->q, xs, seq, n, prio, issue_t);
         return;
     }
     for (uint32_t i = 0; i < n; i++) {
         uint32_t x = xs[i];
-        eng_qset_add_burst(queue_of(v, x), &xs[i], &seq[i], 1, v->qgen, prio, issue_t);
+        eng_qset_add_burst(queue_of(v, x), &xs[i], &seq[i], 1, prio, issue_t);
     }
 }
 
@@ -38,7 +38,6 @@ void eng_dequeue_prefetch(ms_view *v, uint32_t x)
     if (v->queued[x])
         v->n_queued--;
     v->queued[x] = 0;
-    v->qgen[x]++;
     eng_qset *q = queue_of(v, x);
     if (eng_qset_has(q, x))
         eng_qset_drop(q, x);
@@ -52,12 +51,10 @@ void eng_dequeue_prefetches(ms_view *v, const uint32_t *xs, uint32_t n)
         return;
     }
     uint8_t *queued = v->queued;
-    uint32_t *qgen = v->qgen;
     size_t was = 0;
     for (uint32_t i = 0; i < n; i++) {
         was += queued[xs[i]];
         queued[xs[i]] = 0;
-        qgen[xs[i]]++;
     }
     v->n_queued -= was;
     eng_qset_drop_list(&v->q, xs, n);

@@ -160,8 +160,7 @@ static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8
                 v->transient[x] = 1;
             }
             v->ready_t[x] = INFINITY;
-            v->qgen[x]++;
-            eng_queue_request(v, (qentry){x, v->qgen[x], 1, 0.0, v->now, v->seq++});
+            eng_queue_request(v, (qentry){.x = x, .demand = 1, .prio = 0.0, .issue_t = v->now, .seq = v->seq++});
         } else if (out != OUT_MISS) {
             access_again(v, l, acts[i].expert, on_cpu[i]);
         }

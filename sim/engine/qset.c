@@ -157,8 +157,8 @@ void eng_qset_set(eng_qset *q, qentry r)
     note_added(q, b, x);
 }
 
-void eng_qset_add_burst(eng_qset *q, const uint32_t *xs, const uint64_t *seq, uint32_t n, const uint32_t *gen,
-                        const double *prio, double issue_t)
+void eng_qset_add_burst(eng_qset *q, const uint32_t *xs, const uint64_t *seq, uint32_t n, const double *prio,
+                        double issue_t)
 {
     qentry *e = q->e; /* locals: the compiler would reload q's fields after each store */
     uint64_t *live = q->live;
@@ -166,7 +166,7 @@ void eng_qset_add_burst(eng_qset *q, const uint32_t *xs, const uint64_t *seq, ui
     double run_prio = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t x = xs[i], b = x / QS_BLOCK;
-        qentry r = {x, gen[x], 0, prio[x], issue_t, seq[i]};
+        qentry r = {.x = x, .demand = 0, .prio = prio[x], .issue_t = issue_t, .seq = seq[i]};
         if ((live[x / 64] >> (x % 64)) & 1) { /* x has a request after all (an on-demand load): replaced */
             eng_qset_set(q, r);
             continue;

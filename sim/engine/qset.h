@@ -28,7 +28,6 @@
 
 typedef struct {
     uint32_t x;
-    uint32_t gen;
     uint8_t demand;
     double prio;
     double issue_t;
@@ -78,16 +77,16 @@ static inline int eng_qset_has(const eng_qset *q, uint32_t x) { return (q->live[
 static inline const qentry *eng_qset_at(const eng_qset *q, uint32_t x) { return &q->e[x]; }
 /* Adds r, or replaces x's request by r (x = r.x < nx). */
 void eng_qset_set(eng_qset *q, qentry r);
-/* eng_qset_set of the prefetch requests {x, gen[x], 0, prio[x], issue_t,
- * seq[i]} for x = xs[i], i < n (x < nx, distinct; seq ascending, as the
+/* eng_qset_set of the prefetch requests {x, 0, prio[x], issue_t, seq[i]}
+ * for x = xs[i], i < n (x < nx, distinct; seq ascending, as the
  * engine numbers requests): the same set, cheaper for a long list (an eam
  * refill adds a thousand requests in one hook).  The requests of experts
  * without one (all but rare on-demand loads) are added in runs of
  * consecutive list entries in one block: the run's best, found by its
  * priorities alone (one issue time, seqs ascending), is the only one
  * compared with the block's and the set's kept bests. */
-void eng_qset_add_burst(eng_qset *q, const uint32_t *xs, const uint64_t *seq, uint32_t n, const uint32_t *gen,
-                        const double *prio, double issue_t);
+void eng_qset_add_burst(eng_qset *q, const uint32_t *xs, const uint64_t *seq, uint32_t n, const double *prio,
+                        double issue_t);
 /* Removes and returns x's request (x must have one). */
 qentry eng_qset_take(eng_qset *q, uint32_t x);
 /* Removes x's request (x must have one): eng_qset_take without the copy. */

@@ -215,7 +215,6 @@ void eng_alloc_state(ms_view *v)
     v->from_prefetch = ms_xcalloc(nx, 1);
     v->queued = ms_xcalloc(nx, 1);
     v->outcome = ms_xcalloc(nx, 1);
-    v->qgen = ms_xcalloc(nx, sizeof *v->qgen);
     v->burst_x = ms_xcalloc(nx ? nx : 1, sizeof *v->burst_x);
     v->burst_seq = ms_xcalloc(nx ? nx : 1, sizeof *v->burst_seq);
     eng_qset_init(&v->q, v->NX);
@@ -257,7 +256,7 @@ void eng_free_state(ms_view *v)
         v->cache->cache->destroy(v->cache_st);
     if (v->sched && v->sched_st && v->sched->sched->destroy)
         v->sched->sched->destroy(v->sched_st);
-    void *arrays[] = {v->cached, v->transient, v->from_prefetch, v->queued, v->outcome, v->qgen, v->burst_x, v->burst_seq, v->qissue, v->ready_t,
+    void *arrays[] = {v->cached, v->transient, v->from_prefetch, v->queued, v->outcome, v->burst_x, v->burst_seq, v->qissue, v->ready_t,
                       v->protect, v->mark, v->act_pos, v->act_tok, v->act_wsum, v->score, v->acts, v->n_acts, v->step_cached, v->step_on_cpu,
                       v->step_seen, v->step_order, v->step_ready, v->step_lanes, v->step_visit, v->step_identity, v->gate_mean,
                       v->gate_mean_at, v->layer_bytes, v->layer_params, v->dense_bytes,

@@ -74,7 +74,6 @@ struct ms_view {
     uint8_t *from_prefetch; /* slot filled by a prefetch, not used yet: PF_AHEAD or PF_PASSED */
     uint8_t *queued;        /* a prefetch request waits in the copy queue */
     uint8_t *outcome;       /* this layer's OUT_* for activated experts */
-    uint32_t *qgen;
     uint32_t *burst_x;      /* [NX] scratch of view_prefetch_list (its fresh requests' experts) and of a layer's expiry */
     uint64_t *burst_seq;    /*      and their seq */
     double *qissue;         /* issue time of the queued prefetch request of x */
@@ -195,8 +194,8 @@ void eng_actsets_remember(ms_view *v);
 
 /* copyq.c: the H2D copy queue (qset.h) and the copy engine */
 void eng_queue_request(ms_view *v, qentry q);
-/* eng_queue_request of the prefetch requests {x, qgen[x], 0, prio[x],
- * issue_t, seq[i]} for x = xs[i], i < n (distinct; a burst:
+/* eng_queue_request of the prefetch requests {x, 0, prio[x], issue_t,
+ * seq[i]} for x = xs[i], i < n (distinct; a burst:
  * eng_qset_add_burst). */
 void eng_queue_burst(ms_view *v, const uint32_t *xs, const uint64_t *seq, uint32_t n, const double *prio, double issue_t);
 void eng_dequeue_prefetch(ms_view *v, uint32_t x);

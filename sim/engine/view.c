@@ -273,8 +273,7 @@ static void view_prefetch(ms_view *v, uint32_t l, uint32_t e, double priority)
         v->qissue[x] = issue_t;
     }
     issue_t = ms_fmin(issue_t, v->qissue[x]);
-    v->qgen[x]++;
-    qentry q = {x, v->qgen[x], 0, priority, issue_t, v->seq++};
+    qentry q = {.x = x, .demand = 0, .prio = priority, .issue_t = issue_t, .seq = v->seq++};
     eng_queue_request(v, q);
 }
 
@@ -289,7 +288,7 @@ static void view_prefetch_list(ms_view *v, const uint32_t *xs, uint32_t n, const
     double issue_t = v->hook_t + v->sync_delay + v->async_delay;
     uint8_t *asked = v->asked, *queued = v->queued; /* locals: the byte stores would make the compiler reload v's fields */
     const uint8_t *cached = v->cached;
-    uint32_t *qgen = v->qgen, *fx = v->burst_x, nx = v->NX, fresh = 0;
+    uint32_t *fx = v->burst_x, nx = v->NX, fresh = 0;
     uint64_t *fseq = v->burst_seq;
     double *qissue = v->qissue;
     for (uint32_t i = 0; i < n; i++) {
@@ -299,9 +298,9 @@ static void view_prefetch_list(ms_view *v, const uint32_t *xs, uint32_t n, const
         asked[x] = 1;
         if (cached[x])
             continue;
-        qgen[x]++;
         if (queued[x]) { /* a new priority: as view_prefetch */
-            eng_queue_request(v, (qentry){x, qgen[x], 0, priority[x], ms_fmin(issue_t, qissue[x]), v->seq++});
+            eng_queue_request(v, (qentry){.x = x, .demand = 0, .prio = priority[x],
+                                          .issue_t = ms_fmin(issue_t, qissue[x]), .seq = v->seq++});
             continue;
         }
         queued[x] = 1;

@@ -34,8 +34,15 @@
 
 /* ---- the reference: lazy deletion ---- */
 
+/* A request as the reference keeps it: with the generation of x's requests
+ * it belongs to (a newer request or a dequeue makes it stale). */
 typedef struct {
-    qentry a[1 << 16];
+    qentry q;
+    uint32_t gen;
+} lazy_entry;
+
+typedef struct {
+    lazy_entry a[1 << 16];
     size_t n;
     uint32_t qgen[NX];
     uint8_t queued[NX];
@@ -44,24 +51,24 @@ typedef struct {
 /* the order under test is the queue's own (qset.h); the references differ in how they find its best */
 #define qbefore eng_qbefore
 
-static void lazy_sift_up(lazy_q *h, size_t i, qentry q)
+static void lazy_sift_up(lazy_q *h, size_t i, lazy_entry q)
 {
-    while (i > 0 && qbefore(&q, &h->a[(i - 1) / 2])) {
+    while (i > 0 && qbefore(&q.q, &h->a[(i - 1) / 2].q)) {
         h->a[i] = h->a[(i - 1) / 2];
         i = (i - 1) / 2;
     }
     h->a[i] = q;
 }
 
-static void lazy_sift_down(lazy_q *h, size_t i, qentry q)
+static void lazy_sift_down(lazy_q *h, size_t i, lazy_entry q)
 {
     for (;;) {
         size_t c = 2 * i + 1;
         if (c >= h->n)
             break;
-        if (c + 1 < h->n && qbefore(&h->a[c + 1], &h->a[c]))
+        if (c + 1 < h->n && qbefore(&h->a[c + 1].q, &h->a[c].q))
             c++;
-        if (!qbefore(&h->a[c], &q))
+        if (!qbefore(&h->a[c].q, &q.q))
             break;
         h->a[i] = h->a[c];
         i = c;
@@ -71,19 +78,19 @@ static void lazy_sift_down(lazy_q *h, size_t i, qentry q)
 
 static qentry lazy_take(lazy_q *h, size_t i)
 {
-    qentry out = h->a[i], last = h->a[--h->n];
+    lazy_entry out = h->a[i], last = h->a[--h->n];
     if (i < h->n) {
-        if (i > 0 && qbefore(&last, &h->a[(i - 1) / 2]))
+        if (i > 0 && qbefore(&last.q, &h->a[(i - 1) / 2].q))
             lazy_sift_up(h, i, last);
         else
             lazy_sift_down(h, i, last);
     }
-    return out;
+    return out.q;
 }
 
-static int lazy_valid(const lazy_q *h, const qentry *q)
+static int lazy_valid(const lazy_q *h, const lazy_entry *e)
 {
-    return q->gen == h->qgen[q->x] && (q->demand || h->queued[q->x]);
+    return e->gen == h->qgen[e->q.x] && (e->q.demand || h->queued[e->q.x]);
 }
 
 static void lazy_drop_invalid_top(lazy_q *h)
@@ -94,7 +101,7 @@ static void lazy_drop_invalid_top(lazy_q *h)
 
 static int lazy_next(const lazy_q *h, double link_free, size_t *idx, double *start)
 {
-    if (h->a[0].issue_t <= link_free) {
+    if (h->a[0].q.issue_t <= link_free) {
         *idx = 0;
         *start = link_free;
         return 1;
@@ -102,13 +109,14 @@ static int lazy_next(const lazy_q *h, double link_free, size_t *idx, double *sta
     double earliest = INFINITY;
     for (size_t i = 0; i < h->n; i++)
         if (lazy_valid(h, &h->a[i]))
-            earliest = fmin(earliest, h->a[i].issue_t);
+            earliest = fmin(earliest, h->a[i].q.issue_t);
     if (!isfinite(earliest))
         return 0;
     double t = fmax(link_free, earliest);
     size_t best = SIZE_MAX;
     for (size_t i = 0; i < h->n; i++)
-        if (lazy_valid(h, &h->a[i]) && h->a[i].issue_t <= t && (best == SIZE_MAX || qbefore(&h->a[i], &h->a[best])))
+        if (lazy_valid(h, &h->a[i]) && h->a[i].q.issue_t <= t &&
+            (best == SIZE_MAX || qbefore(&h->a[i].q, &h->a[best].q)))
             best = i;
     *idx = best;
     *start = t;
@@ -128,8 +136,8 @@ static void request(pair *p, uint32_t x, int demand, double prio, double issue_t
     p->ref->qgen[x]++;
     if (!demand)
         p->ref->queued[x] = 1;
-    qentry q = {x, p->ref->qgen[x], (uint8_t)demand, prio, issue_t, p->seq++};
-    lazy_sift_up(p->ref, p->ref->n++, q);
+    qentry q = {.x = x, .demand = (uint8_t)demand, .prio = prio, .issue_t = issue_t, .seq = p->seq++};
+    lazy_sift_up(p->ref, p->ref->n++, (lazy_entry){q, p->ref->qgen[x]});
     eng_qset_set(&p->h, q); /* x's old request, if any, replaced */
 }
 
@@ -275,7 +283,7 @@ static void scan_request(scan_q *s, eng_qset *q, uint32_t x, uint64_t *seq, doub
 {
     static const double prios[] = {1, 2, 3, 0.5, 2, 1e-8};
     static const double later[] = {0, 0, 0.1, 0.25, 0.5, INFINITY};
-    qentry r = {x, 0, (uint8_t)(below(8) == 0), 0.0, now + later[below(6)], (*seq)++};
+    qentry r = {.x = x, .demand = (uint8_t)(below(8) == 0), .prio = 0.0, .issue_t = now + later[below(6)], .seq = (*seq)++};
     if (!r.demand)
         r.prio = prios[below(6)];
     if (s->live[x] && below(2)) /* view_prefetch: a resubmission keeps its earlier issue time */
@@ -295,7 +303,7 @@ static void scan_burst(scan_q *s, eng_qset *q, uint32_t x0, uint32_t n, uint64_t
 {
     static const double prios[] = {1, 2, 3, 0.5, 2, 1e-8};
     static const double later[] = {0, 0, 0.1, 0.25, 0.5, INFINITY};
-    static uint32_t xs[SX], gen[SX];
+    static uint32_t xs[SX];
     static uint64_t seqs[SX];
     static double prio[SX];
     double issue_t = now + later[below(6)];
@@ -304,15 +312,14 @@ static void scan_burst(scan_q *s, eng_qset *q, uint32_t x0, uint32_t n, uint64_t
         xs[k] = y;
         seqs[k] = (*seq)++;
         prio[y] = prios[below(6)];
-        gen[y] = (uint32_t)below(1000);
         scan_seen.burst_replaced += s->live[y];
         scan_seen.burst_added += !s->live[y];
         s->n += !s->live[y];
-        s->e[y] = (qentry){y, gen[y], 0, prio[y], issue_t, seqs[k]};
+        s->e[y] = (qentry){.x = y, .demand = 0, .prio = prio[y], .issue_t = issue_t, .seq = seqs[k]};
         s->live[y] = 1;
         k++;
     }
-    eng_qset_add_burst(q, xs, seqs, k, gen, prio, issue_t);
+    eng_qset_add_burst(q, xs, seqs, k, prio, issue_t);
 }
 
 /* Takes x from both when live (now and then by eng_qset_drop); 0 when the
@@ -452,11 +459,11 @@ static void test_by_hand(void)
     eng_qset q;
     eng_qset_init(&q, 100);
     uint64_t seq = 0;
-    eng_qset_set(&q, (qentry){1, 1, 0, 2.0, 0.0, seq++});
-    eng_qset_set(&q, (qentry){2, 1, 0, 3.0, 0.0, seq++});
-    eng_qset_set(&q, (qentry){3, 1, 0, 3.0, 0.0, seq++});
-    eng_qset_set(&q, (qentry){4, 1, 1, 0.0, 0.0, seq++});
-    eng_qset_set(&q, (qentry){2, 2, 0, 1.0, 0.0, seq++});
+    eng_qset_set(&q, (qentry){.x = 1, .prio = 2.0, .issue_t = 0.0, .seq = seq++});
+    eng_qset_set(&q, (qentry){.x = 2, .prio = 3.0, .issue_t = 0.0, .seq = seq++});
+    eng_qset_set(&q, (qentry){.x = 3, .prio = 3.0, .issue_t = 0.0, .seq = seq++});
+    eng_qset_set(&q, (qentry){.x = 4, .demand = 1, .prio = 0.0, .issue_t = 0.0, .seq = seq++});
+    eng_qset_set(&q, (qentry){.x = 2, .demand = 0, .prio = 1.0, .issue_t = 0.0, .seq = seq++});
     CHECK_EQ_INT(q.n, 4);
     static const uint32_t want[4] = {4, 3, 1, 2};
     for (int i = 0; i < 4; i++) {
@@ -466,14 +473,14 @@ static void test_by_hand(void)
         CHECK(!eng_qset_has(&q, want[i]));
     }
     CHECK_EQ_INT(eng_qset_best(&q), EQ_NONE);
-    eng_qset_set(&q, (qentry){1, 3, 0, 2.0, 1.0, seq++});
-    eng_qset_set(&q, (qentry){70, 1, 0, 2.5, 1.0, seq++});
+    eng_qset_set(&q, (qentry){.x = 1, .demand = 0, .prio = 2.0, .issue_t = 1.0, .seq = seq++});
+    eng_qset_set(&q, (qentry){.x = 70, .demand = 0, .prio = 2.5, .issue_t = 1.0, .seq = seq++});
     uint32_t x;
     double start;
     CHECK(eng_qset_next(&q, 0.0, &x, &start));
     CHECK_EQ_INT(x, 70);
     CHECK(start == 1.0);
-    eng_qset_set(&q, (qentry){70, 2, 0, 1.5, 1.0, seq++}); /* now below x=1 */
+    eng_qset_set(&q, (qentry){.x = 70, .demand = 0, .prio = 1.5, .issue_t = 1.0, .seq = seq++}); /* now below x=1 */
     CHECK(eng_qset_next(&q, 2.0, &x, &start));
     CHECK_EQ_INT(x, 1);
     CHECK(start == 2.0);
