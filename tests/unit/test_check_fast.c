@@ -1,7 +1,9 @@
 /* The fast pass of the row checks (traces/format/trace_check_fast.c) must
- * give the verdict of the cell-by-cell checks it stands in front of
- * (ms_request_rows_check): it passes a request exactly when they find
- * nothing, so a bad value always reaches the checks that name it.  Seeded
+ * never pass a request the cell-by-cell checks it stands in front of
+ * (ms_request_rows_check) refuse, so a bad value always reaches the checks
+ * that name it; and it refuses a good one only when a full row's
+ * probabilities sum to within J 2^-50 of the tolerance's edge (its sum is
+ * taken in another order: test_sum_band).  Seeded
  * random valid requests of every probs kind, K 1..5 and 8 (the constant-K
  * paths and the generic one), J from K to 64, speculative depths 0..3 and
  * recorded hits, each read with random part selections; then each is
@@ -207,6 +209,58 @@ static void mutate(gsl_rng *g, const ms_trace_meta *m, ms_request *r)
     }
 }
 
+/* One full row (L = 1, K = 1, J = 64) whose probabilities sum, in doubles,
+ * to s_target or at most 2^-46 below it: p0 = the largest float <= s_target,
+ * p1 = s_target - p0 rounded down to a float (below 2^-23, so its last bit
+ * is at most 2^-46 and p0 + p1 is exact in a double), the rest 0. */
+static double full_row_with_sum(ms_trace_meta *m, ms_request *r, double s_target)
+{
+    memset(m, 0, sizeof *m);
+    m->K = 1;
+    m->J = 64;
+    m->L = 1;
+    m->probs_kind = MS_PROBS_FULL;
+    memset(r, 0, sizeof *r);
+    r->n_rows = r->prompt_len = r->n_iters = 1;
+    ms_request_alloc(r, m);
+    float p0 = (float)s_target;
+    if ((double)p0 > s_target)
+        p0 = nextafterf(p0, 0.0f);
+    float p1 = (float)(s_target - (double)p0);
+    if ((double)p0 + (double)p1 > s_target)
+        p1 = nextafterf(p1, 0.0f);
+    memset(r->probs, 0, m->J * sizeof *r->probs);
+    r->probs[0] = p0;
+    r->probs[1] = p1;
+    r->topk_ids[0] = 0;
+    r->topk_w[0] = p0;
+    return (double)p0 + (double)p1;
+}
+
+/* Rows summing to within J 2^-50 of 1 + MS_SUM_TOL (the checks pass them)
+ * go to the checks; a row a little further inside passes the fast pass;
+ * one past the edge is refused by both. */
+static void test_sum_band(void)
+{
+    ms_trace_meta m;
+    ms_request r;
+    ms_err err = {0};
+    double edge = 1.0 + MS_SUM_TOL, s = full_row_with_sum(&m, &r, edge);
+    CHECK(s <= edge && s > edge - 64 * 0x1p-50);
+    CHECK(ms_request_rows_check(&m, &r, MS_PART_GATE, "t.h5", &err) == 0);
+    CHECK(!ms_request_rows_fast_ok(&m, &r, MS_PART_GATE));
+    ms_request_free(&r);
+    s = full_row_with_sum(&m, &r, edge - 1e-9);
+    CHECK(s < edge - 64 * 0x1p-50);
+    CHECK(ms_request_rows_check(&m, &r, MS_PART_GATE, "t.h5", &err) == 0);
+    CHECK(ms_request_rows_fast_ok(&m, &r, MS_PART_GATE));
+    ms_request_free(&r);
+    full_row_with_sum(&m, &r, edge + 1e-6);
+    CHECK(ms_request_rows_check(&m, &r, MS_PART_GATE, "t.h5", &err) != 0);
+    CHECK(!ms_request_rows_fast_ok(&m, &r, MS_PART_GATE));
+    ms_request_free(&r);
+}
+
 static const unsigned part_sets[] = {0, MS_PART_WEIGHTS, MS_PART_PROBS, MS_PART_GATE, MS_PART_GATE | MS_PART_SPEC,
                                      MS_PART_SPEC, MS_PART_HITS | MS_PART_WEIGHTS, MS_PART_ALL};
 
@@ -215,7 +269,7 @@ int main(void)
     gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(g, 18);
     static const uint32_t Ks[] = {1, 2, 3, 4, 5, 8, 17};
-    long same_ok = 0, same_bad = 0, differ = 0, fast_k17 = 0;
+    long same_ok = 0, same_bad = 0, differ = 0, passed_bad = 0, fast_k17 = 0;
     for (int trial = 0; trial < 6000; trial++) {
         ms_trace_meta m = {0};
         m.K = Ks[uni(g, sizeof Ks / sizeof Ks[0])];
@@ -241,6 +295,7 @@ int main(void)
             }
             if (round == 0)
                 CHECK(slow_ok); /* the generator makes valid requests */
+            passed_bad += fast_ok && !slow_ok;
             if (fast_ok != slow_ok) {
                 if (differ++ < 5)
                     fprintf(stderr, "trial %d round %d (K %u J %u L %u kind %d depth %u parts %#x): fast %d, checks %d %s\n",
@@ -255,10 +310,12 @@ int main(void)
         ms_request_free(&r);
     }
     printf("agreed on %ld good and %ld bad requests, %ld disagreements\n", same_ok, same_bad, differ);
-    CHECK_EQ_INT(differ, 0);
+    CHECK_EQ_INT(passed_bad, 0);
+    CHECK_EQ_INT(differ, 0); /* no seeded sum lands within J 2^-50 of the edge */
     CHECK_EQ_INT(fast_k17, 0);
     CHECK(same_ok > 5000); /* both verdicts are common */
     CHECK(same_bad > 5000);
     gsl_rng_free(g);
+    test_sum_band();
     CHECK_DONE();
 }

@@ -4,10 +4,17 @@
  * check_recorded_hits and check_spec_cells becomes a 0/1 value OR-ed into
  * `bad`; the loop stops at the end of a row whose cells had one.  Then
  * ms_request_check_parts runs the cell-by-cell checks, which name the first
- * bad value in one line.  Conditions are written as "not (the good case)"
- * so that NaN, which fails every comparison, is always bad.  The sums are
- * the checks' own: doubles, added in index order, so the verdict on every
- * sum is the same.  Ids index the probabilities only after a clamp into
+ * bad value in one line (and pass the request if it has none).  Conditions
+ * are written as "not (the good case)" so that NaN, which fails every
+ * comparison, is always bad.  The top-k weight sums are the checks' own:
+ * doubles, added in index order, so the verdict on every sum is the same.
+ * A full row's probabilities are summed in doubles eight lanes at a time
+ * (a chain of J dependent additions would set the pace); that sum differs
+ * from the checks' index-order one by less than J 2^-51 (each is within
+ * (J - 1) 2^-53 S of the exact sum S <= 2 of the floats), so the fast path
+ * calls a row good only within MS_SUM_TOL - J 2^-50 of 1 and leaves rows
+ * closer to the limit to the checks: it never passes a row they refuse.
+ * Ids index the probabilities only after a clamp into
  * [0, J), so a bad id reads nothing out of bounds (it is bad anyway).
  * tests/unit/test_check_fast.c compares the verdict with the checks'. */
 #include <float.h>
@@ -20,6 +27,7 @@
 
 typedef struct {
     uint32_t J, L, depth;
+    double sum_tol;   /* MS_SUM_TOL - J 2^-50: the fast path's bound on |sum of a row's probabilities - 1| */
     int renorm;       /* 2: topk_ids (weights 1/K); 1: topk_renorm; 0: raw or full */
     float one_over_k; /* (float)(1.0 / K) */
     float w_max;      /* the largest float x with (double)x <= 1 + MS_SUM_TOL */
@@ -30,6 +38,7 @@ typedef struct {
 
 typedef float vf4 __attribute__((vector_size(16)));
 typedef int32_t vi4 __attribute__((vector_size(16)));
+typedef double vd4 __attribute__((vector_size(32)));
 
 static inline vf4 load_f4(const float *p)
 {
@@ -132,6 +141,22 @@ static inline __attribute__((always_inline)) uint32_t topk_cell_bad(const cell_s
     return bad;
 }
 
+/* p[0..J) summed in doubles, eight lanes (two chains) at a time. */
+static inline __attribute__((always_inline)) double probs_sum(const float *p, uint32_t J)
+{
+    vd4 s0 = {0, 0, 0, 0}, s1 = {0, 0, 0, 0};
+    uint32_t j = 0;
+    for (; j + 8 <= J; j += 8) {
+        s0 += __builtin_convertvector(load_f4(p + j), vd4);
+        s1 += __builtin_convertvector(load_f4(p + j + 4), vd4);
+    }
+    s0 += s1;
+    double sum = (s0[0] + s0[1]) + (s0[2] + s0[3]);
+    for (; j < J; j++)
+        sum += p[j];
+    return sum;
+}
+
 /* The probabilities (finite, >= 0: probs_flat_bad) sum to 1 within tol;
  * every top-k slot present, topk_w (when read) within MS_TOPK_PROB_TOL of
  * its probability, and no other expert's probability above the smallest
@@ -156,10 +181,7 @@ static inline __attribute__((always_inline)) uint32_t full_cell_bad(const cell_s
     int32_t above_sel = 0;
     for (uint32_t k = 0; k < K; k++)
         above_sel += p[at[k]] > min_sel;
-    double sum = 0;
-    for (uint32_t j = 0; j < J; j++)
-        sum += p[j];
-    bad |= (uint32_t)!(fabs(sum - 1.0) <= MS_SUM_TOL);
+    bad |= (uint32_t)!(fabs(probs_sum(p, J) - 1.0) <= c->sum_tol);
     vi4 acc = {0, 0, 0, 0};
     vf4 m4 = {min_sel, min_sel, min_sel, min_sel};
     uint32_t j = 0;
@@ -256,7 +278,8 @@ int ms_request_rows_fast_ok(const ms_trace_meta *m, const ms_request *r, unsigne
 {
     if (m->K == 0 || m->K > FAST_MAX_K || !r->topk_ids)
         return 0;
-    cell_shape c = {m->J, m->L, 0, m->probs_kind == MS_PROBS_TOPK_IDS ? 2 : m->probs_kind == MS_PROBS_TOPK_RENORM,
+    cell_shape c = {m->J, m->L, 0, MS_SUM_TOL - (double)m->J * 0x1p-50,
+                    m->probs_kind == MS_PROBS_TOPK_IDS ? 2 : m->probs_kind == MS_PROBS_TOPK_RENORM,
                     (float)(1.0 / m->K), (float)(1.0 + MS_SUM_TOL)};
     if ((double)c.w_max > 1.0 + MS_SUM_TOL)
         c.w_max = nextafterf(c.w_max, 0.0f);
