@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "sim/apps/figures_recipe.h"
-#include "sim/core/digest.h"
+#include "traces/format/trace.h"
 #include "sim/core/out.h"
 #include "sim/core/paths.h"
 #include "sim/core/version.h"
@@ -79,11 +79,11 @@ FILE *fig_open_csv(const ms_fig_ctx *c, const char *file, const char *header, ms
     if (!o)
         return NULL;
     FILE *f = ms_out_fp(o);
-    char hex[MS_DIGEST_HEX];
+    ms_trace_digest d;
     ms_err derr;
-    fprintf(f, "# moesim %s commit %s; trace %s sha256 %s; platform %s sha256 %s\n", ms_version(), ms_commit(),
-            c->trace, ms_digest_file_cached(c->trace, hex, &derr) ? "unknown" : hex, c->plat->file,
-            c->plat->sha256);
+    int known = ms_trace_digest_of(c->trace, &d, &derr) == 0;
+    fprintf(f, "# moesim %s commit %s; trace %s %s %s; platform %s sha256 %s\n", ms_version(), ms_commit(), c->trace,
+            ms_trace_digest_name(&d), known ? d.hex : "unknown", c->plat->file, c->plat->sha256);
     fprintf(f, "%s\n", header);
     open_csvs[slot].f = f;
     open_csvs[slot].o = o;

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "traces/format/trace.h"
-#include "sim/core/digest.h"
 #include "sim/engine/metric_list.h"
 #include "sim/engine/report.h"
 #include "sim/apps/sweep_csv.h"
@@ -70,7 +69,7 @@ const char *ms_sweep_csv_header(void)
         for (size_t i = 0; i < ms_metric_count; i++)
             if (ms_metric_list[i].in_csv)
                 sb_field(&b, ms_metric_list[i].name, 0);
-        sb_str(&b, ",moesim_version,moesim_commit,trace_sha256,model_sha256,platform_sha256,error\n");
+        sb_str(&b, ",moesim_version,moesim_commit,trace_sha256,trace_content_sha256,model_sha256,platform_sha256,error\n");
         header = b.s;
     }
     return header;
@@ -87,15 +86,20 @@ void ms_sweep_csv_key(const ms_sweep_point *p, char out[17])
     snprintf(out, 17, "%016" PRIx64, h);
 }
 
-/* The provenance cells: moesim's version and commit, the SHA-256 of the
- * trace, model and platform files (empty when unknown). */
+/* The provenance cells: moesim's version and commit, the trace's digest
+ * (trace.h ms_trace_digest_of) in the column of its kind, trace_sha256 (the
+ * file's bytes: v1 traces) or trace_content_sha256 (v2), the other empty,
+ * and the SHA-256 of the model and platform files (empty when unknown). */
 static void provenance_fields(sbuf *b, const ms_run_config *cfg)
 {
-    char hex[MS_DIGEST_HEX];
+    ms_trace_digest d = {0};
     ms_err err;
+    if (cfg)
+        ms_trace_digest_of(cfg->trace_path, &d, &err);
     sb_field(b, ms_version(), 0);
     sb_field(b, ms_commit(), 0);
-    sb_field(b, cfg && !ms_digest_file_cached(cfg->trace_path, hex, &err) ? hex : "", 0);
+    sb_field(b, d.content ? "" : d.hex, 0);
+    sb_field(b, d.content ? d.hex : "", 0);
     sb_field(b, cfg && cfg->model ? cfg->model->sha256 : "", 0);
     sb_field(b, cfg && cfg->platform ? cfg->platform->sha256 : "", 0);
 }

@@ -4,8 +4,11 @@
  * --resume), every parameter of sweep_spec.h, every metric of ms_metrics
  * (totals, per phase, PCIe, prefetch, latency, memory, training split; a
  * metric without samples is an empty cell, never 0), the provenance
- * (`moesim_version`, `moesim_commit`, and the SHA-256 of the trace, model
- * and platform files: `trace_sha256`, `model_sha256`, `platform_sha256`), and
+ * (`moesim_version`, `moesim_commit`, the trace's digest: `trace_sha256`,
+ * the SHA-256 of its bytes, for a v1 trace, `trace_content_sha256`, its
+ * stored content digest, for a v2 trace (the other cell empty; trace.h
+ * ms_trace_digest_of), and the SHA-256 of the model and platform files:
+ * `model_sha256`, `platform_sha256`), and
  * `error` (the one-line ms_run error of a point that failed; its metric
  * cells are then empty).  Fields holding a comma or a quote are quoted as in
  * RFC 4180; no field holds a newline.

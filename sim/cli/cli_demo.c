@@ -11,7 +11,7 @@
 
 #include "traces/synth/gen.h"
 #include "sim/cli/cli.h"
-#include "sim/core/digest.h"
+#include "traces/format/trace.h"
 #include "sim/engine/engine.h"
 #include "sim/core/out.h"
 #include "sim/core/params.h"
@@ -209,13 +209,14 @@ int ms_cli_demo(int argc, char **argv)
     if (!out)
         return ms_cli_error(err.msg);
     FILE *csv = ms_out_fp(out);
-    char hex[MS_DIGEST_HEX];
-    if (ms_digest_file(trace, hex, &err)) {
+    ms_trace_digest d;
+    if (ms_trace_digest_of(trace, &d, &err)) {
         ms_out_abort(out);
         return ms_cli_error(err.msg);
     }
-    fprintf(csv, "# moesim %s commit %s; trace %s sha256 %s; model %s sha256 %s; platform %s sha256 %s\n",
-            ms_version(), ms_commit(), trace, hex, model.file, model.sha256, plat.file, plat.sha256);
+    fprintf(csv, "# moesim %s commit %s; trace %s %s %s; model %s sha256 %s; platform %s sha256 %s\n",
+            ms_version(), ms_commit(), trace, ms_trace_digest_name(&d), d.hex, model.file, model.sha256, plat.file,
+            plat.sha256);
     double hit[N_COMBOS][N_SIZES], tpot[N_COMBOS][N_SIZES];
     rc = run_all(trace, &model, &plat, csv, hit, tpot, &err);
     if (rc)

@@ -323,8 +323,10 @@ static void print_json(const ms_golden *g, const point_outcome *out, const size_
     for (size_t i = 0; i < g->n_srcs; i++) {
         cJSON *t = cJSON_CreateObject();
         cJSON_AddStringToObject(t, "spec", g->srcs[i].spec);
-        if (g->srcs[i].input)
-            ms_report_provenance_add(t, "input", g->srcs[i].input, NULL);
+        if (g->srcs[i].input && g->srcs[i].kind == MS_SRC_H5)
+            ms_report_provenance_add_trace(t, "input", g->srcs[i].input);
+        else if (g->srcs[i].input)
+            ms_report_provenance_add(t, "input", g->srcs[i].input, NULL); /* a route_trace CSV */
         cJSON_AddItemToArray(srcs, t);
     }
     cJSON_AddItemToObject(j, "provenance", prov);

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 
 #include "sim/cli/cli.h"
-#include "sim/core/digest.h"
+#include "traces/format/trace.h"
 #include "sim/core/out.h"
 #include "sim/core/version.h"
 #include "sim/core/params.h"
@@ -102,13 +102,14 @@ static int render(const char *dir, ms_err *err)
 /* One CSV of the run through sim/core/out.h, its provenance line first. */
 static FILE *open_out(const sl_flags *f, const char *name, ms_out **o, ms_err *err)
 {
-    char path[4096], hex[MS_DIGEST_HEX];
+    char path[4096];
+    ms_trace_digest d;
     snprintf(path, sizeof path, "%s/%s", f->out, name);
-    if (ms_digest_file_cached(f->trace, hex, err) || !(*o = ms_out_open("serverless", path, err)))
+    if (ms_trace_digest_of(f->trace, &d, err) || !(*o = ms_out_open("serverless", path, err)))
         return NULL;
     FILE *fp = ms_out_fp(*o);
-    fprintf(fp, "# moesim %s commit %s; trace %s sha256 %s; profile %s\n", ms_version(), ms_commit(), f->trace, hex,
-            f->profile);
+    fprintf(fp, "# moesim %s commit %s; trace %s %s %s; profile %s\n", ms_version(), ms_commit(), f->trace,
+            ms_trace_digest_name(&d), d.hex, f->profile);
     return fp;
 }
 

@@ -9,9 +9,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "sim/core/digest.h"
 #include "sim/core/out.h"
-#include "sim/core/version.h"
+#include "sim/engine/report.h"
 #include "sim/cli/cli_trace_common.h"
 
 /* ---- the v1 note ---- */
@@ -140,16 +139,7 @@ void ms_trace_cli_progress_end(void)
 
 cJSON *ms_trace_cli_provenance(const char *path)
 {
-    cJSON *p = cJSON_CreateObject(), *t = cJSON_CreateObject();
-    cJSON_AddStringToObject(p, "moesim", ms_version());
-    cJSON_AddStringToObject(p, "commit", ms_commit());
-    char hex[MS_DIGEST_HEX];
-    ms_err err;
-    cJSON_AddStringToObject(t, "path", path);
-    if (ms_digest_file_cached(path, hex, &err))
-        cJSON_AddNullToObject(t, "sha256");
-    else
-        cJSON_AddStringToObject(t, "sha256", hex);
-    cJSON_AddItemToObject(p, "trace", t);
+    cJSON *p = ms_report_provenance_base();
+    ms_report_provenance_add_trace(p, "trace", path);
     return p;
 }

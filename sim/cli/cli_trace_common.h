@@ -27,9 +27,10 @@ void ms_trace_cli_note_v1_file(const char *path);
 int ms_trace_cli_space(const char *what, const char *out, uint64_t estimate, const char *basis, int force,
                        ms_err *err);
 
-/* {"moesim": version, "commit": ..., "trace": {"path", "sha256"}} for the
- * JSON the trace commands print (README "Data safety"); the digest is null
- * when the file cannot be read. */
+/* {"moesim": version, "commit": ..., "trace": {"path", "content_sha256"}}
+ * for the JSON the trace commands print (README "Data safety"; "sha256", the
+ * file's bytes, for a v1 trace: report.h ms_report_provenance_add_trace);
+ * the digest is null when the file cannot be read. */
 struct cJSON;
 struct cJSON *ms_trace_cli_provenance(const char *path);
 

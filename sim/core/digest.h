@@ -1,6 +1,8 @@
 /* SHA-256 digests (OpenSSL's libcrypto): of whole files, for the provenance
- * of results, and of streamed bytes, for a trace's content digest.  Hex
- * strings are 64 lowercase digits plus the NUL. */
+ * of results (model and platform files, v1 traces; a v2 trace is named by
+ * its stored content digest: trace.h ms_trace_digest_of), and of streamed
+ * bytes, for a trace's content digest.  Hex strings are 64 lowercase digits
+ * plus the NUL. */
 #ifndef MS_DIGEST_H
 #define MS_DIGEST_H
 
@@ -17,6 +19,13 @@ int ms_digest_file(const char *path, char hex[MS_DIGEST_HEX], ms_err *err);
 /* The same, remembered per file (device, inode, size, modification time)
  * for the life of the process: a sweep digests each trace once. */
 int ms_digest_file_cached(const char *path, char hex[MS_DIGEST_HEX], ms_err *err);
+
+/* Any digest of a file, remembered like ms_digest_file_cached's: the first
+ * call per file identity and fn runs fn(path, hex, tag, err) (0, or -1 with
+ * err), which may say in *tag what it computed (which kind of digest); later
+ * calls copy hex and tag.  Failures are not remembered. */
+typedef int (*ms_digest_fn)(const char *path, char hex[MS_DIGEST_HEX], int *tag, ms_err *err);
+int ms_digest_memo(const char *path, ms_digest_fn fn, char hex[MS_DIGEST_HEX], int *tag, ms_err *err);
 
 typedef struct ms_digest ms_digest;
 ms_digest *ms_digest_new(void);

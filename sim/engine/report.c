@@ -6,6 +6,7 @@
 #include "sim/engine/metric_list.h"
 #include "sim/engine/report.h"
 #include "sim/core/version.h"
+#include "traces/format/trace.h"
 
 uint64_t ms_metrics_activations(const ms_counts *c)
 {
@@ -129,22 +130,16 @@ void ms_report_split(cJSON *config, const ms_metrics *m)
     cJSON_AddItemToObject(config, "train", t);
 }
 
-/* {"path": ..., "sha256": ...}; the digest is null when the file cannot be read. */
-static cJSON *input_json(const char *path, const char *sha256)
+/* {"path": ..., key: hex}; the digest is null when the file cannot be read. */
+static cJSON *input_json(const char *path, const char *key, const char *hex)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "path", path);
-    if (sha256 && *sha256)
-        cJSON_AddStringToObject(o, "sha256", sha256);
+    if (hex && *hex)
+        cJSON_AddStringToObject(o, key, hex);
     else
-        cJSON_AddNullToObject(o, "sha256");
+        cJSON_AddNullToObject(o, key);
     return o;
-}
-
-static const char *trace_sha256(const char *path, char hex[MS_DIGEST_HEX])
-{
-    ms_err err;
-    return ms_digest_file_cached(path, hex, &err) ? "" : hex;
 }
 
 cJSON *ms_report_provenance_base(void)
@@ -158,17 +153,28 @@ cJSON *ms_report_provenance_base(void)
 void ms_report_provenance_add(cJSON *prov, const char *role, const char *path, const char *sha256)
 {
     char hex[MS_DIGEST_HEX];
+    ms_err err;
     if (!path || !*path)
         return;
     if (!sha256)
-        sha256 = trace_sha256(path, hex);
-    cJSON_AddItemToObject(prov, role, input_json(path, sha256));
+        sha256 = ms_digest_file_cached(path, hex, &err) ? "" : hex;
+    cJSON_AddItemToObject(prov, role, input_json(path, "sha256", sha256));
+}
+
+void ms_report_provenance_add_trace(cJSON *prov, const char *role, const char *path)
+{
+    ms_trace_digest d;
+    ms_err err;
+    if (!path || !*path)
+        return;
+    ms_trace_digest_of(path, &d, &err);
+    cJSON_AddItemToObject(prov, role, input_json(path, ms_trace_digest_name(&d), d.hex));
 }
 
 cJSON *ms_report_provenance(const ms_run_config *cfg)
 {
     cJSON *o = ms_report_provenance_base();
-    ms_report_provenance_add(o, "trace", cfg->trace_path, NULL);
+    ms_report_provenance_add_trace(o, "trace", cfg->trace_path);
     if (cfg->model)
         ms_report_provenance_add(o, "model", cfg->model->file, cfg->model->sha256);
     if (cfg->platform)
@@ -178,9 +184,11 @@ cJSON *ms_report_provenance(const ms_run_config *cfg)
 
 void ms_report_provenance_line(FILE *f, const ms_run_config *cfg)
 {
-    char hex[MS_DIGEST_HEX];
-    fprintf(f, "# moesim %s commit %s; trace %s sha256 %s", ms_version(), ms_commit(), cfg->trace_path,
-            trace_sha256(cfg->trace_path, hex));
+    ms_trace_digest d;
+    ms_err err;
+    ms_trace_digest_of(cfg->trace_path, &d, &err);
+    fprintf(f, "# moesim %s commit %s; trace %s %s %s", ms_version(), ms_commit(), cfg->trace_path,
+            ms_trace_digest_name(&d), d.hex);
     if (cfg->model && *cfg->model->file)
         fprintf(f, "; model %s sha256 %s", cfg->model->file, cfg->model->sha256);
     if (cfg->platform && *cfg->platform->file)

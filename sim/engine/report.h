@@ -18,14 +18,20 @@ cJSON *ms_report_metrics(const ms_metrics *m);
  * iterations}) to a config object. */
 void ms_report_split(cJSON *config, const ms_metrics *m);
 /* Provenance (README "Data safety"): {"moesim": version, "commit": ...,
- * "trace": {"path", "sha256"}, "model": ..., "platform": ...}, the SHA-256
- * of every input file (null when unreadable).  _base holds the version and
- * commit only; _add adds one input under `role` (sha256 NULL: digest the
- * file now, remembered per file).  The _line form is the first line of
- * every CSV the engine writes: "# moesim V commit C; trace P sha256 H; ..." */
+ * "trace": {"path", "content_sha256"}, "model": {"path", "sha256"},
+ * "platform": ...}: a digest of every input (null when unreadable); the
+ * trace's is its stored content digest when it is format v2, else the
+ * SHA-256 of its bytes under "sha256" (trace.h ms_trace_digest_of).  _base
+ * holds the version and commit only; _add adds one input file under `role`
+ * with the SHA-256 of its bytes (sha256 NULL: digest the file now,
+ * remembered per file); _add_trace adds a trace file.  The _line form is
+ * the first line of every CSV the engine writes: "# moesim V commit C;
+ * trace P content_sha256 H; model P sha256 H; ..." ("trace P sha256 H" for
+ * a v1 trace). */
 cJSON *ms_report_provenance(const ms_run_config *cfg);
 cJSON *ms_report_provenance_base(void);
 void ms_report_provenance_add(cJSON *prov, const char *role, const char *path, const char *sha256);
+void ms_report_provenance_add_trace(cJSON *prov, const char *role, const char *path);
 void ms_report_provenance_line(FILE *f, const ms_run_config *cfg);
 /* {"provenance": ..., "config": ..., "metrics": ...} */
 cJSON *ms_report_json(const ms_run_config *cfg, const ms_metrics *m);

@@ -22,6 +22,20 @@ expect_refused() {
     printf '%s\n' "$err" | grep -Eq -- "$regex" || fail "stderr '$err' does not match '$regex'"
 }
 
+# sweep_digests TRACE CACHE FILE_SHA CONTENT_SHA: a one-point sweep of TRACE has the cells
+# trace_sha256 = FILE_SHA and trace_content_sha256 = CONTENT_SHA (one of them empty)
+sweep_digests() {
+    printf '[sweep]\noutput = s.csv\ntrace = %s/%s\ncache_experts = %s\n' "$W" "$1" "$2" > s.ini
+    rm -f s.csv
+    "$M" sweep s.ini >/dev/null 2>&1 || fail "sweep of $1 failed"
+    for name in trace_sha256 trace_content_sha256; do
+        col=$(head -1 s.csv | tr ',' '\n' | grep -nx $name | cut -d: -f1)
+        [ -n "$col" ] || fail "no $name column"
+        [ "$(sed -n 2p s.csv | cut -d, -f"$col")" = "$3" ] || fail "sweep row's $name is not '$3': $(sed -n 2p s.csv)"
+        shift
+    done
+}
+
 # no temporaries of ours left in the folder
 no_temps() {
     left=$(ls -A | grep '\.tmp\.' || true)
@@ -154,27 +168,44 @@ undefined_metrics)
     [ -n "$col" ] || fail "no tpot_ms_mean column"
     [ -z "$(sed -n 2p s.csv | cut -d, -f"$col")" ] || fail "tpot_ms_mean cell is not empty: $(sed -n 2p s.csv)" ;;
 provenance)
+    # a format v2 trace is named by its stored content digest, the one `trace info` reports, never by
+    # a hash of its bytes; the model and platform files by the SHA-256 of their bytes
     trace
-    sum=$(sha256sum t.h5 | cut -d' ' -f1)
+    csum=$("$M" trace info t.h5 --json | tr -d ' \t\n' | sed -n 's/.*"version":2,"content_sha256":"\([0-9a-f]\{64\}\)".*/\1/p')
+    [ -n "$csum" ] || fail "trace info --json reports no content_sha256"
     j=$("$M" run --trace t.h5 --cache-experts 64 --json | tr -d ' \t\n') || fail "run failed"
-    echo "$j" | grep -q "\"provenance\":{\"moesim\":\"[0-9][^\"]*\",\"commit\":\"[^\"]*\",\"trace\":{\"path\":\"t.h5\",\"sha256\":\"$sum\"}" ||
-        fail "no provenance with the trace's sha256 $sum: $j"
+    echo "$j" | grep -q "\"provenance\":{\"moesim\":\"[0-9][^\"]*\",\"commit\":\"[^\"]*\",\"trace\":{\"path\":\"t.h5\",\"content_sha256\":\"$csum\"}" ||
+        fail "no provenance with the trace's content_sha256 $csum: $j"
     psum=$(sha256sum "$4" | cut -d' ' -f1)
     "$M" run --trace t.h5 --platform "$4" --cache-experts 64 --json | tr -d ' \t\n' |
         grep -q "\"platform\":{\"path\":\"$4\",\"sha256\":\"$psum\"}" || fail "no platform sha256 $psum"
-    printf '[sweep]\noutput = s.csv\ntrace = %s/t.h5\ncache_experts = 64\n' "$W" > s.ini
-    rm -f s.csv
-    "$M" sweep s.ini >/dev/null || fail "sweep failed"
-    col=$(head -1 s.csv | tr ',' '\n' | grep -nx trace_sha256 | cut -d: -f1)
-    [ "$(sed -n 2p s.csv | cut -d, -f"$col")" = "$sum" ] || fail "sweep row's trace_sha256 is not $sum"
+    "$M" run --trace t.h5 --platform "$4" --cache-experts 64 --events ev.csv >/dev/null || fail "run --events failed"
+    head -1 ev.csv | grep -q "^# moesim [^;]* commit [^;]*; trace t.h5 content_sha256 $csum; platform $4 sha256 $psum\$" ||
+        fail "events CSV's first line does not name the content digest $csum: $(head -1 ev.csv)"
+    sweep_digests t.h5 64 "" "$csum"
     for c in info stats; do
-        "$M" trace $c t.h5 --json | tr -d ' \t\n' | grep -q "\"provenance\":{\"moesim\":\"[^\"]*\",\"commit\":\"[^\"]*\",\"trace\":{\"path\":\"t.h5\",\"sha256\":\"$sum\"}}" ||
-            fail "trace $c --json has no provenance with sha256 $sum"
+        "$M" trace $c t.h5 --json | tr -d ' \t\n' | grep -q "\"provenance\":{\"moesim\":\"[^\"]*\",\"commit\":\"[^\"]*\",\"trace\":{\"path\":\"t.h5\",\"content_sha256\":\"$csum\"}}" ||
+            fail "trace $c --json has no provenance with content_sha256 $csum"
     done
     v=$("$M" --version) || fail "--version failed"
     head -1 s.csv | grep -q moesim_commit || fail "no moesim_commit column"
     echo "$v" | grep -Eq '^moesim [0-9]+\.[0-9]+\.[0-9]+ \(commit [0-9a-f]{40}(-dirty)?|unknown\)' ||
         fail "--version prints '$v'" ;;
+provenance_v1)
+    # a v1 trace has no content digest: it keeps the SHA-256 of its bytes, which sha256sum prints
+    cp "$7" v1.h5 || fail "no v1 fixture $7"
+    sum=$(sha256sum v1.h5 | cut -d' ' -f1)
+    j=$("$M" run --trace v1.h5 --cache-experts 4 --json 2>/dev/null | tr -d ' \t\n') || fail "run failed"
+    echo "$j" | grep -q "\"provenance\":{\"moesim\":\"[0-9][^\"]*\",\"commit\":\"[^\"]*\",\"trace\":{\"path\":\"v1.h5\",\"sha256\":\"$sum\"}" ||
+        fail "no provenance with the v1 trace's sha256 $sum: $j"
+    "$M" run --trace v1.h5 --cache-experts 4 --events ev.csv >/dev/null 2>&1 || fail "run --events failed"
+    head -1 ev.csv | grep -q "^# moesim [^;]* commit [^;]*; trace v1.h5 sha256 $sum; platform " ||
+        fail "events CSV's first line does not name the file's sha256 $sum: $(head -1 ev.csv)"
+    sweep_digests v1.h5 4 "$sum" ""
+    for c in info stats; do
+        "$M" trace $c v1.h5 --json 2>/dev/null | tr -d ' \t\n' | grep -q "\"provenance\":{\"moesim\":\"[^\"]*\",\"commit\":\"[^\"]*\",\"trace\":{\"path\":\"v1.h5\",\"sha256\":\"$sum\"}}" ||
+            fail "trace $c --json has no provenance with sha256 $sum"
+    done ;;
 *) fail "unknown case" ;;
 esac
 echo "ok: $CASE"

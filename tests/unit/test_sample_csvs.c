@@ -44,9 +44,9 @@ int main(void)
     FILE *f = fopen("samples_iters.csv", "r");
     CHECK(f != NULL);
     char line[512];
-    /* provenance first: moesim's version and commit, the trace's SHA-256 */
+    /* provenance first: moesim's version and commit, the trace's stored content digest (format v2) */
     CHECK(f && fgets(line, sizeof line, f) && !strncmp(line, "# moesim ", 9) && strstr(line, "; trace ") &&
-          strstr(line, " sha256 "));
+          strstr(line, " content_sha256 "));
     CHECK(f && fgets(line, sizeof line, f) && !strcmp(line, "iteration,phase,hits,late,misses,hit_rate,sem_score,traj_score\n"));
     uint64_t rows = 0, hits = 0, late = 0, misses = 0;
     double sem = 0, traj = 0;

@@ -194,6 +194,26 @@ void ms_reader_close(ms_trace_reader *r);
 void ms_reader_digest_begin(ms_trace_reader *r);
 int ms_reader_digest_check(ms_trace_reader *r, char hex[MS_DIGEST_HEX], ms_err *err);
 
+/* ---- provenance (docs/trace-format.md "Provenance") ----
+ * The digest that names a trace file in results (run --json's provenance,
+ * the first line of CSVs, a sweep's trace columns): for a format v2 file its
+ * stored content digest, the root attribute content_sha256, read without a
+ * pass over the data (`moesim trace validate` verifies the content against
+ * it; a run verifies the Fletcher32 checksum of every chunk it reads); for
+ * any other file (v1 traces, which have no content digest) the SHA-256 of
+ * its bytes, as `sha256sum` prints it.  Remembered per file for the life of
+ * the process (sim/core/digest.h ms_digest_memo).  -1 with err, hex "" and
+ * content 0 when the file cannot be read. */
+typedef struct {
+    int content;             /* 1: hex is the stored content digest; 0: the SHA-256 of the file's bytes */
+    char hex[MS_DIGEST_HEX];
+} ms_trace_digest;
+int ms_trace_digest_of(const char *path, ms_trace_digest *d, ms_err *err);
+/* What outputs call d: "content_sha256" or "sha256" (the JSON key, the word
+ * before the digest in CSV lines), so that nobody compares a content digest
+ * with sha256sum's output. */
+const char *ms_trace_digest_name(const ms_trace_digest *d);
+
 /* The one-line note for a v1 trace ("... has no checksums; moesim trace
  * upgrade ...") into buf; 0 when m is not v1 (buf empty), else 1. */
 int ms_trace_v1_note(const char *path, const ms_trace_meta *m, char *buf, size_t n);
