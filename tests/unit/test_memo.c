@@ -4,7 +4,8 @@
  * table's growth; a second put keeps the first value; the bytes counted are
  * those ms_memo_put_cost announced.  The trace cache: a memo goes with its
  * snapshot, a streaming reader has none, the memos' share of the limit and
- * the limit itself refuse a put, and a reloaded trace starts empty. */
+ * the limit itself refuse a put, a reloaded trace starts empty, and a trace
+ * loaded where another must go makes that one go, not itself. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,9 +129,52 @@ static void check_trace_memos(void)
     ms_trace_cache_enable(0);
 }
 
+/* Loading a trace that needs another one evicted: the other goes, the new
+ * snapshot stays (it was its own first victim once: a use after free). */
+static void check_cache_eviction(void)
+{
+    const char *a = "test_memo_evict_a.h5", *b = "test_memo_evict_b.h5";
+    ms_fixture_gen("mixtral-8x7b", a, 3, 2);
+    ms_fixture_gen("mixtral-8x7b", b, 3, 3);
+    ms_err err;
+    uint64_t bytes[2];
+    const char *paths[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        ms_trace_cache_enable(MS_TRACE_CACHE_DEFAULT_BYTES);
+        ms_trace_reader *rd = ms_reader_open(paths[i], &err);
+        CHECK(rd && ms_reader_snapshot(rd));
+        bytes[i] = ms_trace_cache_bytes();
+        ms_reader_close(rd);
+        ms_trace_cache_enable(0);
+    }
+    ms_trace_cache_enable(bytes[0] + bytes[1] - 1);
+    ms_trace_reader *ra = ms_reader_open(a, &err);
+    CHECK(ra && ms_reader_snapshot(ra));
+    ms_reader_close(ra);
+    ms_trace_reader *rb = ms_reader_open(b, &err), *stream = NULL;
+    ms_trace_snapshot *s = rb ? ms_reader_snapshot(rb) : NULL;
+    CHECK(s && ms_trace_cache_find(b) == s);
+    CHECK(ms_trace_cache_find(a) == NULL);
+    CHECK_EQ_INT(ms_trace_cache_bytes(), bytes[1]);
+    ms_request got = {0}, want = {0};
+    ms_trace_cache_enable(0); /* b's snapshot is in use: it stays until closed */
+    stream = ms_reader_open(b, &err);
+    CHECK(stream && ms_reader_snapshot(stream) == NULL);
+    CHECK(rb && ms_reader_next(rb, &got, &err) == 1 && stream && ms_reader_next(stream, &want, &err) == 1);
+    const ms_trace_meta *m = rb ? ms_reader_meta(rb) : NULL;
+    CHECK(m && got.n_rows == want.n_rows &&
+          memcmp(got.topk_ids, want.topk_ids, (size_t)got.n_rows * m->L * m->K * sizeof *got.topk_ids) == 0);
+    ms_request_free(&got);
+    ms_request_free(&want);
+    ms_reader_close(stream);
+    ms_reader_close(rb);
+    CHECK_EQ_INT(ms_trace_cache_bytes(), 0);
+}
+
 int main(void)
 {
     check_memo();
     check_trace_memos();
+    check_cache_eviction();
     CHECK_DONE();
 }

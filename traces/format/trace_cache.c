@@ -200,9 +200,8 @@ ms_trace_snapshot *ms_trace_cache_acquire(const char *path)
         s->mtime = st.st_mtim;
         s->next = cache.head;
         cache.head = s;
-        s->users = 1; /* not a victim of its own make_room */
+        s->users = 1; /* not a victim of its own make_room (it has never been used: the oldest) */
         int loaded = snapshot_load(s);
-        s->users = 0;
         cache.loads++;
         if (loaded < 0) {
             snapshot_free_data(s);
@@ -212,6 +211,7 @@ ms_trace_snapshot *ms_trace_cache_acquire(const char *path)
             make_room(s->bytes);
             cache.bytes += s->bytes;
         }
+        s->users = 0;
     }
     if (s->uncacheable)
         return NULL;
