@@ -45,6 +45,24 @@ static void make_key(ms_view *v)
     }
 }
 
+/* A value of the shape eng_actsets_remember writes for this trace: L
+ * counts of at most J, then that many acts (a key that missed an input
+ * would be a miss here, not a copy past the arrays). */
+static int memo_shape_ok(const ms_view *v, const unsigned char *p, size_t len)
+{
+    size_t head = v->L * sizeof *v->n_acts, need = head;
+    if (len < head)
+        return 0;
+    for (uint32_t l = 0; l < v->L; l++) {
+        uint32_t n;
+        memcpy(&n, p + l * sizeof n, sizeof n);
+        if (n > v->J)
+            return 0;
+        need += n * sizeof *v->acts;
+    }
+    return len == need;
+}
+
 int eng_actsets_recall(ms_view *v)
 {
     if (!v->act_memo)
@@ -52,7 +70,7 @@ int eng_actsets_recall(ms_view *v)
     make_key(v);
     size_t len;
     const unsigned char *p = ms_trace_memo_get(v->act_memo, v->act_key, v->act_klen, &len);
-    if (!p)
+    if (!p || !memo_shape_ok(v, p, len))
         return 0;
     uint64_t stamp = v->iter + 1;
     memcpy(v->n_acts, p, v->L * sizeof *v->n_acts);
