@@ -66,10 +66,11 @@
  *  - The reference's ab_y, N double additions of the p_i: |ab_y - S| <=
  *    1.001 N 2^-53 Q.
  * Together ab_y <= f_t + R_t + (N + L + 4) 2^-23.9 Q + 2^-136 (R_S = 0),
- * and the code's U_y = f_t + (R_t + (epsf qn mn_y + 2^-120)), epsf = (N +
- * L + 16) 2^-23, qn mn_y >= Q (qn = sqrt(mm) (1 + 2^-40), mn_y =
- * map_norm), exceeds that even after its own three double roundings (below
- * 2^-50 Q: |f_t| and R_t are at most 1.01 Q).  The
+ * and the code's U_y = f_t + R_t + epsf qn mn_y + 2^-120, epsf = (N + L +
+ * 16) 2^-23, qn mn_y >= Q (qn = sqrt(mm) (1 + 2^-40), mn_y = map_norm),
+ * exceeds that by 12 2^-23 Q at least, far above the roundings of the
+ * test f_t + R_t >= thr_y - (epsf qn mn_y + 2^-120) in double (below 2^-36
+ * Q: |f_t| and R_t are at most 1.01 Q, |thr_y| at most 2^16 Q).  The
  * semantic cosine enters the thresholds as an upper bound too: the float
  * estimate (fe_y x ie_y) x ae of fmoe_cosfilter.c plus its bound (ne + 8)
  * 2^-23 + 2^-30 (w = 1, ne the embedding's non-zero terms) is at least the
@@ -363,19 +364,33 @@ static void fsum_stages(const dedup *q, uint32_t b0, uint32_t nb, uint32_t t0, u
         f(s->map + (size_t)b0 * s->J * B, s->J, nb, s->cols + k, s->wf + k, q->k0[t1] - k, s->fm + (size_t)b0 * B);
 }
 
+/* thr[y] -= epsf qn mn_y + 2^-120: U_y >= thr_y becomes f_t + R_t >= thr_y
+ * (the roundings of the subtraction, 2^-52 |thr_y| <= 2^-36 Q with |thr_y|
+ * <= 2^16 Q as d < L <= 2^14, are far inside epsf's slack). */
+static void float_margins(const dedup *q)
+{
+    fmoe_store *s = q->s;
+    const double *mn = s->map_norm;
+    for (size_t y = 0; y < s->n; y++)
+        s->thr[y] -= q->epsf * (q->qn * mn[y]) + FLOAT_ABS;
+}
+
 /* Whether an entry of block b may still reach the best once stages 0 .. t -
- * 1 are summed in float (0 < t <= S): U_y >= thr_y for one y. */
+ * 1 are summed in float (0 < t <= S): U_y >= thr_y for one y, thr less
+ * its margin (float_margins). */
 static int fblock_stays(const dedup *q, uint32_t b, uint32_t t)
 {
     const fmoe_store *s = q->s;
-    const double *mn = s->map_norm + (size_t)b * B, *thr = s->thr + (size_t)b * B;
-    const float *Rt = t < q->S ? s->fstage_bound + (size_t)t * s->slots + (size_t)b * B : NULL;
+    const double *thr = s->thr + (size_t)b * B;
     const float *f = s->fm + (size_t)b * B;
-    double qn = q->qn, eps = q->epsf;
     int stay = 0;
-    for (uint32_t i = 0; i < B; i++) {
-        double fv = f[i], r = Rt ? Rt[i] : 0.0;
-        stay |= fv + (r + (eps * (qn * mn[i]) + FLOAT_ABS)) >= thr[i];
+    if (t < q->S) {
+        const float *Rt = s->fstage_bound + (size_t)t * s->slots + (size_t)b * B;
+        for (uint32_t i = 0; i < B; i++)
+            stay |= (double)f[i] + (double)Rt[i] >= thr[i];
+    } else {
+        for (uint32_t i = 0; i < B; i++)
+            stay |= (double)f[i] >= thr[i];
     }
     return stay;
 }
@@ -458,6 +473,7 @@ int fmoe_dedup_fstaged_terms(fmoe_store *s, const float *emb, const float *map, 
     uint32_t first = first_guess_float(&q);
     finish_exact(&q, first, 1);
     thresholds(&q);
+    float_margins(&q);
     uint32_t live = 0;
     for (uint32_t b = 0; b < q.nb; b++)
         if (b != first)

@@ -177,19 +177,26 @@ void fmoe_store_get_emb(const fmoe_store *s, uint32_t y, float *out)
 
 /* The terms of q[0..n) into cols / w (and wf when not NULL), column
  * col0 + i for q[i]: the non-zero ones, or all when `all`; their count.
- * (Locals, not s->: the stores through cols could alias the store's fields
- * and force a reload per value.) */
+ * Each value is written at the next free place and kept by advancing past
+ * it (no branch per value: gate rows are mostly non-zero; the place is at
+ * most i, inside the arrays).  (Locals, not s->: the stores through cols
+ * could alias the store's fields and force a reload per value.) */
 static uint32_t terms_into(const float *q, uint32_t n, int all, uint32_t col0, uint32_t *restrict cols,
                            double *restrict w, float *restrict wf)
 {
     uint32_t nc = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (q[i] != 0 || all) {
+    if (wf)
+        for (uint32_t i = 0; i < n; i++) {
             cols[nc] = col0 + i;
             w[nc] = q[i];
-            if (wf)
-                wf[nc] = q[i];
-            nc++;
+            wf[nc] = q[i];
+            nc += q[i] != 0 || all;
+        }
+    else
+        for (uint32_t i = 0; i < n; i++) {
+            cols[nc] = col0 + i;
+            w[nc] = q[i];
+            nc += q[i] != 0 || all;
         }
     return nc;
 }
