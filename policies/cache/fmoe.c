@@ -75,6 +75,7 @@ typedef struct {
     int code, protect;
     double eps;
     uint8_t *member, *overflow; /* code: cached; sticky is_overflow */
+    int avx2;                   /* paper's victim search four members at a time (pick_avx2) */
     ms_sorted_victim sorted;
 } fmoe_cache;
 
@@ -99,6 +100,10 @@ static void *fmoe_cache_create(const ms_params *p, const ms_policy_env *env, ms_
     s->code = !strcmp(ms_param_str(p, "mode"), "code");
     s->protect = parse_protect(ms_param_str(p, "protect"), s->code);
     s->eps = ms_param_num(p, "eps");
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+    __builtin_cpu_init();
+    s->avx2 = __builtin_cpu_supports("avx2");
+#endif
     ms_xset_init(&s->members, nx);
     s->count = ms_xcalloc(nx, sizeof *s->count);
     s->p_code = ms_xcalloc(nx, sizeof *s->p_code);
@@ -236,25 +241,77 @@ static int incoming_is_demand(const fmoe_cache *s, const ms_view *v)
  * `a && b` = `b && a`), with two calls through the view per candidate
  * instead of per member.  p is read from the board directly (what
  * ms_view_score returns for a member: x = l J + e is in range). */
-static uint32_t pick(const fmoe_cache *s, const ms_view *v, int allow_protected)
+typedef struct {
+    uint32_t best;
+    double key;
+    uint64_t use;
+} pick_best;
+
+/* Member x with key k against the running best. */
+static void pick_step(const fmoe_cache *s, const ms_view *v, int allow_protected, uint32_t x, double k,
+                      pick_best *b)
+{
+    if (!(b->best == MS_NIL || k < b->key || (k == b->key && s->last_use[x] < b->use)))
+        return;
+    if (!ms_view_evictable(v, x / s->J, x % s->J) || (!allow_protected && is_protected(s, v, x)))
+        return;
+    b->best = x;
+    b->key = k;
+    b->use = s->last_use[x];
+}
+
+/* Members i0 .. n - 1, one at a time. */
+static void pick_from(const fmoe_cache *s, const ms_view *v, int allow_protected, uint32_t i0, pick_best *b)
 {
     const double *board = ms_view_scores(v);
-    uint32_t best = MS_NIL;
-    double best_key = 0;
-    uint64_t best_use = 0;
-    for (uint32_t i = 0; i < s->members.n; i++) {
+    for (uint32_t i = i0; i < s->members.n; i++) {
         uint32_t x = s->members.items[i];
         double p = board[x];
-        double k = fmoe_evict_key_paper(isnan(p) ? s->eps : p, s->count[x]);
-        if (!(best == MS_NIL || k < best_key || (k == best_key && s->last_use[x] < best_use)))
-            continue;
-        if (!ms_view_evictable(v, x / s->J, x % s->J) || (!allow_protected && is_protected(s, v, x)))
-            continue;
-        best = x;
-        best_key = k;
-        best_use = s->last_use[x];
+        pick_step(s, v, allow_protected, x, fmoe_evict_key_paper(isnan(p) ? s->eps : p, s->count[x]), b);
     }
-    return best;
+}
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#include <immintrin.h>
+
+/* The keys four members at a time (AVX2 gathers of p and freq, the same
+ * product): a group none of whose keys is <= the best key held at its start
+ * cannot change the best (each member's test needs k < or = that key, and
+ * the best does not move inside the group), so it is skipped whole; the
+ * others go through pick_step in order.  The same best as pick_from. */
+__attribute__((target("avx2"))) static void pick_avx2(const fmoe_cache *s, const ms_view *v, int allow_protected,
+                                                      pick_best *b)
+{
+    const double *board = ms_view_scores(v);
+    const __m256d eps = _mm256_set1_pd(s->eps);
+    const uint32_t *items = s->members.items;
+    uint32_t i = 0;
+    for (; i + 4 <= s->members.n; i += 4) {
+        __m128i ix = _mm_loadu_si128((const __m128i *)(const void *)(items + i)); /* x < L J < 2^31 */
+        __m256d p = _mm256_i32gather_pd(board, ix, 8), c = _mm256_i32gather_pd(s->count, ix, 8);
+        __m256d k = _mm256_mul_pd(_mm256_blendv_pd(p, eps, _mm256_cmp_pd(p, p, _CMP_UNORD_Q)), c);
+        if (b->best != MS_NIL && !_mm256_movemask_pd(_mm256_cmp_pd(k, _mm256_set1_pd(b->key), _CMP_LE_OQ)))
+            continue;
+        double kk[4];
+        _mm256_storeu_pd(kk, k);
+        for (int t = 0; t < 4; t++)
+            pick_step(s, v, allow_protected, items[i + t], kk[t], b);
+    }
+    pick_from(s, v, allow_protected, i, b);
+}
+#endif
+
+static uint32_t pick(const fmoe_cache *s, const ms_view *v, int allow_protected)
+{
+    pick_best b = {MS_NIL, 0, 0};
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+    if (s->avx2) {
+        pick_avx2(s, v, allow_protected, &b);
+        return b.best;
+    }
+#endif
+    pick_from(s, v, allow_protected, 0, &b);
+    return b.best;
 }
 
 /* ---- code ---- */

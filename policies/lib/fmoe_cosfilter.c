@@ -67,16 +67,29 @@
 
 /* ---- kernels ---- */
 
-static void fscan1(const float *vals, size_t len, uint32_t nb, const uint32_t *cols, const float *w, uint32_t nc,
-                   float *out)
+/* more = 1: each chain continues from out's value instead of +0. */
+static void fscan1_from(const float *vals, size_t len, uint32_t nb, const uint32_t *cols, const float *w,
+                        uint32_t nc, float *out, int more)
 {
     for (uint32_t b = 0; b < nb; b++)
         for (uint32_t t = 0; t < B; t++) {
-            float v = 0.0f;
+            float v = more ? out[(size_t)b * B + t] : 0.0f;
             for (uint32_t k = 0; k < nc; k++)
                 v = fmaf(w[k], vals[((size_t)b * len + cols[k]) * B + t], v);
             out[(size_t)b * B + t] = v;
         }
+}
+
+static void fscan1(const float *vals, size_t len, uint32_t nb, const uint32_t *cols, const float *w, uint32_t nc,
+                   float *out)
+{
+    fscan1_from(vals, len, nb, cols, w, nc, out, 0);
+}
+
+static void fscan1_more(const float *vals, size_t len, uint32_t nb, const uint32_t *cols, const float *w,
+                        uint32_t nc, float *out)
+{
+    fscan1_from(vals, len, nb, cols, w, nc, out, 1);
 }
 
 static float estimate_one(const float *fe, const float *ie, float ae, const float *fm, const float *im, float am,
@@ -99,21 +112,27 @@ static float estimate1(const float *fe, const float *ie, float ae, const float *
     return top;
 }
 
-static const fmoe_cosf_kernels cosf_c = {fscan1, estimate1, fmoe_pick_c, "c"};
+static const fmoe_cosf_kernels cosf_c = {fscan1, estimate1, fmoe_pick_c, fscan1_more, "c"};
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
 
+/* The starting sums of out[off .. off + 8): +0, or out's (more = 1). */
+#define FMOE_FSTART(off) (more ? _mm256_loadu_ps(o + (off)) : _mm256_setzero_ps())
+
 /* Four blocks at a time (eight independent chains hide the multiply-add
  * latency), then one at a time. */
-__attribute__((target("avx2,fma"))) static void fscan8(const float *vals, size_t len, uint32_t nb,
-                                                       const uint32_t *cols, const float *w, uint32_t nc, float *out)
+__attribute__((target("avx2,fma"))) static inline void fscan8_from(const float *vals, size_t len, uint32_t nb,
+                                                                   const uint32_t *cols, const float *w, uint32_t nc,
+                                                                   float *out, int more)
 {
     size_t st = len * B; /* one block to the next */
     uint32_t b = 0;
     for (; b + 4 <= nb; b += 4) {
         const float *p = vals + (size_t)b * st;
-        __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+        float *o = out + (size_t)b * B;
+        __m256 s0 = FMOE_FSTART(0), s1 = FMOE_FSTART(8), s2 = FMOE_FSTART(16), s3 = FMOE_FSTART(24);
+        __m256 s4 = FMOE_FSTART(32), s5 = FMOE_FSTART(40), s6 = FMOE_FSTART(48), s7 = FMOE_FSTART(56);
         for (uint32_t k = 0; k < nc; k++) {
             const float *q = p + (size_t)cols[k] * B;
             __m256 x = _mm256_set1_ps(w[k]);
@@ -126,7 +145,6 @@ __attribute__((target("avx2,fma"))) static void fscan8(const float *vals, size_t
             s6 = _mm256_fmadd_ps(x, _mm256_loadu_ps(q + 3 * st), s6);
             s7 = _mm256_fmadd_ps(x, _mm256_loadu_ps(q + 3 * st + 8), s7);
         }
-        float *o = out + (size_t)b * B;
         _mm256_storeu_ps(o, s0);
         _mm256_storeu_ps(o + 8, s1);
         _mm256_storeu_ps(o + 16, s2);
@@ -138,16 +156,30 @@ __attribute__((target("avx2,fma"))) static void fscan8(const float *vals, size_t
     }
     for (; b < nb; b++) {
         const float *p = vals + (size_t)b * st;
-        __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+        float *o = out + (size_t)b * B;
+        __m256 s0 = FMOE_FSTART(0), s1 = FMOE_FSTART(8);
         for (uint32_t k = 0; k < nc; k++) {
             const float *q = p + (size_t)cols[k] * B;
             __m256 x = _mm256_set1_ps(w[k]);
             s0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(q), s0);
             s1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(q + 8), s1);
         }
-        _mm256_storeu_ps(out + (size_t)b * B, s0);
-        _mm256_storeu_ps(out + (size_t)b * B + 8, s1);
+        _mm256_storeu_ps(o, s0);
+        _mm256_storeu_ps(o + 8, s1);
     }
+}
+
+__attribute__((target("avx2,fma"))) static void fscan8(const float *vals, size_t len, uint32_t nb,
+                                                       const uint32_t *cols, const float *w, uint32_t nc, float *out)
+{
+    fscan8_from(vals, len, nb, cols, w, nc, out, 0);
+}
+
+__attribute__((target("avx2,fma"))) static void fscan8_more(const float *vals, size_t len, uint32_t nb,
+                                                            const uint32_t *cols, const float *w, uint32_t nc,
+                                                            float *out)
+{
+    fscan8_from(vals, len, nb, cols, w, nc, out, 1);
 }
 
 __attribute__((target("avx2,fma"))) static float estimate8(const float *fe, const float *ie, float ae,
@@ -175,7 +207,7 @@ __attribute__((target("avx2,fma"))) static float estimate8(const float *fe, cons
     return A;
 }
 
-static const fmoe_cosf_kernels cosf_avx = {fscan8, estimate8, fmoe_pick_avx, "avx2-fma"};
+static const fmoe_cosf_kernels cosf_avx = {fscan8, estimate8, fmoe_pick_avx, fscan8_more, "avx2-fma"};
 
 static int has_avx2_fma(void)
 {
@@ -235,6 +267,11 @@ static int query_ok(double norm2)
     return isfinite(norm2) && norm_ok(sqrt(norm2));
 }
 
+int fmoe_cosf_applies(const fmoe_store *s, double ee, double mm)
+{
+    return store_filterable(s) && query_ok(ee) && query_ok(mm);
+}
+
 /* The float estimates' sums of the query terms held in s->cols / s->w
  * (nc of them) over `vals` (blocks of `len` values per entry) into out. */
 static void float_sums(fmoe_store *s, const float *vals, size_t len, uint32_t nc, float *out)
@@ -242,6 +279,13 @@ static void float_sums(fmoe_store *s, const float *vals, size_t len, uint32_t nc
     for (uint32_t k = 0; k < nc; k++)
         s->wf[k] = (float)s->w[k]; /* exact: the query's floats */
     s->cosf->fscan(vals, len, (s->n + B - 1) / B, s->cols, s->wf, nc, out);
+}
+
+/* The same with the terms given (cols, wf: nc of them). */
+static void float_sums_of(fmoe_store *s, const float *vals, size_t len, const uint32_t *cols, const float *wf,
+                          uint32_t nc, float *out)
+{
+    s->cosf->fscan(vals, len, (s->n + B - 1) / B, cols, wf, nc, out);
 }
 
 /* The factor (float) (weight / sqrt(norm2)), 0 for a zero query. */
@@ -278,18 +322,18 @@ static uint32_t candidate_blocks(fmoe_store *s, uint32_t k)
     return nb;
 }
 
-/* The exact scan of the terms in s->cols / s->w over the listed blocks of
- * `vals` (len values per entry; a block at vals + b stride, stride = len B
- * for embeddings, J B for the layer-major maps), into out: one kernel call
+/* The exact scan of the terms cols / w (nc of them) over the listed blocks
+ * of `vals` (len values per entry; a block at vals + b stride, stride = len
+ * B for embeddings, J B for the layer-major maps), into out: one kernel call
  * per run of consecutive blocks. */
-static void exact_sums(fmoe_store *s, const float *vals, size_t len, size_t stride, uint32_t nb, uint32_t nc,
-                       double *out)
+static void exact_sums(fmoe_store *s, const float *vals, size_t len, size_t stride, uint32_t nb,
+                       const uint32_t *cols, const double *w, uint32_t nc, double *out)
 {
     for (uint32_t i = 0, run; i < nb; i += run) {
         for (run = 1; i + run < nb && s->blocks[i + run] == s->blocks[i] + run; run++)
             ;
         uint32_t b = s->blocks[i];
-        s->kernels->scan(vals + (size_t)b * stride, len, 0, run, s->cols, s->w, nc, out + (size_t)b * B);
+        s->kernels->scan(vals + (size_t)b * stride, len, 0, run, cols, w, nc, out + (size_t)b * B);
     }
 }
 
@@ -297,20 +341,24 @@ int fmoe_dedup_filtered(fmoe_store *s, const float *emb, const float *map, uint3
 {
     if (!store_filterable(s))
         return 0;
+    return fmoe_dedup_filtered_terms(s, emb, map, fmoe_map_terms(s, map), out);
+}
+
+int fmoe_dedup_filtered_terms(fmoe_store *s, const float *emb, const float *map, uint32_t nm, uint32_t *out)
+{
+    if (!store_filterable(s) || nm > FMOE_COSF_DEDUP_MAX_TERMS)
+        return 0; /* long maps: the staged searches prune them for less (fmoe_cosfilter.h) */
     uint32_t LJ = s->L * s->J, D = s->D;
     double ee = D ? fmoe_norm2_of(emb, D) : 0.0, mm = fmoe_norm2_of(map, LJ);
     if (!query_ok(ee) || !query_ok(mm))
         return 0;
     double w = (double)s->d / s->L;
-    uint32_t ne = 0, nm = fmoe_map_terms(s, map);
-    if (nm > FMOE_COSF_DEDUP_MAX_TERMS)
-        return 0; /* the staged exact search prunes long maps for less (fmoe_cosfilter.h) */
+    uint32_t ne = 0;
     if (D) {
-        ne = fmoe_query_terms(s, emb, D);
-        float_sums(s, s->emb, D, ne, s->fe);
+        ne = fmoe_emb_terms(s, emb);
+        float_sums_of(s, s->emb, D, s->ecols, s->ewf, ne, s->fe);
     }
-    nm = fmoe_map_terms(s, map); /* s->cols again: fmoe_query_terms overwrote it */
-    float_sums(s, s->map, s->J, nm, s->fm);
+    float_sums_of(s, s->map, s->J, s->cols, s->wf, nm, s->fm);
     float am = query_factor(1.0 - w, mm), A;
     if (D)
         A = s->cosf->estimate(s->fe, s->inv_emb_f, query_factor(w, ee), s->fm, s->inv_map_f, am, s->n, s->est);
@@ -321,11 +369,9 @@ int fmoe_dedup_filtered(fmoe_store *s, const float *emb, const float *map, uint3
     if (!k)
         return 0;
     uint32_t nb = candidate_blocks(s, k);
-    exact_sums(s, s->map, s->J, (size_t)s->J * B, nb, nm, s->acc); /* s->cols holds the map's terms */
-    if (D) {
-        ne = fmoe_query_terms(s, emb, D);
-        exact_sums(s, s->emb, D, (size_t)D * B, nb, ne, s->acc2);
-    }
+    exact_sums(s, s->map, s->J, (size_t)s->J * B, nb, s->cols, s->w, nm, s->acc);
+    if (D)
+        exact_sums(s, s->emb, D, (size_t)D * B, nb, s->ecols, s->ew, ne, s->acc2);
     uint32_t best = 0;
     double best_rdy = -INFINITY;
     for (uint32_t i = 0; i < k; i++) { /* ascending y: fmoe_dedup_full's rule */
@@ -353,7 +399,7 @@ int fmoe_semantic_filtered(fmoe_store *s, const float *e_new, int *best, double 
     uint32_t k = candidates(s, A, (ne + 8) * 0x1p-23 + 0x1p-30);
     if (!k)
         return 0;
-    exact_sums(s, s->emb, s->D, (size_t)s->D * B, candidate_blocks(s, k), ne, s->acc);
+    exact_sums(s, s->emb, s->D, (size_t)s->D * B, candidate_blocks(s, k), s->cols, s->w, ne, s->acc);
     int by = -1;
     double bc = 0;
     for (uint32_t i = 0; i < k; i++) { /* ascending y: argmax_first's rule */

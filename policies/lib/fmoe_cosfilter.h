@@ -38,11 +38,11 @@
 #define FMOE_COSF_MIN 32           /* entries held below which the exact searches run */
 /* Deduplication is filtered only for maps of at most this many non-zero
  * terms: the float sums cost every term for every entry, while the staged
- * exact search (fmoe_dedup_pruned) drops most entries after its first stage.
- * Measured on the 1M-step bench traces (docs/performance.md, "seventh round"):
- * Mixtral-8x7B's 256-term maps gain (dedup 791 -> 332 M instructions),
- * Qwen1.5-MoE's 1,440-term maps lose (fmoe+fmoe 4.3 -> 5.1 s).  Either way
- * the result is the same entry. */
+ * searches (fmoe_dedup_fstaged, fmoe_dedup_pruned) drop most entries after
+ * their first stage.  Measured on the 1M-step bench traces
+ * (docs/performance.md, "seventh round"): Mixtral-8x7B's 256-term maps gain
+ * (dedup 791 -> 332 M instructions), Qwen1.5-MoE's 1,440-term maps lose
+ * (fmoe+fmoe 4.3 -> 5.1 s).  Either way the result is the same entry. */
 #define FMOE_COSF_DEDUP_MAX_TERMS 512u
 
 /* out[b B + t] = fma(w[nc-1], v, ... fma(w[0], v, +0)) in float, v = value
@@ -64,6 +64,10 @@ typedef struct fmoe_cosf_kernels {
     fmoe_fscan_fn *fscan;
     fmoe_estimate_fn *estimate;
     fmoe_cosf_pick_fn *pick;
+    /* fscan's chains continued from out's values instead of +0: fscan of
+     * terms [0, k) then fscan_more of [k, nc) is fscan over [0, nc) bit for
+     * bit (deduplication's float stages, fmoe_dedup.c) */
+    fmoe_fscan_fn *fscan_more;
     const char *name; /* "c" or "avx2-fma" */
 } fmoe_cosf_kernels;
 
@@ -76,9 +80,19 @@ size_t fmoe_cosf_list(const fmoe_cosf_kernels **out);
  * be filtered: each 0 or within [2^-40, 2^40]. */
 int fmoe_cosf_norms_ok(double emb_norm, double map_norm);
 
+/* Whether the bound above holds for a query of squared norms ee (its
+ * embedding, 0 when D = 0) and mm (its map) on this store: the filter's
+ * kernels, its guards on the store and the query (the float stages of
+ * fmoe_dedup.c take the same). */
+int fmoe_cosf_applies(const fmoe_store *s, double ee, double mm);
+
 /* fmoe_dedup_full's entry for (emb, map) (n > 0), by the filter: returns 1
  * and sets *out, or 0 when the filter does not apply (see above). */
 int fmoe_dedup_filtered(fmoe_store *s, const float *emb, const float *map, uint32_t *out);
+/* The same with the map's terms already in s->cols, s->w and s->wf
+ * (fmoe_map_terms: nm of them; fmoe_dedup computes them once for every
+ * search it tries); they are left there. */
+int fmoe_dedup_filtered_terms(fmoe_store *s, const float *emb, const float *map, uint32_t nm, uint32_t *out);
 /* fmoe_semantic_search's entry and score, by the filter: returns 1 and sets
  * *best and *score, or 0 when the filter does not apply. */
 int fmoe_semantic_filtered(fmoe_store *s, const float *e_new, int *best, double *score);

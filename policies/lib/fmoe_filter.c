@@ -191,16 +191,35 @@ size_t fmoe_filter_list(const fmoe_filter_kernels **out)
 /* dot[y] += the exact step's sum of each layer synced[y] .. upto, as its
  * kernels add it: from +0, the row's non-zero terms in j's order (every
  * value is finite here, so the exact step skips exactly those), each the
- * double product of two floats, then added to dot[y]. */
+ * double product of two floats, then added to dot[y].  The zero terms are
+ * added too: here rows and maps are >= 0, so such a product is +-0, and
+ * adding +-0 to a sum that starts at +0 never changes it (+0 + -0 = +0).
+ * Four layers' sums run side by side (independent chains: the same
+ * operations each, the latency hidden), then go into dot[y] in order. */
 static void catch_up(fmoe_store *s, uint32_t y, uint32_t upto)
 {
-    for (uint32_t l = s->synced[y]; l <= upto; l++) {
-        const float *row = s->traj_rows + (size_t)l * s->J;
-        const float *m = fmoe_map_layer(s, l) + ((size_t)(y / B) * s->J) * B + y % B;
+    uint32_t J = s->J, l = s->synced[y];
+    size_t slice = (size_t)s->slots * J, at = ((size_t)(y / B) * J) * B + y % B; /* entry y in a layer's slice */
+    for (; l + 4 <= upto + 1; l += 4) {
+        const float *r = s->traj_rows + (size_t)l * J, *m = s->map + (size_t)l * slice + at;
+        double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        for (uint32_t j = 0; j < J; j++) {
+            size_t k = (size_t)j * B;
+            a0 += (double)r[j] * (double)m[k];
+            a1 += (double)r[J + j] * (double)m[slice + k];
+            a2 += (double)r[2 * J + j] * (double)m[2 * slice + k];
+            a3 += (double)r[3 * J + j] * (double)m[3 * slice + k];
+        }
+        s->dot[y] += a0;
+        s->dot[y] += a1;
+        s->dot[y] += a2;
+        s->dot[y] += a3;
+    }
+    for (; l <= upto; l++) {
+        const float *r = s->traj_rows + (size_t)l * J, *m = s->map + (size_t)l * slice + at;
         double acc = 0;
-        for (uint32_t j = 0; j < s->J; j++)
-            if (row[j] != 0)
-                acc += (double)row[j] * (double)m[(size_t)j * B];
+        for (uint32_t j = 0; j < J; j++)
+            acc += (double)r[j] * (double)m[(size_t)j * B];
         s->dot[y] += acc;
     }
     s->synced[y] = upto + 1;

@@ -79,6 +79,11 @@ static void carve_all(fmoe_store *s, carver *c)
     s->wf = carve(c, q ? q : 1, sizeof *s->wf);
     s->cos_cand = carve(c, S, sizeof *s->cos_cand);
     s->entry_cos_unfilterable = carve(c, S, sizeof *s->entry_cos_unfilterable);
+    s->ecols = carve(c, s->D ? s->D : 1, sizeof *s->ecols);
+    s->ew = carve(c, s->D ? s->D : 1, sizeof *s->ew);
+    s->ewf = carve(c, s->D ? s->D : 1, sizeof *s->ewf);
+    s->fstage_bound = carve(c, S * FMOE_STAGES, sizeof *s->fstage_bound);
+    s->layer_norm_f = carve(c, s->L ? s->L : 1, sizeof *s->layer_norm_f);
 }
 
 void fmoe_store_init(fmoe_store *s, uint32_t cap, uint32_t L, uint32_t J, uint32_t D, uint32_t d)
@@ -170,29 +175,50 @@ void fmoe_store_get_emb(const fmoe_store *s, uint32_t y, float *out)
     gather(s->emb, s->D, y, 0, s->D, out);
 }
 
-uint32_t fmoe_query_terms(fmoe_store *s, const float *q, uint32_t n)
+/* The terms of q[0..n) into cols / w (and wf when not NULL), column
+ * col0 + i for q[i]: the non-zero ones, or all when `all`; their count.
+ * Each value is written at the next free place and kept by advancing past
+ * it (no branch per value: gate rows are mostly non-zero; the place is at
+ * most i, inside the arrays).  (Locals, not s->: the stores through cols
+ * could alias the store's fields and force a reload per value.) */
+static uint32_t terms_into(const float *q, uint32_t n, int all, uint32_t col0, uint32_t *restrict cols,
+                           double *restrict w, float *restrict wf)
 {
     uint32_t nc = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (q[i] != 0 || s->nonfinite) {
-            s->cols[nc] = i;
-            s->w[nc++] = q[i];
+    if (wf)
+        for (uint32_t i = 0; i < n; i++) {
+            cols[nc] = col0 + i;
+            w[nc] = q[i];
+            wf[nc] = q[i];
+            nc += q[i] != 0 || all;
+        }
+    else
+        for (uint32_t i = 0; i < n; i++) {
+            cols[nc] = col0 + i;
+            w[nc] = q[i];
+            nc += q[i] != 0 || all;
         }
     return nc;
+}
+
+uint32_t fmoe_query_terms(fmoe_store *s, const float *q, uint32_t n)
+{
+    return terms_into(q, n, s->nonfinite != 0, 0, s->cols, s->w, NULL);
 }
 
 uint32_t fmoe_map_terms(fmoe_store *s, const float *map)
 {
     uint32_t nc = 0;
-    for (uint32_t l = 0, i = 0; l < s->L; l++) {
-        uint32_t col = fmoe_map_col(s, l * s->J); /* then + j along the row */
-        for (uint32_t j = 0; j < s->J; j++, i++)
-            if (map[i] != 0 || s->nonfinite) {
-                s->cols[nc] = col + j;
-                s->w[nc++] = map[i];
-            }
-    }
+    int all = s->nonfinite != 0;
+    for (uint32_t l = 0; l < s->L; l++) /* layer l's row: columns fmoe_map_col(l J) + j */
+        nc += terms_into(map + (size_t)l * s->J, s->J, all, fmoe_map_col(s, l * s->J), s->cols + nc, s->w + nc,
+                         s->wf + nc);
     return nc;
+}
+
+uint32_t fmoe_emb_terms(fmoe_store *s, const float *emb)
+{
+    return terms_into(emb, s->D, s->nonfinite != 0, 0, s->ecols, s->ew, s->ewf);
 }
 
 void fmoe_scan_query(fmoe_store *s, const float *vals, size_t len, size_t first, const float *q, uint32_t n,

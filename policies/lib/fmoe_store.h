@@ -112,6 +112,13 @@ typedef struct {
     /* what fmoe_dedup_pruned skipped (statistics for tests and benchmarks) */
     uint64_t dedup_block_stages;  /* blocks x stages of its queries */
     uint64_t dedup_stages_skipped; /* of those, not summed: their block dropped before */
+    /* deduplication's float stages (fmoe_dedup_fstaged) */
+    uint32_t *ecols;          /* [D] the query embedding's terms (the map's stay in cols / w) */
+    double *ew;               /* [D] their values */
+    float *ewf;               /* [D] the same as floats */
+    float *fstage_bound;      /* [FMOE_STAGES][slots] float bounds of the terms not summed yet */
+    float *layer_norm_f;      /* [L] the query's row norms as floats */
+    uint64_t fstaged_queries, fstaged_blocks_exact; /* its searches, blocks it summed in double (tests) */
     void *mem;                /* the one allocation behind every array */
     const fmoe_kernels *kernels; /* the loops this CPU runs (the same results on every CPU) */
 } fmoe_store;
@@ -175,12 +182,23 @@ uint32_t fmoe_store_add(fmoe_store *s, const float *emb, const float *map);
  * fmoe_dedup_pruned finds the same entry, with bounds that stop summing an
  * entry's map once it cannot reach the best so far (it calls the reference
  * for non-finite values, a zero query map or d = L); fmoe_dedup, what
- * fmoe_store_add calls, takes the float filter (fmoe_cosfilter.h: the same
- * entry) past one block of entries when it applies, else the pruned one.
+ * fmoe_store_add calls, takes past one block of entries the float filter
+ * for maps of at most FMOE_COSF_DEDUP_MAX_TERMS terms (fmoe_cosfilter.h),
+ * the pruned stages on float sums for longer ones (fmoe_dedup_fstaged),
+ * each when it applies (the same entry), else the pruned one.
  * dedup_block_stages / dedup_stages_skipped count the pruned one's work. */
 #define FMOE_STAGES 8 /* the map's layers split into at most this many stages between bound checks */
 uint32_t fmoe_dedup_full(fmoe_store *s, const float *emb, const float *map);
 uint32_t fmoe_dedup_pruned(fmoe_store *s, const float *emb, const float *map);
+/* fmoe_dedup_pruned's stages with float sums (fmoe_dedup.c): only the blocks
+ * that the float bounds cannot drop are summed in double.  Returns 1 and
+ * sets *out to fmoe_dedup_full's entry, or 0 when it does not apply (no
+ * float kernels, or the float filter's guards, fmoe_cosfilter.h, or
+ * fmoe_dedup_pruned's fail). */
+int fmoe_dedup_fstaged(fmoe_store *s, const float *emb, const float *map, uint32_t *out);
+/* The same with the map's terms already in s->cols, s->w and s->wf
+ * (fmoe_map_terms: nc of them). */
+int fmoe_dedup_fstaged_terms(fmoe_store *s, const float *emb, const float *map, uint32_t nc, uint32_t *out);
 uint32_t fmoe_dedup(fmoe_store *s, const float *emb, const float *map);
 
 /* Trajectory search (seed 000 Eq. score-map), incremental: reset at the start

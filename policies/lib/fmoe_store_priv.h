@@ -47,8 +47,11 @@ static inline double fmoe_rdy_of(const fmoe_store *s, uint32_t y, double sem, do
 uint32_t fmoe_query_terms(fmoe_store *s, const float *q, uint32_t n);
 /* The same for a whole map query (map[L J]), each term's column the
  * layer-major one (fmoe_map_col): the kernels then read s->map with len = J,
- * first = 0. */
+ * first = 0.  s->wf gets the values as floats too (the float filters'). */
 uint32_t fmoe_map_terms(fmoe_store *s, const float *map);
+/* The same for a deduplication query's embedding (emb[D]) into s->ecols,
+ * s->ew and s->ewf, so that s->cols keeps the map's terms. */
+uint32_t fmoe_emb_terms(fmoe_store *s, const float *emb);
 
 /* out[y] = q[0..n) . (values first .. first + n - 1 of entry y), summed from
  * +0 in index order, for every held entry (out is written up to the end of
