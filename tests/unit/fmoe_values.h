@@ -41,6 +41,48 @@ static inline void fill_probability_rows(float *map, uint32_t L, uint32_t J)
     }
 }
 
+/* What each slot of a test store holds: its embedding and map. */
+typedef struct {
+    uint32_t L, J, D;
+    float *emb, *map; /* [cap][D], [cap][L J] */
+} fmoe_shadow;
+
+/* A new (emb, map) for a store of `held` entries: a copy of an entry (exact
+ * ties), scaled by 2 or 0.5 (equal cosines, up to rounding), a copy with one
+ * value one float step off (a near tie); else random signed values, `n_prob`
+ * kinds of probability rows, or zero.  Kinds are drawn from 12 (the first 6
+ * copies when something is held, then n_prob of probability rows, one of
+ * zeros, the rest random), so a test's stream depends on its n_prob. */
+static inline void fmoe_make_entry(const fmoe_shadow *h, uint32_t held, uint32_t n_prob, float *emb, float *map)
+{
+    uint32_t LJ = h->L * h->J, kind = rnd(12);
+    if (held && kind < 6) {
+        uint32_t from = rnd(held);
+        float f = kind == 0 ? 2.0f : kind == 1 ? 0.5f : 1.0f;
+        for (uint32_t i = 0; i < LJ; i++)
+            map[i] = f * h->map[(size_t)from * LJ + i];
+        for (uint32_t i = 0; i < h->D; i++)
+            emb[i] = kind == 2 && rnd(2) ? value() : f * h->emb[(size_t)from * h->D + i];
+        if (kind >= 4) { /* a near tie: one non-zero value of the map or the embedding one step off */
+            float *v = h->D && rnd(2) ? emb + rnd(h->D) : map + rnd(LJ);
+            if (*v != 0)
+                *v = kind == 4 ? nextafterf(*v, INFINITY) : nextafterf(*v, -INFINITY);
+        }
+        return;
+    }
+    for (uint32_t i = 0; i < h->D; i++)
+        emb[i] = rnd(8) ? value() : 0.0f;
+    if (kind >= 6 && kind < 6 + n_prob) {
+        fill_probability_rows(map, h->L, h->J);
+    } else if (kind == 6 + n_prob) {
+        for (uint32_t i = 0; i < LJ; i++)
+            map[i] = 0.0f;
+    } else {
+        for (uint32_t i = 0; i < LJ; i++)
+            map[i] = value();
+    }
+}
+
 /* The trajectory search's definition at observed layer l: adds the layer's
  * terms of every entry's dot product with P and of its squared norm to dot[y]
  * and nn[y] (entry y's map is map[y][L][J], row-major; tt the squared norm of

@@ -89,43 +89,6 @@ static void test_kernels(const fmoe_cosf_kernels *f)
 
 /* ---- random stores ---- */
 
-typedef struct {
-    uint32_t L, J, D;
-    float *emb, *map; /* [cap][D], [cap][L J]: what each slot holds */
-} shadow;
-
-/* A new (emb, map): random signed values, a copy of an entry (exact ties),
- * scaled by 2 or 0.5 (equal cosines, up to rounding), a copy with one value
- * one float step off (a near tie), probability rows, or zero. */
-static void make_entry(const shadow *h, uint32_t held, float *emb, float *map)
-{
-    uint32_t LJ = h->L * h->J, kind = rnd(12);
-    if (held && kind < 6) {
-        uint32_t from = rnd(held);
-        float f = kind == 0 ? 2.0f : kind == 1 ? 0.5f : 1.0f;
-        for (uint32_t i = 0; i < LJ; i++)
-            map[i] = f * h->map[(size_t)from * LJ + i];
-        for (uint32_t i = 0; i < h->D; i++)
-            emb[i] = kind == 2 && rnd(2) ? value() : f * h->emb[(size_t)from * h->D + i];
-        if (kind >= 4) { /* a near tie: one non-zero value of the map or the embedding one step off */
-            float *v = h->D && rnd(2) ? emb + rnd(h->D) : map + rnd(LJ);
-            if (*v != 0)
-                *v = kind == 4 ? nextafterf(*v, INFINITY) : nextafterf(*v, -INFINITY);
-        }
-        return;
-    }
-    for (uint32_t i = 0; i < h->D; i++)
-        emb[i] = rnd(8) ? value() : 0.0f;
-    if (kind == 6) {
-        fill_probability_rows(map, h->L, h->J);
-    } else if (kind == 7) {
-        memset(map, 0, LJ * sizeof *map);
-    } else {
-        for (uint32_t i = 0; i < LJ; i++)
-            map[i] = value();
-    }
-}
-
 static uint64_t queries, ties, reordered, candidates_seen, entries_seen;
 
 /* The exact semantic search (the store without its filter). */
@@ -177,7 +140,7 @@ static void check_query(fmoe_store *s, const float *e, const float *m)
 
 static void run_store(const fmoe_cosf_kernels *f)
 {
-    shadow h = {1 + rnd(8), 1 + rnd(12), rnd(4) ? rnd(41) : 0, NULL, NULL};
+    fmoe_shadow h = {1 + rnd(8), 1 + rnd(12), rnd(4) ? rnd(41) : 0, NULL, NULL};
     uint32_t cap = FMOE_COSF_MIN + rnd(169), d = rnd(h.L + 1), LJ = h.L * h.J;
     fmoe_store s, ref;
     fmoe_store_init(&s, cap, h.L, h.J, h.D, d);
@@ -188,12 +151,12 @@ static void run_store(const fmoe_cosf_kernels *f)
     h.map = calloc((size_t)cap * LJ, sizeof *h.map);
     float *e = calloc(h.D + 1, sizeof *e), *m = calloc(LJ, sizeof *m);
     for (uint32_t y = 0; y < cap; y++) {
-        make_entry(&h, y, h.emb + (size_t)y * h.D, h.map + (size_t)y * LJ);
+        fmoe_make_entry(&h, y, 1, h.emb + (size_t)y * h.D, h.map + (size_t)y * LJ);
         fmoe_store_add(&s, h.emb + (size_t)y * h.D, h.map + (size_t)y * LJ);
         fmoe_store_add(&ref, h.emb + (size_t)y * h.D, h.map + (size_t)y * LJ);
     }
     for (int query = 0; query < 30; query++) {
-        make_entry(&h, cap, e, m);
+        fmoe_make_entry(&h, cap, 1, e, m);
         check_query(&s, e, m);
         uint32_t y = fmoe_store_add(&s, e, m); /* through the filter, against the store without it */
         CHECK_EQ_INT(fmoe_store_add(&ref, e, m), y);
