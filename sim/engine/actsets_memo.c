@@ -45,20 +45,17 @@ static void make_key(ms_view *v)
     }
 }
 
-/* A value of the shape eng_actsets_remember writes for this trace: L
- * counts of at most J, then that many acts (a key that missed an input
- * would be a miss here, not a copy past the arrays). */
-static int memo_shape_ok(const ms_view *v, const unsigned char *p, size_t len)
+int eng_memo_counted_ok(const unsigned char *p, size_t len, uint32_t n, uint32_t max_count, size_t item_size)
 {
-    size_t head = v->L * sizeof *v->n_acts, need = head;
-    if (len < head)
+    size_t need = (size_t)n * sizeof(uint32_t);
+    if (len < need)
         return 0;
-    for (uint32_t l = 0; l < v->L; l++) {
-        uint32_t n;
-        memcpy(&n, p + l * sizeof n, sizeof n);
-        if (n > v->J)
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t c;
+        memcpy(&c, p + (size_t)i * sizeof c, sizeof c);
+        if (c > max_count)
             return 0;
-        need += n * sizeof *v->acts;
+        need += (size_t)c * item_size;
     }
     return len == need;
 }
@@ -70,7 +67,7 @@ int eng_actsets_recall(ms_view *v)
     make_key(v);
     size_t len;
     const unsigned char *p = ms_trace_memo_get(v->act_memo, v->act_key, v->act_klen, &len);
-    if (!p || !memo_shape_ok(v, p, len))
+    if (!p || !eng_memo_counted_ok(p, len, v->L, v->J, sizeof *v->acts))
         return 0;
     uint64_t stamp = v->iter + 1;
     memcpy(v->n_acts, p, v->L * sizeof *v->n_acts);

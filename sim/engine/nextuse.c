@@ -55,27 +55,12 @@ static size_t future_key(const ms_view *v, unsigned char *k)
     return 24;
 }
 
-/* A value of the shape remember_future writes for this trace: NX counts,
- * then that many iteration numbers (else a miss, not a copy past them). */
-static int future_shape_ok(const ms_view *v, const unsigned char *p, size_t len)
-{
-    size_t head = v->NX * sizeof *v->use_n, need = head;
-    if (len < head)
-        return 0;
-    for (uint32_t x = 0; x < v->NX; x++) {
-        uint32_t n;
-        memcpy(&n, p + x * sizeof n, sizeof n);
-        need += n * sizeof **v->use_it;
-    }
-    return len == need;
-}
-
 static int recall_future(ms_view *v)
 {
     unsigned char k[24];
     size_t len, kl = future_key(v, k);
     const unsigned char *p = v->act_memo ? ms_trace_memo_get(v->act_memo, k, kl, &len) : NULL;
-    if (!p || !future_shape_ok(v, p, len))
+    if (!p || !eng_memo_counted_ok(p, len, v->NX, UINT32_MAX, sizeof **v->use_it))
         return 0;
     memcpy(v->use_n, p, v->NX * sizeof *v->use_n);
     p += v->NX * sizeof *v->use_n;

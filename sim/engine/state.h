@@ -191,6 +191,12 @@ int eng_run_iteration(ms_view *v);
  * positions as the build leaves them); 0: build them, then remember them */
 int eng_actsets_recall(ms_view *v);
 void eng_actsets_remember(ms_view *v);
+/* 1 when a memo value p[0..len) is n uint32 counts, each at most max_count,
+ * then as many items of item_size bytes as they add up to: the shape the
+ * activated sets' and the next-use lists' remember write (a recall checks it
+ * first, so a key that one day misses an input is a miss, not a copy past
+ * the arrays) */
+int eng_memo_counted_ok(const unsigned char *p, size_t len, uint32_t n, uint32_t max_count, size_t item_size);
 
 /* copyq.c: the H2D copy queue (qset.h) and the copy engine */
 void eng_queue_request(ms_view *v, qentry q);
