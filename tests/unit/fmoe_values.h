@@ -7,6 +7,11 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policies/lib/fmoe_cosfilter.h"
+#include "policies/lib/fmoe_store.h"
 
 static uint64_t fmoe_test_rng;
 
@@ -81,6 +86,67 @@ static inline void fmoe_make_entry(const fmoe_shadow *h, uint32_t held, uint32_t
         for (uint32_t i = 0; i < LJ; i++)
             map[i] = value();
     }
+}
+
+/* s (with the float kernels f) and ref (without: the exact search), both of
+ * capacity cap, filled with cap entries from fmoe_make_entry (n_prob), which
+ * h keeps; *e and *m get room for a query.  fmoe_shadow_free frees it all. */
+static inline void fmoe_shadow_stores(fmoe_shadow *h, uint32_t cap, uint32_t d, uint32_t n_prob,
+                                      const fmoe_cosf_kernels *f, fmoe_store *s, fmoe_store *ref, float **e, float **m)
+{
+    uint32_t LJ = h->L * h->J;
+    fmoe_store_init(s, cap, h->L, h->J, h->D, d);
+    fmoe_store_init(ref, cap, h->L, h->J, h->D, d);
+    s->cosf = f;
+    ref->cosf = NULL;
+    h->emb = calloc((size_t)cap * (h->D + 1), sizeof *h->emb);
+    h->map = calloc((size_t)cap * LJ, sizeof *h->map);
+    *e = calloc(h->D + 1, sizeof **e);
+    *m = calloc(LJ, sizeof **m);
+    for (uint32_t y = 0; y < cap; y++) {
+        fmoe_make_entry(h, y, n_prob, h->emb + (size_t)y * h->D, h->map + (size_t)y * LJ);
+        fmoe_store_add(s, h->emb + (size_t)y * h->D, h->map + (size_t)y * LJ);
+        fmoe_store_add(ref, h->emb + (size_t)y * h->D, h->map + (size_t)y * LJ);
+    }
+}
+
+/* After a query (e, m) joined s and ref at slot y (the same in both): h
+ * keeps it. */
+static inline void fmoe_shadow_keep(fmoe_shadow *h, uint32_t y, const float *e, const float *m)
+{
+    uint32_t LJ = h->L * h->J;
+    memcpy(h->emb + (size_t)y * h->D, e, h->D * sizeof *e);
+    memcpy(h->map + (size_t)y * LJ, m, LJ * sizeof *m);
+}
+
+static inline void fmoe_shadow_free(fmoe_shadow *h, fmoe_store *s, fmoe_store *ref, float *e, float *m)
+{
+    free(e);
+    free(m);
+    free(h->emb);
+    free(h->map);
+    fmoe_store_free(s);
+    fmoe_store_free(ref);
+}
+
+/* v[0] = 1, v[i] = x = 2^-12 (1 - 2^-10) for 0 < i < n, the query, and
+ * entries hi = v and lo = c v (rounded to floats, c = 1 + 2^-7) with lo[1]
+ * 2^-20 higher: cosines 1 and about 1 - 2^-41.  Every small product x^2 is
+ * just below 2^-24, half a float step of the running sum 1, so hi's float
+ * sum stays 1 while the exact one is S = 1 + (n - 1) x^2: hi's estimate is
+ * about 1 / S, (n - 1) x^2 ~ n 2^-24 low, the bound's n u.  Each of lo's
+ * products c x^2 is just above half a step of the running sum (in [1, 2)):
+ * each rounds up to a whole step, so lo's estimate is about n 2^-24 high.
+ * Their estimates are about 2 n 2^-24 apart, in the other order than the
+ * exact scores.  far = -e_0 (cosine -1 with v) fills the other entries. */
+static inline void fmoe_adversarial_vectors(float *v, float *lo, float *far, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        v[i] = i ? 0x1p-12f * (1.0f - 0x1p-10f) : 1.0f;
+        lo[i] = (1.0f + 0x1p-7f) * v[i];
+        far[i] = i ? 0.0f : -1.0f;
+    }
+    lo[1] += 0x1p-20f;
 }
 
 /* The trajectory search's definition at observed layer l: adds the layer's

@@ -141,34 +141,18 @@ static void check_query(fmoe_store *s, const float *e, const float *m)
 static void run_store(const fmoe_cosf_kernels *f)
 {
     fmoe_shadow h = {1 + rnd(8), 1 + rnd(12), rnd(4) ? rnd(41) : 0, NULL, NULL};
-    uint32_t cap = FMOE_COSF_MIN + rnd(169), d = rnd(h.L + 1), LJ = h.L * h.J;
-    fmoe_store s, ref;
-    fmoe_store_init(&s, cap, h.L, h.J, h.D, d);
-    fmoe_store_init(&ref, cap, h.L, h.J, h.D, d);
-    s.cosf = f;
-    ref.cosf = NULL;
-    h.emb = calloc((size_t)cap * (h.D + 1), sizeof *h.emb);
-    h.map = calloc((size_t)cap * LJ, sizeof *h.map);
-    float *e = calloc(h.D + 1, sizeof *e), *m = calloc(LJ, sizeof *m);
-    for (uint32_t y = 0; y < cap; y++) {
-        fmoe_make_entry(&h, y, 1, h.emb + (size_t)y * h.D, h.map + (size_t)y * LJ);
-        fmoe_store_add(&s, h.emb + (size_t)y * h.D, h.map + (size_t)y * LJ);
-        fmoe_store_add(&ref, h.emb + (size_t)y * h.D, h.map + (size_t)y * LJ);
-    }
+    uint32_t cap = FMOE_COSF_MIN + rnd(169), d = rnd(h.L + 1);
+    fmoe_store s, ref; /* ref: the exact search */
+    float *e, *m;
+    fmoe_shadow_stores(&h, cap, d, 1, f, &s, &ref, &e, &m);
     for (int query = 0; query < 30; query++) {
         fmoe_make_entry(&h, cap, 1, e, m);
         check_query(&s, e, m);
         uint32_t y = fmoe_store_add(&s, e, m); /* through the filter, against the store without it */
         CHECK_EQ_INT(fmoe_store_add(&ref, e, m), y);
-        memcpy(h.emb + (size_t)y * h.D, e, h.D * sizeof *e);
-        memcpy(h.map + (size_t)y * LJ, m, LJ * sizeof *m);
+        fmoe_shadow_keep(&h, y, e, m);
     }
-    free(e);
-    free(m);
-    free(h.emb);
-    free(h.map);
-    fmoe_store_free(&s);
-    fmoe_store_free(&ref);
+    fmoe_shadow_free(&h, &s, &ref, e, m);
 }
 
 /* ---- adversarial pairs near the bound ---- */
@@ -185,23 +169,13 @@ static void run_store(const fmoe_cosf_kernels *f)
  * (N + 8) 2^-24: a third of it drops the winner. */
 enum { ADV_N = 257, ADV_C = 64, ADV_HI = 10, ADV_LO = 20 };
 
-static void adversarial_vectors(float *v, float *lo, float *far, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++) {
-        v[i] = i ? 0x1p-12f * (1.0f - 0x1p-10f) : 1.0f;
-        lo[i] = (1.0f + 0x1p-7f) * v[i];
-        far[i] = i ? 0.0f : -1.0f; /* cosine -1 with v: the other entries */
-    }
-    lo[1] += 0x1p-20f; /* lo's exact cosine about 1 - 2^-41: below hi's whatever the rounding */
-}
-
 static void test_adversarial_semantic(const fmoe_cosf_kernels *f)
 {
     fmoe_store s;
     fmoe_store_init(&s, ADV_C, 1, 1, ADV_N, 0);
     s.cosf = f;
     float v[ADV_N], lo[ADV_N], far[ADV_N], map[1] = {1};
-    adversarial_vectors(v, lo, far, ADV_N);
+    fmoe_adversarial_vectors(v, lo, far, ADV_N);
     for (int y = 0; y < ADV_C; y++)
         fmoe_store_add(&s, y == ADV_HI ? v : y == ADV_LO ? lo : far, map);
     double ws, gs = -9;
@@ -221,7 +195,7 @@ static void test_adversarial_dedup(const fmoe_cosf_kernels *f)
     fmoe_store_init(&s, ADV_C, 1, ADV_N, 0, 0);
     s.cosf = f;
     float v[ADV_N], lo[ADV_N], far[ADV_N];
-    adversarial_vectors(v, lo, far, ADV_N);
+    fmoe_adversarial_vectors(v, lo, far, ADV_N);
     for (int y = 0; y < ADV_C; y++)
         fmoe_store_add(&s, NULL, y == ADV_HI ? v : y == ADV_LO ? lo : far);
     uint32_t got = 0;

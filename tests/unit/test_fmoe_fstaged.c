@@ -84,19 +84,9 @@ static void run_store(const fmoe_cosf_kernels *f)
 {
     fmoe_shadow h = {1 + rnd(12), 1 + rnd(48), rnd(4) ? rnd(41) : 0, NULL, NULL};
     uint32_t cap = FMOE_COSF_MIN + rnd(169), d = rnd(h.L), LJ = h.L * h.J;
-    fmoe_store s, ref;
-    fmoe_store_init(&s, cap, h.L, h.J, h.D, d);
-    fmoe_store_init(&ref, cap, h.L, h.J, h.D, d);
-    s.cosf = f;
-    ref.cosf = NULL; /* the pruned search */
-    h.emb = calloc((size_t)cap * (h.D + 1), sizeof *h.emb);
-    h.map = calloc((size_t)cap * LJ, sizeof *h.map);
-    float *e = calloc(h.D + 1, sizeof *e), *m = calloc(LJ, sizeof *m);
-    for (uint32_t y = 0; y < cap; y++) {
-        fmoe_make_entry(&h, y, 2, h.emb + (size_t)y * h.D, h.map + (size_t)y * LJ);
-        fmoe_store_add(&s, h.emb + (size_t)y * h.D, h.map + (size_t)y * LJ);
-        fmoe_store_add(&ref, h.emb + (size_t)y * h.D, h.map + (size_t)y * LJ);
-    }
+    fmoe_store s, ref; /* ref: the exact search */
+    float *e, *m;
+    fmoe_shadow_stores(&h, cap, d, 2, f, &s, &ref, &e, &m);
     for (int query = 0; query < 30; query++) {
         fmoe_make_entry(&h, cap, 2, e, m);
         int zero = 1;
@@ -110,15 +100,9 @@ static void run_store(const fmoe_cosf_kernels *f)
         }
         uint32_t y = fmoe_store_add(&s, e, m); /* through fmoe_dedup, against the store without floats */
         CHECK_EQ_INT(fmoe_store_add(&ref, e, m), y);
-        memcpy(h.emb + (size_t)y * h.D, e, h.D * sizeof *e);
-        memcpy(h.map + (size_t)y * LJ, m, LJ * sizeof *m);
+        fmoe_shadow_keep(&h, y, e, m);
     }
-    free(e);
-    free(m);
-    free(h.emb);
-    free(h.map);
-    fmoe_store_free(&s);
-    fmoe_store_free(&ref);
+    fmoe_shadow_free(&h, &s, &ref, e, m);
 }
 
 /* ---- adversarial pairs near the bound ---- */
@@ -132,16 +116,6 @@ static void run_store(const fmoe_cosf_kernels *f)
  * block must survive the float bounds on its own. */
 enum { ADV_N = 257, ADV_C = 64, ADV_HI = 50, ADV_LO = 5 };
 
-static void adversarial_vectors(float *v, float *lo, float *far, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++) {
-        v[i] = i ? 0x1p-12f * (1.0f - 0x1p-10f) : 1.0f;
-        lo[i] = (1.0f + 0x1p-7f) * v[i];
-        far[i] = i ? 0.0f : -1.0f;
-    }
-    lo[1] += 0x1p-20f;
-}
-
 /* The map pair (L = 1, J = N, d = 0: the map cosine alone). */
 static void test_adversarial_map(const fmoe_cosf_kernels *f)
 {
@@ -149,7 +123,7 @@ static void test_adversarial_map(const fmoe_cosf_kernels *f)
     fmoe_store_init(&s, ADV_C, 1, ADV_N, 0, 0);
     s.cosf = f;
     float v[ADV_N], lo[ADV_N], far[ADV_N];
-    adversarial_vectors(v, lo, far, ADV_N);
+    fmoe_adversarial_vectors(v, lo, far, ADV_N);
     for (int y = 0; y < ADV_C; y++)
         fmoe_store_add(&s, NULL, y == ADV_HI ? v : y == ADV_LO ? lo : far);
     uint32_t got = 0;
@@ -171,7 +145,7 @@ static void test_adversarial_embedding(const fmoe_cosf_kernels *f)
     fmoe_store_init(&s, ADV_C, 2, 1, ADV_N, 1);
     s.cosf = f;
     float v[ADV_N], lo[ADV_N], far[ADV_N], map[2] = {0.5f, 0.25f};
-    adversarial_vectors(v, lo, far, ADV_N);
+    fmoe_adversarial_vectors(v, lo, far, ADV_N);
     for (int y = 0; y < ADV_C; y++)
         fmoe_store_add(&s, y == ADV_HI ? v : y == ADV_LO ? lo : far, map);
     uint32_t got = 0;
