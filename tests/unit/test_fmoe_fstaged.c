@@ -11,6 +11,8 @@
  *  - adversarial pairs near the float bounds: a map (or an embedding) whose
  *    float self product loses every small term against a scaled copy whose
  *    small terms all round up, the exact winner in the block guessed last;
+ *    the map pair again over 4 layers with the query or the entries scaled
+ *    by 2^12 (the margin must scale with |q| |m_y|);
  *  - the fallbacks (no kernels, too few entries, d = L, a zero query map, a
  *    non-finite entry, norms out of range): it declines, and fmoe_dedup
  *    still gives the reference's entry;
@@ -156,6 +158,43 @@ static void test_adversarial_embedding(const fmoe_cosf_kernels *f)
     fmoe_store_free(&s);
 }
 
+/* The map pair over 4 layers with the query scaled by 2^qs and every entry
+ * by 2^ms (powers of two: the float roundings keep their size relative to
+ * Q = |q| |m_y|), so a margin that lost its scale (|q| or |m_y| left out,
+ * |q|^2 for |q|) drops the winner when a side is 2^12 (found by a review:
+ * at |q| = |m_y| = 1 those faults pass every other case). */
+static void check_adversarial_scaled(const fmoe_cosf_kernels *f, int qs, int ms)
+{
+    enum { N = ADV_N, L = 4 };
+    static float v[L * N], lo[L * N], far[L * N], q[L * N];
+    for (uint32_t i = 0; i < L * N; i++) {
+        float x = i % N ? 0x1p-12f * (1.0f - 0x1p-10f) : 1.0f;
+        v[i] = ldexpf(x, ms);
+        q[i] = ldexpf(x, qs);
+        lo[i] = ldexpf((1.0f + 0x1p-7f) * x, ms);
+        far[i] = i % N ? 0.0f : -ldexpf(1.0f, ms);
+    }
+    lo[1] += ldexpf(0x1p-20f, ms);
+    fmoe_store s;
+    fmoe_store_init(&s, ADV_C, L, N, 0, 1);
+    s.cosf = f;
+    for (int y = 0; y < ADV_C; y++)
+        fmoe_store_add(&s, NULL, y == ADV_HI ? v : y == ADV_LO ? lo : far);
+    uint32_t got = 0, want = fmoe_dedup_full(&s, NULL, q);
+    CHECK_EQ_INT(want, ADV_HI);
+    CHECK(fmoe_dedup_fstaged(&s, NULL, q, &got));
+    CHECK_EQ_INT(got, want);
+    CHECK_EQ_INT(fmoe_dedup(&s, NULL, q), want);
+    fmoe_store_free(&s);
+}
+
+static void test_adversarial_scaled(const fmoe_cosf_kernels *f)
+{
+    static const int scales[][2] = {{0, 0}, {0, 12}, {12, 0}, {-12, 12}, {12, -12}};
+    for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++)
+        check_adversarial_scaled(f, scales[i][0], scales[i][1]);
+}
+
 /* ---- fallbacks ---- */
 
 /* A store of n entries (D = 4, L = 3, J = 200: long maps) with entry 5 set
@@ -221,6 +260,7 @@ int main(void)
         test_fscan_more(list[i]);
         test_adversarial_map(list[i]);
         test_adversarial_embedding(list[i]);
+        test_adversarial_scaled(list[i]);
         test_fallbacks(list[i]);
         for (int store = 0; store < 80; store++)
             run_store(list[i]);
