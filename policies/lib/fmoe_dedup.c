@@ -61,14 +61,21 @@
  *    |q_l| |m_y[l]| (Cauchy-Schwarz per layer), T_0 <= Q (again).  The
  *    float bound R_t (fstage_bound) sums, in float, a_l = (float) |q_l| x
  *    (|m_y[l]| rounded up to a float), a_l >= |q_l| |m_y[l]| (1 - 2^-23)
- *    (the query's row norm in double, then rounded to a float), so T_t <=
- *    R_t + (L + 3) 2^-23.9 Q (the float sum's gamma_L, its terms >= 0).
+ *    (the query's row norm in double, then rounded to a float) for a row
+ *    norm of at least FLT_MIN; below it (a subnormal row) the loss is at
+ *    most 2^-150 |m_y[l]| <= 2^-110 Q (|q| >= 2^-40), absolute; and the
+ *    float sum of the a_l adds its gamma_L (its terms >= 0) and at most
+ *    L 2^-150 of underflow: T_t <= R_t + (L + 3) 2^-23.9 Q + L 2^-110 Q +
+ *    L 2^-150.
  *  - The reference's ab_y, N double additions of the p_i: |ab_y - S| <=
  *    1.001 N 2^-53 Q.
- * Together ab_y <= f_t + R_t + (N + L + 4) 2^-23.9 Q + 2^-136 (R_S = 0),
+ * Together ab_y <= f_t + R_t + (N + L + 5) 2^-23.9 Q + 2^-135 (R_S = 0),
  * and the code's U_y = f_t + R_t + epsf qn mn_y + 2^-120, epsf = (N + L +
- * 16) 2^-23, qn mn_y >= Q (qn = sqrt(mm) (1 + 2^-40), mn_y = map_norm),
- * exceeds that by 12 2^-23 Q at least, far above the roundings of the
+ * 16) 2^-23, qn mn_y >= Q (1 - 2^-39) (qn = sqrt(mm) (1 + 2^-40) covers the
+ * query's norm; mn_y = map_norm, computed in double from at most 2^14
+ * squares, is within about (N + 2) 2^-53 <= 2^-39 of the real norm and may
+ * be below it: a review measured 2^-40.2 on a map of 16,384 terms),
+ * exceeds that by 10 2^-23 Q at least, far above the roundings of the
  * test f_t + R_t >= thr_y - (epsf qn mn_y + 2^-120) in double (below 2^-36
  * Q: |f_t| and R_t are at most 1.01 Q, |thr_y| at most 2^16 Q).  The
  * semantic cosine enters the thresholds as an upper bound too: the float
@@ -312,7 +319,7 @@ uint32_t fmoe_dedup_pruned(fmoe_store *s, const float *emb, const float *map)
 
 /* ---- the float stages (fmoe_dedup_fstaged; the argument is in the header) ---- */
 
-#define FLOAT_ABS 0x1p-120 /* above the float sums' underflow error, N 2^-150 <= 2^-136 */
+#define FLOAT_ABS 0x1p-120 /* above the float sums' underflow errors, (N + L) 2^-150 <= 2^-135 */
 
 /* thr[y] = an upper bound of entry y's semantic cosine as fmoe_sem_of
  * computes it: the float filter's estimate plus its bound (w = 1); 0
