@@ -201,7 +201,10 @@ static int check_rows(const char *path, char *text, size_t len, const ms_sweep_s
     const char *header = ms_sweep_csv_header();
     size_t hl = strlen(header);
     if (len < hl || memcmp(text, header, hl))
-        return ms_fail(err, "%s: --resume: the header is not that of a moesim sweep CSV of this version", path);
+        return ms_fail(err, "%s: --resume: the header is not that of a moesim sweep CSV of this version%s", path,
+                       len >= 10 && !memcmp(text, "point,key,", 10)
+                           ? " (another version's columns: resume with that version, or write a new file)"
+                           : "");
     uint64_t k = 0;
     for (char *line = text + hl; line < text + len; k++) {
         char *nl = memchr(line, '\n', (size_t)(text + len - line));

@@ -67,7 +67,11 @@ kill)      # killed twice with kill -9, resumed: the uninterrupted bytes
 resume_bad) # a file that is not ours, or rows of another spec
   W=$D/resume_bad; rm -rf "$W"; mkdir -p "$W"
   printf 'a,b,c\n1,2,3\n' > "$W/other.csv"
-  sh "$FAIL_SH" 1 "other.csv: --resume: the header is not that of a moesim sweep CSV" "$M" sweep "$D/big.ini" -o "$W/other.csv" --resume || die "foreign header accepted"
+  sh "$FAIL_SH" 1 "other.csv: --resume: the header is not that of a moesim sweep CSV of this version$" "$M" sweep "$D/big.ini" -o "$W/other.csv" --resume || die "foreign header accepted"
+  # a sweep CSV of another moesim version (a column renamed): refused, saying so
+  sed '1s/,trace_content_sha256,/,trace_digest,/' "$D/full.csv" > "$W/old.csv"; cp "$W/old.csv" "$W/old.keep"
+  sh "$FAIL_SH" 1 "old.csv: --resume: the header is not that of a moesim sweep CSV of this version \\(another version's columns: resume with that version, or write a new file\\)$" "$M" sweep "$D/big.ini" -o "$W/old.csv" --resume || die "another version's header accepted"
+  cmp "$W/old.csv" "$W/old.keep" || die "old.csv was changed"
   head -n 11 "$D/full.csv" > "$W/f.csv"
   sed 's/^cache_experts = .*/cache_experts = 24:56:8/' "$D/big.ini" > "$W/changed.ini"
   sh "$FAIL_SH" 1 "row 1 is not point 0 of this spec" "$M" sweep "$W/changed.ini" -o "$W/f.csv" --resume || die "changed spec accepted"
