@@ -684,9 +684,6 @@ int ms_reader_digest_check(ms_trace_reader *r, char hex[MS_DIGEST_HEX], ms_err *
     return 0;
 }
 
-/* Reads entries [start, start + count) along the first axis, all of the
- * other axes, into buf. */
-
 /* ---- provenance (trace.h ms_trace_digest_of) ---- */
 
 /* 1 with hex when path is a format v2 moesim trace with a well-formed
