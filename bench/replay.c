@@ -98,9 +98,10 @@ static double time_run(const char *path, const ms_model *model, const ms_platfor
 
 /* The first 12 hex digits of a SHA-256 over everything the generated trace
  * depends on: every knob (defaults included), the source line (which names
- * the generator's version) and the model's layer sizes. A changed default,
- * generator version or profile gives a new file name instead of a stale
- * trace from an earlier build. */
+ * the generator's version), the writer's storage (zstd levels) and the
+ * model's layer sizes. A changed default, generator version, storage or
+ * profile gives a new file name instead of a stale trace from an earlier
+ * build. */
 static void gen_key(const ms_gen_params *p, const ms_model *model, char key[13])
 {
     char *knobs = NULL;
@@ -118,6 +119,7 @@ static void gen_key(const ms_gen_params *p, const ms_model *model, char key[13])
     ms_digest *d = ms_digest_new();
     ms_digest_update(d, knobs, knobs_len);
     ms_digest_update(d, meta.source, strlen(meta.source));
+    ms_digest_update(d, ms_trace_storage_tag(), strlen(ms_trace_storage_tag()));
     ms_digest_update(d, meta.model_name, strlen(meta.model_name));
     ms_digest_update(d, meta.expert_bytes, meta.L * sizeof *meta.expert_bytes);
     ms_digest_update(d, meta.dense_bytes, meta.L * sizeof *meta.dense_bytes);

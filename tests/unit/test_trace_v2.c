@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -159,8 +160,14 @@ static void check_dataset_storage(hid_t f, const char *path)
     size_t n = 4;
     unsigned cd[4];
     char name[64];
-    /* zstd first, then the checksum of the stored (compressed) bytes */
+    /* zstd first, then the checksum of the stored (compressed) bytes; level
+     * -1 (two's complement in the unsigned cd value) for floats, 3 otherwise */
     CHECK_EQ_INT(H5Pget_filter2(dcpl, 0, &flags, &n, cd, sizeof name, name, &conf), 32015);
+    CHECK_EQ_INT((int)n, 1);
+    hid_t ft = H5Dget_type(d);
+    unsigned want_level = H5Tget_class(ft) == H5T_FLOAT ? UINT_MAX : 3u;
+    H5Tclose(ft);
+    CHECK(cd[0] == want_level);
     n = 4;
     CHECK_EQ_INT(H5Pget_filter2(dcpl, 1, &flags, &n, cd, sizeof name, name, &conf), H5Z_FILTER_FLETCHER32);
     hid_t t = H5Dget_type(d);

@@ -1,9 +1,11 @@
 /* The zstd HDF5 filter, id 32015: the id and chunk encoding of the filter
  * that Python's hdf5plugin registers (each chunk is one plain zstd frame made
- * by ZSTD_compress; cd_values[0], when given, is the compression level), so
+ * by ZSTD_compress; cd_values[0], when given, is the compression level, a
+ * negative one as its two's complement, as hdf5plugin reads it), so
  * h5py + hdf5plugin read moesim traces and moesim reads theirs.  Registered
  * in-process with H5Zregister: no HDF5_PLUGIN_PATH needed. */
 #include <hdf5.h>
+#include <limits.h>
 #include <stdint.h>
 #include <zstd.h>
 
@@ -41,9 +43,13 @@ static size_t zstd_decompress_chunk(size_t nbytes, size_t *buf_size, void **buf)
 static size_t zstd_compress_chunk(size_t cd_nelmts, const unsigned cd_values[], size_t nbytes, size_t *buf_size,
                                   void **buf)
 {
-    int level = cd_nelmts > 0 ? (int)cd_values[0] : ZSTD_CLEVEL_DEFAULT;
+    int level = ZSTD_CLEVEL_DEFAULT;
+    if (cd_nelmts > 0)
+        level = cd_values[0] > INT_MAX ? -(int)(UINT_MAX - cd_values[0]) - 1 : (int)cd_values[0];
     if (level > ZSTD_maxCLevel())
         level = ZSTD_maxCLevel();
+    if (level < ZSTD_minCLevel())
+        level = ZSTD_minCLevel();
     size_t cap = ZSTD_compressBound(nbytes);
     void *out = H5allocate_memory(cap, 0);
     if (!out)

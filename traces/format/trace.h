@@ -250,6 +250,11 @@ void ms_writer_set_progress(ms_write_progress_fn fn, void *ctx);
 uint64_t ms_trace_request_bytes(const ms_trace_meta *m, uint64_t n_rows, uint64_t n_iters, uint64_t n_tokens,
                                 uint64_t text_bytes);
 
+/* How this build's writer stores a trace (format version, filters, zstd
+ * levels, chunk size) as one line: the same values give the same bytes, so
+ * a cache of generated traces keys on it with the generator's knobs. */
+const char *ms_trace_storage_tag(void);
+
 /* Registers the zstd HDF5 filter (id 32015, the one hdf5plugin uses);
  * idempotent. */
 int ms_h5_register_zstd(ms_err *err);

@@ -224,6 +224,14 @@ static int write_root_attributes(ms_trace_writer *w, ms_err *err)
     return 0;
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+const char *ms_trace_storage_tag(void)
+{
+    return "v" STR(MS_TRACE_FORMAT_VERSION) " zstd " STR(ZSTD_LEVEL) ", floats zstd " STR(ZSTD_LEVEL_FLOAT)
+           ", fletcher32, chunks " STR(CHUNK_TARGET_BYTES);
+}
+
 /* First-axis entries per chunk: about CHUNK_TARGET_BYTES per chunk. */
 static hsize_t chunk_entries(size_t entry_bytes)
 {
@@ -250,10 +258,12 @@ static int create_dataset(ms_trace_writer *w, ds_id d, ms_err *err)
     w->entry[d] = entry;
     w->chunk0[d] = chunk[0];
     w->cache[d] = 2 * (size_t)chunk[0] * entry + ((size_t)64 << 10);
-    unsigned level = ZSTD_LEVEL;
+    /* cd_values are unsigned: a negative level travels as its two's complement */
+    int level = dd->type == T_F32 || dd->type == T_F64 ? ZSTD_LEVEL_FLOAT : ZSTD_LEVEL;
+    unsigned cd_level = (unsigned)level;
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_chunk(dcpl, 1 + n_inner, chunk);
-    H5Pset_filter(dcpl, ZSTD_FILTER_ID, H5Z_FLAG_MANDATORY, 1, &level);
+    H5Pset_filter(dcpl, ZSTD_FILTER_ID, H5Z_FLAG_MANDATORY, 1, &cd_level);
     H5Pset_fletcher32(dcpl);
     H5Pset_obj_track_times(dcpl, 0);
     hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);

@@ -5,10 +5,10 @@ write_trace() writes format version 2, as moesim's own writer does: HDF5's 1.10
 file format (superblock 3, checksummed object headers and chunk indexes), the
 root attributes in the root's object header, fixed-length UTF-8 strings, every
 dataset chunked along its first axis (about 256 KiB a chunk), zstd (filter
-32015, level 3) then Fletcher32, no timestamps, and the content digest
-(`content_sha256`) of the values written. The file goes to a temporary beside
-the target (.NAME.tmp.XXXXXX) and is renamed over it only when complete and
-synced.
+32015, level 3; -1 for float datasets) then Fletcher32, no timestamps, and
+the content digest (`content_sha256`) of the values written. The file goes to
+a temporary beside the target (.NAME.tmp.XXXXXX) and is renamed over it only
+when complete and synced.
 
 read_trace() reads a v1 or v2 trace whole into the same (attrs, data) form, the
 prompt text as a list of strings under "requests/text"; a v2 trace's values
@@ -23,6 +23,9 @@ import numpy as np
 
 ZSTD_ID = 32015
 CHUNK_BYTES = 256 * 1024
+# zstd levels as moesim's writer: 3, and -1 (cd value 2^32 - 1, two's
+# complement) for floats, whose mantissas barely compress (docs/trace-format.md).
+ZSTD_LEVEL, ZSTD_LEVEL_FLOAT_CD = 3, 2**32 - 1
 MAX_COMPACT_ATTRS = 64  # moesim writes 14 root attributes: all in the object header
 
 # The dataset table of docs/trace-format.md (v2 rows), in its order, which is
@@ -126,8 +129,9 @@ def _group(f, name):
 def _dataset(g, name, arr):
     row_bytes = max(int(np.prod(arr.shape[1:], dtype=np.int64)) * arr.itemsize, 1)
     lead = max(1, min(max(arr.shape[0], 1), CHUNK_BYTES // row_bytes))
+    level = ZSTD_LEVEL_FLOAT_CD if arr.dtype.kind == "f" else ZSTD_LEVEL
     g.create_dataset(name, data=arr, chunks=(lead,) + arr.shape[1:], maxshape=(None,) + arr.shape[1:],
-                     compression=ZSTD_ID, compression_opts=(3,), fletcher32=True, track_times=False)
+                     compression=ZSTD_ID, compression_opts=(level,), fletcher32=True, track_times=False)
 
 
 def write_trace(path, attrs, data):
