@@ -12,7 +12,6 @@
 #include "traces/format/trace.h"
 #include "sim/core/out.h"
 #include "sim/core/paths.h"
-#include "sim/core/version.h"
 #include "sim/engine/report.h"
 
 /* A cache of `mixtral` experts scaled to the trace's model: the same
@@ -79,11 +78,8 @@ FILE *fig_open_csv(const ms_fig_ctx *c, const char *file, const char *header, ms
     if (!o)
         return NULL;
     FILE *f = ms_out_fp(o);
-    ms_trace_digest d;
-    ms_err derr;
-    int known = ms_trace_digest_of(c->trace, &d, &derr) == 0;
-    fprintf(f, "# moesim %s commit %s; trace %s %s %s; platform %s sha256 %s\n", ms_version(), ms_commit(), c->trace,
-            ms_trace_digest_name(&d), known ? d.hex : "unknown", c->plat->file, c->plat->sha256);
+    ms_report_provenance_line_head(f, c->trace);
+    fprintf(f, "; platform %s sha256 %s\n", c->plat->file, c->plat->sha256);
     fprintf(f, "%s\n", header);
     open_csvs[slot].f = f;
     open_csvs[slot].o = o;

@@ -11,13 +11,11 @@
 
 #include "traces/synth/gen.h"
 #include "sim/cli/cli.h"
-#include "traces/format/trace.h"
 #include "sim/engine/engine.h"
 #include "sim/core/out.h"
 #include "sim/core/params.h"
 #include "sim/core/paths.h"
 #include "sim/engine/report.h"
-#include "sim/core/version.h"
 
 typedef struct {
     const char *prefetch, *cache, *sched;
@@ -209,14 +207,8 @@ int ms_cli_demo(int argc, char **argv)
     if (!out)
         return ms_cli_error(err.msg);
     FILE *csv = ms_out_fp(out);
-    ms_trace_digest d;
-    if (ms_trace_digest_of(trace, &d, &err)) {
-        ms_out_abort(out);
-        return ms_cli_error(err.msg);
-    }
-    fprintf(csv, "# moesim %s commit %s; trace %s %s %s; model %s sha256 %s; platform %s sha256 %s\n",
-            ms_version(), ms_commit(), trace, ms_trace_digest_name(&d), d.hex, model.file, model.sha256, plat.file,
-            plat.sha256);
+    ms_report_provenance_line_head(csv, trace);
+    fprintf(csv, "; model %s sha256 %s; platform %s sha256 %s\n", model.file, model.sha256, plat.file, plat.sha256);
     double hit[N_COMBOS][N_SIZES], tpot[N_COMBOS][N_SIZES];
     rc = run_all(trace, &model, &plat, csv, hit, tpot, &err);
     if (rc)

@@ -12,9 +12,8 @@
 #include <sys/wait.h>
 
 #include "sim/cli/cli.h"
-#include "traces/format/trace.h"
 #include "sim/core/out.h"
-#include "sim/core/version.h"
+#include "sim/engine/report.h"
 #include "sim/core/params.h"
 #include "sim/core/paths.h"
 #include "sim/core/profile.h"
@@ -103,13 +102,12 @@ static int render(const char *dir, ms_err *err)
 static FILE *open_out(const sl_flags *f, const char *name, ms_out **o, ms_err *err)
 {
     char path[4096];
-    ms_trace_digest d;
     snprintf(path, sizeof path, "%s/%s", f->out, name);
-    if (ms_trace_digest_of(f->trace, &d, err) || !(*o = ms_out_open("serverless", path, err)))
+    if (!(*o = ms_out_open("serverless", path, err)))
         return NULL;
     FILE *fp = ms_out_fp(*o);
-    fprintf(fp, "# moesim %s commit %s; trace %s %s %s; profile %s\n", ms_version(), ms_commit(), f->trace,
-            ms_trace_digest_name(&d), d.hex, f->profile);
+    ms_report_provenance_line_head(fp, f->trace);
+    fprintf(fp, "; profile %s\n", f->profile);
     return fp;
 }
 

@@ -182,13 +182,18 @@ cJSON *ms_report_provenance(const ms_run_config *cfg)
     return o;
 }
 
-void ms_report_provenance_line(FILE *f, const ms_run_config *cfg)
+void ms_report_provenance_line_head(FILE *f, const char *trace_path)
 {
     ms_trace_digest d;
     ms_err err;
-    ms_trace_digest_of(cfg->trace_path, &d, &err);
-    fprintf(f, "# moesim %s commit %s; trace %s %s %s", ms_version(), ms_commit(), cfg->trace_path,
-            ms_trace_digest_name(&d), d.hex);
+    int known = ms_trace_digest_of(trace_path, &d, &err) == 0;
+    fprintf(f, "# moesim %s commit %s; trace %s %s %s", ms_version(), ms_commit(), trace_path,
+            ms_trace_digest_name(&d), known ? d.hex : "unknown");
+}
+
+void ms_report_provenance_line(FILE *f, const ms_run_config *cfg)
+{
+    ms_report_provenance_line_head(f, cfg->trace_path);
     if (cfg->model && *cfg->model->file)
         fprintf(f, "; model %s sha256 %s", cfg->model->file, cfg->model->sha256);
     if (cfg->platform && *cfg->platform->file)

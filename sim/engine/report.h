@@ -27,12 +27,16 @@ void ms_report_split(cJSON *config, const ms_metrics *m);
  * remembered per file); _add_trace adds a trace file.  The _line form is
  * the first line of every CSV the engine writes: "# moesim V commit C;
  * trace P content_sha256 H; model P sha256 H; ..." ("trace P sha256 H" for
- * a v1 trace). */
+ * a v1 trace).  _line_head writes its start, up to the trace's digest (no
+ * newline), for every CSV that names a trace (figures, demo, serverless);
+ * the digest is "unknown" when the trace cannot be read now, as the JSON's
+ * null. */
 cJSON *ms_report_provenance(const ms_run_config *cfg);
 cJSON *ms_report_provenance_base(void);
 void ms_report_provenance_add(cJSON *prov, const char *role, const char *path, const char *sha256);
 void ms_report_provenance_add_trace(cJSON *prov, const char *role, const char *path);
 void ms_report_provenance_line(FILE *f, const ms_run_config *cfg);
+void ms_report_provenance_line_head(FILE *f, const char *trace_path);
 /* {"provenance": ..., "config": ..., "metrics": ...} */
 cJSON *ms_report_json(const ms_run_config *cfg, const ms_metrics *m);
 void ms_report_table(FILE *out, const ms_run_config *cfg, const ms_metrics *m);

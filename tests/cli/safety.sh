@@ -183,6 +183,9 @@ provenance)
     head -1 ev.csv | grep -q "^# moesim [^;]* commit [^;]*; trace t.h5 content_sha256 $csum; platform $4 sha256 $psum\$" ||
         fail "events CSV's first line does not name the content digest $csum: $(head -1 ev.csv)"
     sweep_digests t.h5 64 "" "$csum"
+    "$M" figures --trace t.h5 --model mixtral-8x7b --out fg --only entropy-layer >/dev/null || fail "figures failed"
+    head -1 fg/entropy_layer.csv | grep -q "^# moesim [^;]* commit [^;]*; trace t.h5 content_sha256 $csum; platform [^;]* sha256 [0-9a-f]\{64\}\$" ||
+        fail "figures CSV's first line does not name the content digest $csum: $(head -1 fg/entropy_layer.csv)"
     for c in info stats; do
         "$M" trace $c t.h5 --json | tr -d ' \t\n' | grep -q "\"provenance\":{\"moesim\":\"[^\"]*\",\"commit\":\"[^\"]*\",\"trace\":{\"path\":\"t.h5\",\"content_sha256\":\"$csum\"}}" ||
             fail "trace $c --json has no provenance with content_sha256 $csum"
