@@ -201,9 +201,12 @@ int ms_reader_digest_check(ms_trace_reader *r, char hex[MS_DIGEST_HEX], ms_err *
  * pass over the data (`moesim trace validate` verifies the content against
  * it; a run verifies the Fletcher32 checksum of every chunk it reads); for
  * any other file (v1 traces, which have no content digest) the SHA-256 of
- * its bytes, as `sha256sum` prints it.  Remembered per file for the life of
- * the process (sim/core/digest.h ms_digest_memo).  -1 with err, hex "" and
- * content 0 when the file cannot be read. */
+ * its bytes, as `sha256sum` prints it, remembered per file (path, device,
+ * inode, size, mtime) for the life of the process
+ * (sim/core/digest.h ms_digest_file_cached).  A v2 file's digest is read
+ * again at every call (an attribute read), so a file rewritten in place with
+ * the same size and mtime is named by its new digest.  -1 with err, hex ""
+ * and content 0 when the file cannot be read. */
 typedef struct {
     int content;             /* 1: hex is the stored content digest; 0: the SHA-256 of the file's bytes */
     char hex[MS_DIGEST_HEX];
@@ -213,6 +216,13 @@ int ms_trace_digest_of(const char *path, ms_trace_digest *d, ms_err *err);
  * before the digest in CSV lines), so that nobody compares a content digest
  * with sha256sum's output. */
 const char *ms_trace_digest_name(const ms_trace_digest *d);
+/* 1 with hex when path is a format v2 moesim trace with a well-formed
+ * content digest, read from the root attributes alone (format, version,
+ * content_sha256: no pass over the data); 0 with hex "" for anything else (a
+ * v1 trace, another or an unreadable file).  With the file's stat, a v2
+ * file's identity wherever a file read once is known again (the trace
+ * cache, the digests above). */
+int ms_trace_stored_digest(const char *path, char hex[MS_DIGEST_HEX]);
 
 /* The one-line note for a v1 trace ("... has no checksums; moesim trace
  * upgrade ...") into buf; 0 when m is not v1 (buf empty), else 1. */

@@ -686,13 +686,10 @@ int ms_reader_digest_check(ms_trace_reader *r, char hex[MS_DIGEST_HEX], ms_err *
 
 /* ---- provenance (trace.h ms_trace_digest_of) ---- */
 
-/* 1 with hex when path is a format v2 moesim trace with a well-formed
- * content digest, read from the root attributes alone (format, version,
- * content_sha256: the reader's own checks of them); 0 for anything else (a
- * v1 trace, another or an unreadable file: the caller digests its bytes). */
-static int stored_content_digest(const char *path, char hex[MS_DIGEST_HEX])
+int ms_trace_stored_digest(const char *path, char hex[MS_DIGEST_HEX])
 {
     ms_err err;
+    hex[0] = '\0';
     if (h5p_h5_start(&err) < 0)
         return 0;
     ms_trace_reader *r = reader_new(path);
@@ -708,18 +705,14 @@ static int stored_content_digest(const char *path, char hex[MS_DIGEST_HEX])
     return ok;
 }
 
-static int trace_digest(const char *path, char hex[MS_DIGEST_HEX], int *content, ms_err *err)
-{
-    *content = stored_content_digest(path, hex);
-    return *content ? 0 : ms_digest_file(path, hex, err);
-}
-
+/* A v2 file's stored digest is read at every call, not remembered by the
+ * file's stat: it is what tells a rewrite that kept size and mtime. */
 int ms_trace_digest_of(const char *path, ms_trace_digest *d, ms_err *err)
 {
-    if (ms_digest_memo(path, trace_digest, d->hex, &d->content, err) == 0)
+    d->content = ms_trace_stored_digest(path, d->hex);
+    if (d->content || ms_digest_file_cached(path, d->hex, err) == 0)
         return 0;
     d->hex[0] = '\0';
-    d->content = 0;
     return -1;
 }
 
