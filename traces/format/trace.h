@@ -158,6 +158,12 @@ int ms_request_check_parts(const ms_trace_meta *m, const ms_request *r, unsigned
 typedef struct ms_trace_reader ms_trace_reader;
 
 ms_trace_reader *ms_reader_open(const char *path, ms_err *err);
+/* Another reader of what r reads (a run's second pass: a policy's training
+ * read): from r's trace cache snapshot when r has one, whatever is at r's
+ * path now; else r's path streamed again, refused with one line when a v2
+ * trace's stored digest is no longer the one r opened (the file was
+ * replaced since).  A v1 trace streamed has no digest to compare. */
+ms_trace_reader *ms_reader_open_again(const ms_trace_reader *r, ms_err *err);
 /* meta->version says which format the file has; a CLI reading a v1 trace
  * prints ms_trace_v1_note once (the library never prints). */
 const ms_trace_meta *ms_reader_meta(const ms_trace_reader *r);
@@ -216,6 +222,15 @@ int ms_trace_digest_of(const char *path, ms_trace_digest *d, ms_err *err);
  * before the digest in CSV lines), so that nobody compares a content digest
  * with sha256sum's output. */
 const char *ms_trace_digest_name(const ms_trace_digest *d);
+/* The digest that names what r reads, taken when r was opened, not when a
+ * result is written (a trace replaced in between is not named for content
+ * that was not read): a v2 trace's stored digest as r opened it (from the
+ * trace cache: as the snapshot was loaded); for a v1 trace served by the
+ * trace cache the SHA-256 of its bytes taken at the snapshot's load.  A v1
+ * trace streamed gets hex "" (digesting it at every open would cost a pass
+ * over the file): the caller names it with ms_trace_digest_of when it
+ * writes. */
+void ms_reader_trace_digest(const ms_trace_reader *r, ms_trace_digest *d);
 /* 1 with hex when path is a format v2 moesim trace with a well-formed
  * content digest, read from the root attributes alone (format, version,
  * content_sha256: no pass over the data); 0 with hex "" for anything else (a

@@ -26,6 +26,7 @@ struct ms_trace_snapshot {
     int users;
     int uncacheable;   /* too big or failed to load: stream it */
     ms_memo memo;      /* data derived from this trace (ms_trace_memo_put) */
+    ms_trace_digest named; /* the digest that names what was loaded, taken at the load */
     ms_trace_snapshot *next;
 };
 
@@ -208,6 +209,22 @@ static int snapshot_load(ms_trace_snapshot *s)
     return rc;
 }
 
+/* The digest results name the snapshot by, taken now, at its load: a v2
+ * trace's stored digest as loaded with the data; for a v1 trace the SHA-256
+ * of the file's bytes (known, like the snapshot, by the file's stat). */
+static void name_loaded(ms_trace_snapshot *s)
+{
+    ms_err err;
+    if (s->id.digest[0]) {
+        s->named.content = 1;
+        memcpy(s->named.hex, s->id.digest, MS_DIGEST_HEX);
+    } else if (ms_digest_file_cached(s->path, s->named.hex, &err) == 0) {
+        s->named.content = 0;
+    } else {
+        s->named.hex[0] = '\0'; /* unreadable now: results digest the file when they are written */
+    }
+}
+
 ms_trace_snapshot *ms_trace_cache_acquire(const char *path)
 {
     file_identity id;
@@ -231,6 +248,7 @@ ms_trace_snapshot *ms_trace_cache_acquire(const char *path)
         } else {
             /* the digest of what was read: the file may have been replaced since read_identity */
             memcpy(s->id.digest, s->meta.content_sha256, MS_DIGEST_HEX);
+            name_loaded(s);
             cache.bytes -= s->bytes;
             make_room(s->bytes);
             cache.bytes += s->bytes;
@@ -242,6 +260,12 @@ ms_trace_snapshot *ms_trace_cache_acquire(const char *path)
     s->users++;
     s->last_use = ++cache.clock;
     return s;
+}
+
+void ms_trace_cache_hold(ms_trace_snapshot *s)
+{
+    s->users++;
+    s->last_use = ++cache.clock;
 }
 
 void ms_trace_cache_release(ms_trace_snapshot *s)
@@ -288,6 +312,11 @@ int ms_trace_memo_put(ms_trace_snapshot *s, const void *key, size_t klen, const 
 const ms_trace_meta *ms_trace_snapshot_meta(const ms_trace_snapshot *s)
 {
     return &s->meta;
+}
+
+const ms_trace_digest *ms_trace_snapshot_digest(const ms_trace_snapshot *s)
+{
+    return &s->named;
 }
 
 const ms_request *ms_trace_snapshot_request(const ms_trace_snapshot *s, uint64_t i)

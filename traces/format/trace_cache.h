@@ -73,7 +73,13 @@ int ms_trace_memo_put(ms_trace_snapshot *s, const void *key, size_t klen, const 
  * trace is not cacheable (the caller then streams). */
 ms_trace_snapshot *ms_trace_cache_acquire(const char *path);
 void ms_trace_cache_release(ms_trace_snapshot *s);
+/* One more use of a snapshot already held (release it as an acquired one). */
+void ms_trace_cache_hold(ms_trace_snapshot *s);
 const ms_trace_meta *ms_trace_snapshot_meta(const ms_trace_snapshot *s);
+/* The digest that names the snapshot's content in results, taken at its
+ * load (trace.h ms_reader_trace_digest); hex "" when the file could not be
+ * digested then. */
+const ms_trace_digest *ms_trace_snapshot_digest(const ms_trace_snapshot *s);
 const ms_request *ms_trace_snapshot_request(const ms_trace_snapshot *s, uint64_t i);
 /* The uncached reader (ms_reader_open without the cache). */
 ms_trace_reader *ms_reader_open_stream(const char *path, ms_err *err);

@@ -624,6 +624,23 @@ ms_trace_reader *ms_reader_open(const char *path, ms_err *err)
     return ms_reader_open_stream(path, err);
 }
 
+ms_trace_reader *ms_reader_open_again(const ms_trace_reader *r, ms_err *err)
+{
+    if (r->mem) {
+        ms_trace_cache_hold(r->mem);
+        return open_from_snapshot(r->path, r->mem);
+    }
+    ms_trace_reader *again = ms_reader_open_stream(r->path, err);
+    if (again && strcmp(again->meta.content_sha256, r->meta.content_sha256)) {
+        ms_fail(err, "%s: the trace was replaced while a run read it (" DIGEST_ATTR " %s when the run opened it, %s "
+                "now)", r->path, r->meta.content_sha256[0] ? r->meta.content_sha256 : "none (v1)",
+                again->meta.content_sha256[0] ? again->meta.content_sha256 : "none (v1)");
+        ms_reader_close(again);
+        return NULL;
+    }
+    return again;
+}
+
 ms_trace_reader *ms_reader_open_stream(const char *path, ms_err *err)
 {
     if (h5p_h5_start(err) < 0)
@@ -714,6 +731,16 @@ int ms_trace_digest_of(const char *path, ms_trace_digest *d, ms_err *err)
         return 0;
     d->hex[0] = '\0';
     return -1;
+}
+
+void ms_reader_trace_digest(const ms_trace_reader *r, ms_trace_digest *d)
+{
+    if (r->mem) {
+        *d = *ms_trace_snapshot_digest(r->mem);
+        return;
+    }
+    d->content = r->meta.version >= 2 && r->meta.content_sha256[0];
+    memcpy(d->hex, d->content ? r->meta.content_sha256 : "", d->content ? MS_DIGEST_HEX : 1);
 }
 
 const char *ms_trace_digest_name(const ms_trace_digest *d)
