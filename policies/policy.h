@@ -38,6 +38,10 @@ typedef struct {
 typedef struct {
     const ms_trace_meta *meta;
     const char *trace_path;
+    /* The run's reader of the trace (NULL outside ms_run): the training
+     * split and its memo are read from the content it reads (gate.h
+     * ms_train_foreach), not from whatever file is at trace_path now. */
+    const ms_trace_reader *reader;
     const ms_platform *platform;
     const ms_model *model;        /* NULL when the run names no model */
     uint32_t distance;            /* --distance */

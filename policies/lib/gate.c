@@ -117,7 +117,7 @@ int ms_train_foreach(const ms_policy_env *env, unsigned parts, ms_train_fn fn, v
     const ms_split *s = &env->split;
     if (s->frac == 0)
         return 0;
-    ms_trace_reader *rd = ms_reader_open(env->trace_path, err);
+    ms_trace_reader *rd = env->reader ? ms_reader_open_again(env->reader, err) : ms_reader_open(env->trace_path, err);
     if (!rd)
         return -1;
     ms_reader_select(rd, parts);
@@ -155,11 +155,17 @@ static size_t train_memo_key(const ms_policy_env *env, const char *key, unsigned
     return (size_t)(p - out);
 }
 
+/* The trace cache's snapshot the run reads (NULL: it streams). */
+static ms_trace_snapshot *run_snapshot(const ms_policy_env *env)
+{
+    return env->reader ? ms_reader_snapshot(env->reader) : ms_trace_cache_find(env->trace_path);
+}
+
 const void *ms_train_memo_get(const ms_policy_env *env, const char *key, size_t *len)
 {
     unsigned char k[256];
     size_t kl = train_memo_key(env, key, k, sizeof k);
-    ms_trace_snapshot *s = kl ? ms_trace_cache_find(env->trace_path) : NULL;
+    ms_trace_snapshot *s = kl ? run_snapshot(env) : NULL;
     return s ? ms_trace_memo_get(s, k, kl, len) : NULL;
 }
 
@@ -167,7 +173,7 @@ void ms_train_memo_put(const ms_policy_env *env, const char *key, const void *va
 {
     unsigned char k[256];
     size_t kl = train_memo_key(env, key, k, sizeof k);
-    ms_trace_snapshot *s = kl ? ms_trace_cache_find(env->trace_path) : NULL;
+    ms_trace_snapshot *s = kl ? run_snapshot(env) : NULL;
     if (s)
         ms_trace_memo_put(s, k, kl, val, len);
 }

@@ -33,15 +33,18 @@ int ms_split_resolve(const ms_trace_meta *m, double frac, int learns, const char
 
 /* Streams the training split in trace order, calling fn once per training
  * iteration (request index, the request, iteration index); the requests carry
- * the top-k ids and the `parts` (MS_PART_*) asked for.  A non-zero return
- * from fn stops the walk and is returned; -1 on read errors. */
+ * the top-k ids and the `parts` (MS_PART_*) asked for.  Inside a run
+ * (env->reader) the split is read from what the run reads (trace.h
+ * ms_reader_open_again: the run's snapshot, or the file streamed again and
+ * refused when it was replaced).  A non-zero return from fn stops the walk
+ * and is returned; -1 on read errors. */
 typedef int (*ms_train_fn)(void *ctx, uint64_t req_index, const ms_request *r, uint32_t it, ms_err *err);
 int ms_train_foreach(const ms_policy_env *env, unsigned parts, ms_train_fn fn, void *ctx, ms_err *err);
 
 /* What a policy learned from the training split, kept for the next run of
- * the same trace in this process (a sweep's next point) in the trace
- * cache's memo (traces/format/trace_cache.h); nothing is kept when the
- * trace is not cached (moesim run).  `key` names the policy, what it keeps
+ * the same trace in this process (a sweep's next point) in the memo of the
+ * trace cache's snapshot the run reads (traces/format/trace_cache.h);
+ * nothing is kept when the trace is not cached (moesim run).  `key` names the policy, what it keeps
  * and every parameter the value depends on besides the trace and the split
  * (the split is added here).  get: the value and its length, NULL when none;
  * valid until the next trace-cache call, so copy it at once. */

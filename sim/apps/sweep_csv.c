@@ -86,15 +86,20 @@ void ms_sweep_csv_key(const ms_sweep_point *p, char out[17])
     snprintf(out, 17, "%016" PRIx64, h);
 }
 
-/* The provenance cells: moesim's version and commit, the trace's digest
- * (trace.h ms_trace_digest_of) in the column of its kind, trace_sha256 (the
- * file's bytes: v1 traces) or trace_content_sha256 (v2), the other empty,
- * and the SHA-256 of the model and platform files (empty when unknown). */
-static void provenance_fields(sbuf *b, const ms_run_config *cfg)
+/* The provenance cells: moesim's version and commit, the trace's digest in
+ * the column of its kind, trace_sha256 (the file's bytes: v1 traces) or
+ * trace_content_sha256 (v2), the other empty, and the SHA-256 of the model
+ * and platform files (empty when unknown).  The trace's digest is the one
+ * the run took when it opened the trace (`trace`), so that a trace replaced
+ * since is not named for the row; without one (no run got as far, a v1
+ * trace streamed) the file's digest now (trace.h ms_trace_digest_of). */
+static void provenance_fields(sbuf *b, const ms_run_config *cfg, const ms_trace_digest *trace)
 {
     ms_trace_digest d = {0};
     ms_err err;
-    if (cfg)
+    if (trace && trace->hex[0])
+        d = *trace;
+    else if (cfg)
         ms_trace_digest_of(cfg->trace_path, &d, &err);
     sb_field(b, ms_version(), 0);
     sb_field(b, ms_commit(), 0);
@@ -104,8 +109,8 @@ static void provenance_fields(sbuf *b, const ms_run_config *cfg)
     sb_field(b, cfg && cfg->platform ? cfg->platform->sha256 : "", 0);
 }
 
-char *ms_sweep_csv_row(uint64_t point, const ms_sweep_point *p, const ms_run_config *cfg, const ms_metrics *m,
-                       const char *error)
+char *ms_sweep_csv_row(uint64_t point, const ms_sweep_point *p, const ms_run_config *cfg,
+                       const ms_trace_digest *trace, const ms_metrics *m, const char *error)
 {
     sbuf b = {0};
     char num[64], key[17];
@@ -127,7 +132,7 @@ char *ms_sweep_csv_row(uint64_t point, const ms_sweep_point *p, const ms_run_con
             snprintf(num, sizeof num, "%.0f", v);
         sb_field(&b, num, 0);
     }
-    provenance_fields(&b, cfg);
+    provenance_fields(&b, cfg, trace);
     sb_field(&b, m ? "" : error, 0);
     sb_add(&b, "\n", 1);
     return b.s;

@@ -6,8 +6,9 @@
  * metric without samples is an empty cell, never 0), the provenance
  * (`moesim_version`, `moesim_commit`, the trace's digest: `trace_sha256`,
  * the SHA-256 of its bytes, for a v1 trace, `trace_content_sha256`, its
- * stored content digest, for a v2 trace (the other cell empty; trace.h
- * ms_trace_digest_of), and the SHA-256 of the model and platform files:
+ * stored content digest, for a v2 trace (the other cell empty; taken when
+ * the point's run opened the trace: trace.h ms_reader_trace_digest), and
+ * the SHA-256 of the model and platform files:
  * `model_sha256`, `platform_sha256`), and
  * `error` (the one-line ms_run error of a point that failed; its metric
  * cells are then empty).  Fields holding a comma or a quote are quoted as in
@@ -30,9 +31,11 @@
 /* The header line, with its '\n' (static storage). */
 const char *ms_sweep_csv_header(void);
 /* One row with its '\n' (malloc'd): metrics when m is non-NULL, else the
- * error message; cfg (may be NULL) gives the provenance cells. */
-char *ms_sweep_csv_row(uint64_t point, const ms_sweep_point *p, const ms_run_config *cfg, const ms_metrics *m,
-                       const char *error);
+ * error message; cfg (may be NULL) gives the provenance cells, trace (may be
+ * NULL) the trace's digest the run took at its open (ms_metrics.trace:
+ * without it, the digest of the file at cfg's trace path now). */
+char *ms_sweep_csv_row(uint64_t point, const ms_sweep_point *p, const ms_run_config *cfg,
+                       const ms_trace_digest *trace, const ms_metrics *m, const char *error);
 /* The key column of a point. */
 void ms_sweep_csv_key(const ms_sweep_point *p, char out[17]);
 

@@ -326,7 +326,7 @@ static int write_layers_csv(const tee *t, const ms_run_config *cfg, const char *
     if (!o)
         return -1;
     FILE *f = ms_out_fp(o);
-    ms_report_provenance_line(f, cfg);
+    ms_report_provenance_line(f, cfg, NULL);
     fputs("layer,sim_mean_s,real_mean_s,difference\n", f);
     for (uint32_t l = 0; l < t->L; l++) {
         double s = t->res->layer_sim_s[l], r = t->res->layer_real_s[l];
@@ -359,7 +359,7 @@ static int open_csv(ms_out **o, FILE **f, const char *what, const char *path, co
     if (!(*o = ms_out_open(what, path, err)))
         return -1;
     *f = ms_out_fp(*o);
-    ms_report_provenance_line(*f, cfg);
+    ms_report_provenance_line(*f, cfg, NULL);
     fputs(header, *f);
     return 0;
 }

@@ -203,9 +203,9 @@ static char *run_job(void *ctx, uint64_t job)
     ms_sweep_config(r->spec, pt, &cfg, &plat, trace, sizeof trace);
     ms_metrics m;
     ms_err err;
-    if (ms_run(&cfg, &m, &err))
-        return ms_sweep_csv_row(p, pt, &cfg, NULL, err.msg);
-    char *row = ms_sweep_csv_row(p, pt, &cfg, &m, NULL);
+    if (ms_run(&cfg, &m, &err)) /* m.trace: the digest of what the run read, when it got as far */
+        return ms_sweep_csv_row(p, pt, &cfg, &m.trace, NULL, err.msg);
+    char *row = ms_sweep_csv_row(p, pt, &cfg, &m.trace, &m, NULL);
     ms_metrics_free(&m);
     return row;
 }

@@ -17,15 +17,11 @@
 int ms_digest_file(const char *path, char hex[MS_DIGEST_HEX], ms_err *err);
 
 /* The same, remembered per file (device, inode, size, modification time)
- * for the life of the process: a sweep digests each trace once. */
+ * for the life of the process: a sweep digests each model, platform and v1
+ * trace file once.  A rewrite in place that keeps size and mtime is not
+ * seen (v2 traces are named by their stored digest instead: trace.h
+ * ms_trace_digest_of). */
 int ms_digest_file_cached(const char *path, char hex[MS_DIGEST_HEX], ms_err *err);
-
-/* Any digest of a file, remembered like ms_digest_file_cached's: the first
- * call per file identity and fn runs fn(path, hex, tag, err) (0, or -1 with
- * err), which may say in *tag what it computed (which kind of digest); later
- * calls copy hex and tag.  Failures are not remembered. */
-typedef int (*ms_digest_fn)(const char *path, char hex[MS_DIGEST_HEX], int *tag, ms_err *err);
-int ms_digest_memo(const char *path, ms_digest_fn fn, char hex[MS_DIGEST_HEX], int *tag, ms_err *err);
 
 typedef struct ms_digest ms_digest;
 ms_digest *ms_digest_new(void);

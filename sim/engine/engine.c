@@ -38,6 +38,7 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
     ms_trace_reader *rd = ms_reader_open(cfg->trace_path, err);
     if (!rd)
         return -1;
+    ms_reader_trace_digest(rd, &out->trace);
     ms_view *v = ms_xcalloc(1, sizeof *v);
     v->ops = &eng_view_ops;
     v->cfg = cfg;
@@ -49,7 +50,7 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
     v->K = v->meta->K;
     v->NX = v->L * v->J;
     v->act_memo = ms_reader_snapshot(rd);
-    v->env = (ms_policy_env){.meta = v->meta, .trace_path = cfg->trace_path, .platform = cfg->platform,
+    v->env = (ms_policy_env){.meta = v->meta, .trace_path = cfg->trace_path, .reader = rd, .platform = cfg->platform,
                              .model = cfg->model, .distance = cfg->distance, .seed = cfg->seed,
                              .topk_fill = cfg->topk_fill == MS_FILL_EVEN ? MS_FILL_EVEN : MS_FILL_ZERO};
     v->G = cfg->gpus ? cfg->gpus : cfg->platform->gpus ? cfg->platform->gpus : 1;

@@ -151,11 +151,16 @@ typedef struct {
     uint64_t late_in_time_phase[2], queued_at_gate_phase[2], prefetch_covered_phase[2];
     uint32_t gpus;                        /* GPUs of the run */
     ms_gpu_metrics *gpu;                  /* [gpus] when gpus > 1, else NULL */
+    /* The digest naming the trace content the run read, taken when it opened
+     * the trace (trace.h ms_reader_trace_digest: hex "" for a v1 trace
+     * streamed); set, and kept, also when the run fails after the open. */
+    ms_trace_digest trace;
 } ms_metrics;
 
 /* Runs one simulation. Returns 0 and fills *out (free with ms_metrics_free),
  * or -1 with a one-line error (bad trace, unknown policy or parameter, cache
- * smaller than a layer's activated experts, ...). */
+ * smaller than a layer's activated experts, ...); out->trace is set from the
+ * open of the trace on, failures included. */
 int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err);
 void ms_metrics_free(ms_metrics *m);
 

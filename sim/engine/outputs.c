@@ -100,7 +100,7 @@ static FILE *open_csv(ms_view *v, const char *what, const char *path, ms_out **o
     if (!*o)
         return NULL;
     FILE *f = ms_out_fp(*o);
-    ms_report_provenance_line(f, v->cfg);
+    ms_report_provenance_line(f, v->cfg, &v->m->trace);
     fputs(header, f);
     return f;
 }

@@ -161,20 +161,35 @@ void ms_report_provenance_add(cJSON *prov, const char *role, const char *path, c
     cJSON_AddItemToObject(prov, role, input_json(path, "sha256", sha256));
 }
 
-void ms_report_provenance_add_trace(cJSON *prov, const char *role, const char *path)
+/* taken: the digest a run took at its open (ms_metrics.trace); NULL or hex
+ * "" for the digest of the file now (-1 when it cannot be read). */
+static int trace_digest_for(const char *path, const ms_trace_digest *taken, ms_trace_digest *d)
+{
+    ms_err err;
+    if (!taken || !taken->hex[0])
+        return ms_trace_digest_of(path, d, &err);
+    *d = *taken;
+    return 0;
+}
+
+static void add_trace(cJSON *prov, const char *role, const char *path, const ms_trace_digest *taken)
 {
     ms_trace_digest d;
-    ms_err err;
     if (!path || !*path)
         return;
-    ms_trace_digest_of(path, &d, &err);
+    trace_digest_for(path, taken, &d);
     cJSON_AddItemToObject(prov, role, input_json(path, ms_trace_digest_name(&d), d.hex));
 }
 
-cJSON *ms_report_provenance(const ms_run_config *cfg)
+void ms_report_provenance_add_trace(cJSON *prov, const char *role, const char *path)
+{
+    add_trace(prov, role, path, NULL);
+}
+
+cJSON *ms_report_provenance(const ms_run_config *cfg, const ms_trace_digest *trace)
 {
     cJSON *o = ms_report_provenance_base();
-    ms_report_provenance_add_trace(o, "trace", cfg->trace_path);
+    add_trace(o, "trace", cfg->trace_path, trace);
     if (cfg->model)
         ms_report_provenance_add(o, "model", cfg->model->file, cfg->model->sha256);
     if (cfg->platform)
@@ -182,18 +197,24 @@ cJSON *ms_report_provenance(const ms_run_config *cfg)
     return o;
 }
 
-void ms_report_provenance_line_head(FILE *f, const char *trace_path)
+/* The start of the line, up to the trace's digest: the one a run took at
+ * its open (taken), else the file's now; "unknown" when it cannot be read. */
+static void write_line_head(FILE *f, const char *trace_path, const ms_trace_digest *taken)
 {
     ms_trace_digest d;
-    ms_err err;
-    int known = ms_trace_digest_of(trace_path, &d, &err) == 0;
+    int known = trace_digest_for(trace_path, taken, &d) == 0;
     fprintf(f, "# moesim %s commit %s; trace %s %s %s", ms_version(), ms_commit(), trace_path,
             ms_trace_digest_name(&d), known ? d.hex : "unknown");
 }
 
-void ms_report_provenance_line(FILE *f, const ms_run_config *cfg)
+void ms_report_provenance_line_head(FILE *f, const char *trace_path)
 {
-    ms_report_provenance_line_head(f, cfg->trace_path);
+    write_line_head(f, trace_path, NULL);
+}
+
+void ms_report_provenance_line(FILE *f, const ms_run_config *cfg, const ms_trace_digest *trace)
+{
+    write_line_head(f, cfg->trace_path, trace);
     if (cfg->model && *cfg->model->file)
         fprintf(f, "; model %s sha256 %s", cfg->model->file, cfg->model->sha256);
     if (cfg->platform && *cfg->platform->file)
@@ -204,7 +225,7 @@ void ms_report_provenance_line(FILE *f, const ms_run_config *cfg)
 cJSON *ms_report_json(const ms_run_config *cfg, const ms_metrics *m)
 {
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddItemToObject(root, "provenance", ms_report_provenance(cfg));
+    cJSON_AddItemToObject(root, "provenance", ms_report_provenance(cfg, &m->trace));
     cJSON *c = ms_report_config(cfg);
     ms_report_split(c, m);
     cJSON_AddItemToObject(root, "config", c);

@@ -21,21 +21,24 @@ void ms_report_split(cJSON *config, const ms_metrics *m);
  * "trace": {"path", "content_sha256"}, "model": {"path", "sha256"},
  * "platform": ...}: a digest of every input (null when unreadable); the
  * trace's is its stored content digest when it is format v2, else the
- * SHA-256 of its bytes under "sha256" (trace.h ms_trace_digest_of).  _base
- * holds the version and commit only; _add adds one input file under `role`
- * with the SHA-256 of its bytes (sha256 NULL: digest the file now,
- * remembered per file); _add_trace adds a trace file.  The _line form is
- * the first line of every CSV the engine writes: "# moesim V commit C;
- * trace P content_sha256 H; model P sha256 H; ..." ("trace P sha256 H" for
- * a v1 trace).  _line_head writes its start, up to the trace's digest (no
- * newline), for every CSV that names a trace (figures, demo, serverless);
- * the digest is "unknown" when the trace cannot be read now, as the JSON's
- * null. */
-cJSON *ms_report_provenance(const ms_run_config *cfg);
+ * SHA-256 of its bytes under "sha256" (trace.h ms_trace_digest_of).  `trace`
+ * is the digest the run took when it opened the trace (ms_metrics.trace),
+ * so that a trace replaced since is not named for the result; NULL, or hex
+ * "", digests the file now.  _base holds the version and commit only; _add
+ * adds one input file under `role` with the SHA-256 of its bytes (sha256
+ * NULL: digest the file now, remembered per file); _add_trace adds a trace
+ * file as it is now.  The _line form is the first line of every CSV the
+ * engine writes: "# moesim V commit C; trace P content_sha256 H; model P
+ * sha256 H; ..." ("trace P sha256 H" for a v1 trace).  _line_head writes
+ * its start, up to the trace's digest (no newline), for every other CSV
+ * that names a trace (figures, demo, serverless), with the file's digest
+ * now; the digest is "unknown" when the trace cannot be read now, as the
+ * JSON's null. */
+cJSON *ms_report_provenance(const ms_run_config *cfg, const ms_trace_digest *trace);
 cJSON *ms_report_provenance_base(void);
 void ms_report_provenance_add(cJSON *prov, const char *role, const char *path, const char *sha256);
 void ms_report_provenance_add_trace(cJSON *prov, const char *role, const char *path);
-void ms_report_provenance_line(FILE *f, const ms_run_config *cfg);
+void ms_report_provenance_line(FILE *f, const ms_run_config *cfg, const ms_trace_digest *trace);
 void ms_report_provenance_line_head(FILE *f, const char *trace_path);
 /* {"provenance": ..., "config": ..., "metrics": ...} */
 cJSON *ms_report_json(const ms_run_config *cfg, const ms_metrics *m);

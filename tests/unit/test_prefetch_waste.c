@@ -95,7 +95,7 @@ static void test_target_passed(void)
     pt.h2d_override = 0;
     m.prefetch_dropped = 5; /* distinct values to find in the row */
     m.prefetch_evicted_unused = 7;
-    char *row = ms_sweep_csv_row(0, &pt, NULL, &m, NULL);
+    char *row = ms_sweep_csv_row(0, &pt, NULL, NULL, &m, NULL);
     CHECK_STR_CONTAINS(row, ",5,7,1,0.75,"); /* dropped, evicted_unused, target_passed, precision 3/4 */
     free(row);
     ms_metrics_free(&m);

@@ -158,6 +158,12 @@ int ms_request_check_parts(const ms_trace_meta *m, const ms_request *r, unsigned
 typedef struct ms_trace_reader ms_trace_reader;
 
 ms_trace_reader *ms_reader_open(const char *path, ms_err *err);
+/* Another reader of what r reads (a run's second pass: a policy's training
+ * read): from r's trace cache snapshot when r has one, whatever is at r's
+ * path now; else r's path streamed again, refused with one line when a v2
+ * trace's stored digest is no longer the one r opened (the file was
+ * replaced since).  A v1 trace streamed has no digest to compare. */
+ms_trace_reader *ms_reader_open_again(const ms_trace_reader *r, ms_err *err);
 /* meta->version says which format the file has; a CLI reading a v1 trace
  * prints ms_trace_v1_note once (the library never prints). */
 const ms_trace_meta *ms_reader_meta(const ms_trace_reader *r);
@@ -201,9 +207,12 @@ int ms_reader_digest_check(ms_trace_reader *r, char hex[MS_DIGEST_HEX], ms_err *
  * pass over the data (`moesim trace validate` verifies the content against
  * it; a run verifies the Fletcher32 checksum of every chunk it reads); for
  * any other file (v1 traces, which have no content digest) the SHA-256 of
- * its bytes, as `sha256sum` prints it.  Remembered per file for the life of
- * the process (sim/core/digest.h ms_digest_memo).  -1 with err, hex "" and
- * content 0 when the file cannot be read. */
+ * its bytes, as `sha256sum` prints it, remembered per file (path, device,
+ * inode, size, mtime) for the life of the process
+ * (sim/core/digest.h ms_digest_file_cached).  A v2 file's digest is read
+ * again at every call (an attribute read), so a file rewritten in place with
+ * the same size and mtime is named by its new digest.  -1 with err, hex ""
+ * and content 0 when the file cannot be read. */
 typedef struct {
     int content;             /* 1: hex is the stored content digest; 0: the SHA-256 of the file's bytes */
     char hex[MS_DIGEST_HEX];
@@ -213,6 +222,22 @@ int ms_trace_digest_of(const char *path, ms_trace_digest *d, ms_err *err);
  * before the digest in CSV lines), so that nobody compares a content digest
  * with sha256sum's output. */
 const char *ms_trace_digest_name(const ms_trace_digest *d);
+/* The digest that names what r reads, taken when r was opened, not when a
+ * result is written (a trace replaced in between is not named for content
+ * that was not read): a v2 trace's stored digest as r opened it (from the
+ * trace cache: as the snapshot was loaded); for a v1 trace served by the
+ * trace cache the SHA-256 of its bytes taken at the snapshot's load.  A v1
+ * trace streamed gets hex "" (digesting it at every open would cost a pass
+ * over the file): the caller names it with ms_trace_digest_of when it
+ * writes. */
+void ms_reader_trace_digest(const ms_trace_reader *r, ms_trace_digest *d);
+/* 1 with hex when path is a format v2 moesim trace with a well-formed
+ * content digest, read from the root attributes alone (format, version,
+ * content_sha256: no pass over the data); 0 with hex "" for anything else (a
+ * v1 trace, another or an unreadable file).  With the file's stat, a v2
+ * file's identity wherever a file read once is known again (the trace
+ * cache, the digests above). */
+int ms_trace_stored_digest(const char *path, char hex[MS_DIGEST_HEX]);
 
 /* The one-line note for a v1 trace ("... has no checksums; moesim trace
  * upgrade ...") into buf; 0 when m is not v1 (buf empty), else 1. */

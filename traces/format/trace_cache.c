@@ -5,12 +5,20 @@
 
 #include "traces/format/trace_cache.h"
 
-struct ms_trace_snapshot {
-    char *path;
+/* What a file is known by: its stat, and for a v2 trace its stored
+ * content digest ("" for any other file), which tells a rewrite in place
+ * that kept size and mtime (coarse timestamps, `rsync --inplace -t`). */
+typedef struct {
     dev_t dev;
     ino_t ino;
     off_t size;
     struct timespec mtime;
+    char digest[MS_DIGEST_HEX];
+} file_identity;
+
+struct ms_trace_snapshot {
+    char *path;
+    file_identity id;
     ms_trace_meta meta;
     ms_request *req;   /* [meta.n_requests] */
     uint64_t bytes;    /* decoded bytes held */
@@ -18,6 +26,7 @@ struct ms_trace_snapshot {
     int users;
     int uncacheable;   /* too big or failed to load: stream it */
     ms_memo memo;      /* data derived from this trace (ms_trace_memo_put) */
+    ms_trace_digest named; /* the digest that names what was loaded, taken at the load */
     ms_trace_snapshot *next;
 };
 
@@ -153,10 +162,27 @@ uint64_t ms_trace_cache_memo_bytes(void)
     return cache.memo_bytes;
 }
 
-static int same_file(const ms_trace_snapshot *s, const char *path, const struct stat *st)
+/* path's identity now: a stat and an attribute read, no pass over the
+ * data; -1 when the file cannot be stat'ed. */
+static int read_identity(const char *path, file_identity *id)
 {
-    return !strcmp(s->path, path) && s->dev == st->st_dev && s->ino == st->st_ino && s->size == st->st_size &&
-           s->mtime.tv_sec == st->st_mtim.tv_sec && s->mtime.tv_nsec == st->st_mtim.tv_nsec;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return -1;
+    memset(id, 0, sizeof *id);
+    id->dev = st.st_dev;
+    id->ino = st.st_ino;
+    id->size = st.st_size;
+    id->mtime = st.st_mtim;
+    ms_trace_stored_digest(path, id->digest);
+    return 0;
+}
+
+static int same_file(const ms_trace_snapshot *s, const char *path, const file_identity *id)
+{
+    return !strcmp(s->path, path) && s->id.dev == id->dev && s->id.ino == id->ino && s->id.size == id->size &&
+           s->id.mtime.tv_sec == id->mtime.tv_sec && s->id.mtime.tv_nsec == id->mtime.tv_nsec &&
+           !strcmp(s->id.digest, id->digest);
 }
 
 /* Streams the whole trace into s; -1 when it fails or outgrows the limit. */
@@ -183,21 +209,34 @@ static int snapshot_load(ms_trace_snapshot *s)
     return rc;
 }
 
+/* The digest results name the snapshot by, taken now, at its load: a v2
+ * trace's stored digest as loaded with the data; for a v1 trace the SHA-256
+ * of the file's bytes (known, like the snapshot, by the file's stat). */
+static void name_loaded(ms_trace_snapshot *s)
+{
+    ms_err err;
+    if (s->id.digest[0]) {
+        s->named.content = 1;
+        memcpy(s->named.hex, s->id.digest, MS_DIGEST_HEX);
+    } else if (ms_digest_file_cached(s->path, s->named.hex, &err) == 0) {
+        s->named.content = 0;
+    } else {
+        s->named.hex[0] = '\0'; /* unreadable now: results digest the file when they are written */
+    }
+}
+
 ms_trace_snapshot *ms_trace_cache_acquire(const char *path)
 {
-    struct stat st;
-    if (cache.max_bytes == 0 || stat(path, &st) != 0)
+    file_identity id;
+    if (cache.max_bytes == 0 || read_identity(path, &id) != 0)
         return NULL;
     ms_trace_snapshot *s = cache.head;
-    while (s && !same_file(s, path, &st))
+    while (s && !same_file(s, path, &id))
         s = s->next;
     if (!s) {
         s = ms_xcalloc(1, sizeof *s);
         s->path = ms_xstrdup(path);
-        s->dev = st.st_dev;
-        s->ino = st.st_ino;
-        s->size = st.st_size;
-        s->mtime = st.st_mtim;
+        s->id = id;
         s->next = cache.head;
         cache.head = s;
         s->users = 1; /* not a victim of its own make_room (it has never been used: the oldest) */
@@ -207,6 +246,9 @@ ms_trace_snapshot *ms_trace_cache_acquire(const char *path)
             snapshot_free_data(s);
             s->uncacheable = 1;
         } else {
+            /* the digest of what was read: the file may have been replaced since read_identity */
+            memcpy(s->id.digest, s->meta.content_sha256, MS_DIGEST_HEX);
+            name_loaded(s);
             cache.bytes -= s->bytes;
             make_room(s->bytes);
             cache.bytes += s->bytes;
@@ -220,6 +262,12 @@ ms_trace_snapshot *ms_trace_cache_acquire(const char *path)
     return s;
 }
 
+void ms_trace_cache_hold(ms_trace_snapshot *s)
+{
+    s->users++;
+    s->last_use = ++cache.clock;
+}
+
 void ms_trace_cache_release(ms_trace_snapshot *s)
 {
     if (s && s->users > 0)
@@ -230,11 +278,11 @@ void ms_trace_cache_release(ms_trace_snapshot *s)
 
 ms_trace_snapshot *ms_trace_cache_find(const char *path)
 {
-    struct stat st;
-    if (cache.max_bytes == 0 || stat(path, &st) != 0)
+    file_identity id;
+    if (cache.max_bytes == 0 || read_identity(path, &id) != 0)
         return NULL;
     for (ms_trace_snapshot *s = cache.head; s; s = s->next)
-        if (same_file(s, path, &st))
+        if (same_file(s, path, &id))
             return s->uncacheable ? NULL : s;
     return NULL;
 }
@@ -264,6 +312,11 @@ int ms_trace_memo_put(ms_trace_snapshot *s, const void *key, size_t klen, const 
 const ms_trace_meta *ms_trace_snapshot_meta(const ms_trace_snapshot *s)
 {
     return &s->meta;
+}
+
+const ms_trace_digest *ms_trace_snapshot_digest(const ms_trace_snapshot *s)
+{
+    return &s->named;
 }
 
 const ms_request *ms_trace_snapshot_request(const ms_trace_snapshot *s, uint64_t i)

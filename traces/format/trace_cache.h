@@ -3,8 +3,15 @@
  * Off by default.  When enabled with a byte limit, ms_reader_open() on a
  * trace file serves it from memory: the first open in the process streams and
  * validates the whole trace once (every chunk decompressed once) into a
- * snapshot; later opens of the same file (same path, device, inode, size and
- * mtime) copy requests out of that snapshot and never touch HDF5 again.
+ * snapshot; later opens of the same file copy requests out of that snapshot
+ * and read no data from HDF5 again.  The same file is the same path,
+ * device, inode, size and mtime and, for a format v2 trace, the same stored
+ * content digest (root attribute content_sha256, read at every open: one
+ * attribute read, no pass over the data), so a v2 trace rewritten in place
+ * with the same size and mtime (coarse timestamps, `rsync --inplace -t`,
+ * `touch -d` after a write) is loaded again.  A v1 trace has no stored
+ * digest: it is known by its stat alone, and such a rewrite of it goes
+ * unseen.
  * Readers behave exactly as streaming readers (same metadata, same requests,
  * same order), so ms_run gives identical results with and without the cache.
  *
@@ -42,7 +49,8 @@ typedef struct ms_trace_snapshot ms_trace_snapshot;
 /* ---- memos: data derived from a cached trace alone ----
  * Each snapshot keeps a memo (memo.h): values a run derives from the trace
  * and would derive again in the next run of the sweep.  The snapshot is the
- * trace's identity (path, device, inode, size, mtime), so a key names only
+ * trace's identity (path, device, inode, size, mtime, v2 stored digest:
+ * above), so a key names only
  * what else the value depends on; a reloaded trace starts with an empty
  * memo.  A memo goes with its snapshot.  The memos' bytes count in the
  * limit, and all memos together hold at most 1/MS_TRACE_MEMO_SHARE of it:
@@ -65,7 +73,13 @@ int ms_trace_memo_put(ms_trace_snapshot *s, const void *key, size_t klen, const 
  * trace is not cacheable (the caller then streams). */
 ms_trace_snapshot *ms_trace_cache_acquire(const char *path);
 void ms_trace_cache_release(ms_trace_snapshot *s);
+/* One more use of a snapshot already held (release it as an acquired one). */
+void ms_trace_cache_hold(ms_trace_snapshot *s);
 const ms_trace_meta *ms_trace_snapshot_meta(const ms_trace_snapshot *s);
+/* The digest that names the snapshot's content in results, taken at its
+ * load (trace.h ms_reader_trace_digest); hex "" when the file could not be
+ * digested then. */
+const ms_trace_digest *ms_trace_snapshot_digest(const ms_trace_snapshot *s);
 const ms_request *ms_trace_snapshot_request(const ms_trace_snapshot *s, uint64_t i);
 /* The uncached reader (ms_reader_open without the cache). */
 ms_trace_reader *ms_reader_open_stream(const char *path, ms_err *err);

@@ -624,6 +624,23 @@ ms_trace_reader *ms_reader_open(const char *path, ms_err *err)
     return ms_reader_open_stream(path, err);
 }
 
+ms_trace_reader *ms_reader_open_again(const ms_trace_reader *r, ms_err *err)
+{
+    if (r->mem) {
+        ms_trace_cache_hold(r->mem);
+        return open_from_snapshot(r->path, r->mem);
+    }
+    ms_trace_reader *again = ms_reader_open_stream(r->path, err);
+    if (again && strcmp(again->meta.content_sha256, r->meta.content_sha256)) {
+        ms_fail(err, "%s: the trace was replaced while a run read it (" DIGEST_ATTR " %s when the run opened it, %s "
+                "now)", r->path, r->meta.content_sha256[0] ? r->meta.content_sha256 : "none (v1)",
+                again->meta.content_sha256[0] ? again->meta.content_sha256 : "none (v1)");
+        ms_reader_close(again);
+        return NULL;
+    }
+    return again;
+}
+
 ms_trace_reader *ms_reader_open_stream(const char *path, ms_err *err)
 {
     if (h5p_h5_start(err) < 0)
@@ -686,13 +703,10 @@ int ms_reader_digest_check(ms_trace_reader *r, char hex[MS_DIGEST_HEX], ms_err *
 
 /* ---- provenance (trace.h ms_trace_digest_of) ---- */
 
-/* 1 with hex when path is a format v2 moesim trace with a well-formed
- * content digest, read from the root attributes alone (format, version,
- * content_sha256: the reader's own checks of them); 0 for anything else (a
- * v1 trace, another or an unreadable file: the caller digests its bytes). */
-static int stored_content_digest(const char *path, char hex[MS_DIGEST_HEX])
+int ms_trace_stored_digest(const char *path, char hex[MS_DIGEST_HEX])
 {
     ms_err err;
+    hex[0] = '\0';
     if (h5p_h5_start(&err) < 0)
         return 0;
     ms_trace_reader *r = reader_new(path);
@@ -708,19 +722,25 @@ static int stored_content_digest(const char *path, char hex[MS_DIGEST_HEX])
     return ok;
 }
 
-static int trace_digest(const char *path, char hex[MS_DIGEST_HEX], int *content, ms_err *err)
-{
-    *content = stored_content_digest(path, hex);
-    return *content ? 0 : ms_digest_file(path, hex, err);
-}
-
+/* A v2 file's stored digest is read at every call, not remembered by the
+ * file's stat: it is what tells a rewrite that kept size and mtime. */
 int ms_trace_digest_of(const char *path, ms_trace_digest *d, ms_err *err)
 {
-    if (ms_digest_memo(path, trace_digest, d->hex, &d->content, err) == 0)
+    d->content = ms_trace_stored_digest(path, d->hex);
+    if (d->content || ms_digest_file_cached(path, d->hex, err) == 0)
         return 0;
     d->hex[0] = '\0';
-    d->content = 0;
     return -1;
+}
+
+void ms_reader_trace_digest(const ms_trace_reader *r, ms_trace_digest *d)
+{
+    if (r->mem) {
+        *d = *ms_trace_snapshot_digest(r->mem);
+        return;
+    }
+    d->content = r->meta.version >= 2 && r->meta.content_sha256[0];
+    memcpy(d->hex, d->content ? r->meta.content_sha256 : "", d->content ? MS_DIGEST_HEX : 1);
 }
 
 const char *ms_trace_digest_name(const ms_trace_digest *d)
