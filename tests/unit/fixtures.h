@@ -105,6 +105,21 @@ static inline void ms_fixture_gen(const char *model_name, const char *out, uint6
     }
 }
 
+/* 1 when the next request of a and of b (two readers of the same content,
+ * e.g. a cache snapshot and a stream) has the same rows and top-k ids. */
+static inline int ms_fixture_next_requests_match(ms_trace_reader *a, ms_trace_reader *b)
+{
+    ms_request ra = {0}, rb = {0};
+    ms_err err;
+    int ok = a && b && ms_reader_next(a, &ra, &err) == 1 && ms_reader_next(b, &rb, &err) == 1;
+    const ms_trace_meta *m = ok ? ms_reader_meta(b) : NULL;
+    ok = ok && ra.n_rows == rb.n_rows &&
+         memcmp(ra.topk_ids, rb.topk_ids, (size_t)ra.n_rows * m->L * m->K * sizeof *ra.topk_ids) == 0;
+    ms_request_free(&ra);
+    ms_request_free(&rb);
+    return ok;
+}
+
 /* The platform of the exact-timing tests: one copy = 0.5 ms latency +
  * bytes / 1 GB/s (a 1 MB expert: 1.5 ms); HBM and DRAM 10 GB/s; FLOP/s so
  * high that every compute is bandwidth-bound; no launch overheads. */
