@@ -28,10 +28,12 @@
 # builds replaying the same file; everything else, warnings and the profiles'
 # sha256 included, must match byte for byte):
 #   run --json:   provenance.moesim (the version), provenance.commit (the git
-#                 commit), provenance.trace.sha256 or .content_sha256 (how the
-#                 build names the trace: a hash of the file before 2026-11-25,
-#                 the stored content digest after; both runs read the same
-#                 file), provenance.model.path and provenance.platform.path
+#                 commit), provenance.trace.sha256 or .content_sha256 only
+#                 when the two builds name the trace differently (a hash of
+#                 the file before 2026-11-25, the stored content digest
+#                 after; both runs read the same file: two builds that name
+#                 it the same way must give the same digest),
+#                 provenance.model.path and provenance.platform.path
 #                 (where each build found its data folder: its own build tree
 #                 unless MOESIM_DATA_DIR is set).  There is no "build" key.
 #   --events CSV: the same fields in its first line (`# moesim V commit C;
@@ -54,13 +56,18 @@
 # benchmark-side tool, not a ctest test: about two minutes on 2 cores.
 # shellcheck disable=SC2086,SC2317 # $M, $G, $ev split into words on purpose; the filters run through differ
 set -u
+TMPW= # set below when this script makes its own work folder (never inherited: die removes it)
 LC_ALL=C
 export LC_ALL
 ME=same_results
 
-die() { # one-line error, exit 2
-    echo "$ME: $*" >&2
-    [ -n "${TMPW:-}" ] && rm -rf "$TMPW"
+die() { # one-line error, exit 2; a work folder holding differing runs is kept
+    if [ -n "$TMPW" ] && [ "${diffs:-0}" -gt 0 ]; then
+        echo "$ME: $* (outputs of the differing runs kept under $TMPW)" >&2
+    else
+        echo "$ME: $*" >&2
+        [ -n "$TMPW" ] && rm -rf "$TMPW"
+    fi
     exit 2
 }
 
@@ -125,14 +132,27 @@ json_filter() {
         path = path key
         if ($0 ~ /[{[]$/) stack[n] = (key == "" ? "[]" : key)
         if (path == "provenance.moesim" || path == "provenance.commit" ||
-            path == "provenance.trace.sha256" || path == "provenance.trace.content_sha256" ||
             path == "provenance.model.path" || path == "provenance.platform.path") next
+        if (!keep_digest && (path == "provenance.trace.sha256" || path == "provenance.trace.content_sha256")) next
         print
-    }' "$1"
+    }' keep_digest="$KEEP_DIGEST" "$1"
+}
+
+# How a run --json names its trace: "sha256", "content_sha256" or "" (none).
+digest_kind() {
+    sed -n '/^\t\t"trace":/,/^\t\t}/s/^\t\t\t"\(sha256\|content_sha256\)":.*/\1/p' "$1" 2>/dev/null | head -n 1
 }
 
 # An --events CSV with the same fields of its first (provenance) line dropped.
 events_filter() {
+    if [ "$KEEP_DIGEST" = 1 ]; then
+        sed '1{
+s/^# moesim [^ ]* commit [^;]*;/# moesim;/
+s/; model [^;]* sha256 /; model sha256 /
+s/; platform [^;]* sha256 /; platform sha256 /
+}' "$1"
+        return
+    fi
     sed '1{
 s/^# moesim [^ ]* commit [^;]*; trace \([^;]*\) [a-z0-9_]* [0-9a-f]*/# moesim; trace \1/
 s/; model [^;]* sha256 /; model sha256 /
@@ -212,6 +232,10 @@ one() {
     0) done_run "$d" "$what" "" ; return ;;
     2) done_run "$d" "$what" " fails in both builds, not alike (OLD exit $(cat "$d/old/rc"), NEW exit $(cat "$d/new/rc"))"; return ;;
     esac
+    # both builds name the trace the same way (both after 2026-11-25): its digest must match too
+    KEEP_DIGEST=0
+    old_kind=$(digest_kind "$d/old/out")
+    [ -n "$old_kind" ] && [ "$old_kind" = "$(digest_kind "$d/new/out")" ] && KEEP_DIGEST=1
     parts="$(differ json json_filter out)$(differ stderr cat err)"
     [ -n "$ev" ] && parts="$parts$(differ events events_filter events.csv)"
     done_run "$d" "$what" "$parts"
