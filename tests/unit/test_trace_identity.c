@@ -277,11 +277,14 @@ static void check_digest_taken_at_open(const char *a, const char *b, const char 
         ms_trace_cache_enable(cached ? MS_TRACE_CACHE_DEFAULT_BYTES : 0);
         check_named_after_replace(a, b, path, 1, dig_a, &plat, &model);
     }
-    /* v1: no stored digest; the cache takes the SHA-256 of the bytes at the load */
+    /* v1: no stored digest; the SHA-256 of the bytes, taken at the cache's
+     * load, or, streamed, when the run opened the trace */
     const char *v1 = MS_TEST_DATA "/../fuzz/trace_templates/zstd.h5";
     CHECK(ms_digest_file(v1, sum_v1, &err) == 0);
-    ms_trace_cache_enable(MS_TRACE_CACHE_DEFAULT_BYTES);
-    check_named_after_replace(v1, b, "test_identity_v1.h5", 0, sum_v1, &plat, NULL);
+    for (int cached = 0; cached < 2; cached++) {
+        ms_trace_cache_enable(cached ? MS_TRACE_CACHE_DEFAULT_BYTES : 0);
+        check_named_after_replace(v1, b, "test_identity_v1.h5", 0, sum_v1, &plat, NULL);
+    }
     ms_trace_cache_enable(0);
 }
 
@@ -342,6 +345,36 @@ static void check_training_reads_the_run_content(const char *a, const char *b, c
     ms_trace_cache_enable(0);
 }
 
+/* A v1 trace streamed: named by its bytes at the open; opened again (a
+ * training read) only while the file still holds those bytes: a copy of
+ * the same bytes is read, another file is refused with one line. */
+static void check_v1_open_again(const char *b, const char *path)
+{
+    const char *v1 = MS_TEST_DATA "/../fuzz/trace_templates/zstd.h5";
+    char sum[MS_DIGEST_HEX];
+    ms_err err;
+    CHECK(ms_digest_file(v1, sum, &err) == 0);
+    ms_trace_cache_enable(0);
+    copy_file(v1, path);
+    ms_trace_reader *r = ms_reader_open(path, &err);
+    CHECK(r && ms_reader_snapshot(r) == NULL);
+    ms_trace_digest d = {0};
+    if (r)
+        ms_reader_trace_digest(r, &d);
+    CHECK(d.content == 0 && !strcmp(d.hex, sum));
+    replace_file(path, v1); /* the same bytes, another inode */
+    ms_trace_reader *again = r ? ms_reader_open_again(r, &err) : NULL;
+    CHECK(again != NULL);
+    ms_reader_close(again);
+    replace_file(path, b);
+    err.msg[0] = '\0';
+    CHECK(r && ms_reader_open_again(r, &err) == NULL);
+    CHECK_STR_CONTAINS(err.msg, "test_identity.h5: the trace was replaced while a run read it (format v1 when the "
+                                "run opened it, v2 now)");
+    CHECK(strchr(err.msg, '\n') == NULL);
+    ms_reader_close(r);
+}
+
 int main(void)
 {
     const char *a = "test_identity_a.h5", *b = "test_identity_b.h5", *path = "test_identity.h5";
@@ -350,5 +383,6 @@ int main(void)
     check_runs_after_rewrite(a, b, path);
     check_digest_taken_at_open(a, b, path);
     check_training_reads_the_run_content(a, b, path);
+    check_v1_open_again(b, path);
     CHECK_DONE();
 }

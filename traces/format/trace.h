@@ -160,9 +160,10 @@ typedef struct ms_trace_reader ms_trace_reader;
 ms_trace_reader *ms_reader_open(const char *path, ms_err *err);
 /* Another reader of what r reads (a run's second pass: a policy's training
  * read): from r's trace cache snapshot when r has one, whatever is at r's
- * path now; else r's path streamed again, refused with one line when a v2
- * trace's stored digest is no longer the one r opened (the file was
- * replaced since).  A v1 trace streamed has no digest to compare. */
+ * path now; else r's path streamed again, refused with one line when the
+ * digest r was opened with (a v2 trace's stored one; a v1 trace's bytes'
+ * SHA-256 when ms_reader_open took it) is no longer the file's, or its
+ * format changed: the file was replaced since. */
 ms_trace_reader *ms_reader_open_again(const ms_trace_reader *r, ms_err *err);
 /* meta->version says which format the file has; a CLI reading a v1 trace
  * prints ms_trace_v1_note once (the library never prints). */
@@ -226,10 +227,12 @@ const char *ms_trace_digest_name(const ms_trace_digest *d);
  * result is written (a trace replaced in between is not named for content
  * that was not read): a v2 trace's stored digest as r opened it (from the
  * trace cache: as the snapshot was loaded); for a v1 trace served by the
- * trace cache the SHA-256 of its bytes taken at the snapshot's load.  A v1
- * trace streamed gets hex "" (digesting it at every open would cost a pass
- * over the file): the caller names it with ms_trace_digest_of when it
- * writes. */
+ * trace cache the SHA-256 of its bytes taken at the snapshot's load; for a
+ * v1 trace streamed by ms_reader_open the SHA-256 of its bytes right after
+ * the open (one pass over the file, remembered by its stat for the
+ * process).  hex "" when a v1 file could not be read then, or for a reader
+ * of ms_reader_open_stream: the caller names it with ms_trace_digest_of
+ * when it writes. */
 void ms_reader_trace_digest(const ms_trace_reader *r, ms_trace_digest *d);
 /* 1 with hex when path is a format v2 moesim trace with a well-formed
  * content digest, read from the root attributes alone (format, version,

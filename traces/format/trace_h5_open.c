@@ -616,12 +616,32 @@ ms_trace_snapshot *ms_reader_snapshot(const ms_trace_reader *r)
     return r->mem;
 }
 
+/* A v1 trace streamed has no stored digest: the SHA-256 of its bytes now,
+ * right after the open (one pass over the file, remembered by its stat for
+ * the process), so that results name what was opened; "" when unreadable. */
+static void name_v1_stream(ms_trace_reader *r)
+{
+    ms_err err;
+    _Static_assert(sizeof r->v1_sha256 == MS_DIGEST_HEX, "a hex SHA-256");
+    if (r->meta.version < 2 && ms_digest_file_cached(r->path, r->v1_sha256, &err) != 0)
+        r->v1_sha256[0] = '\0';
+}
+
 ms_trace_reader *ms_reader_open(const char *path, ms_err *err)
 {
     ms_trace_snapshot *s = ms_trace_cache_acquire(path);
     if (s)
         return open_from_snapshot(path, s);
-    return ms_reader_open_stream(path, err);
+    ms_trace_reader *r = ms_reader_open_stream(path, err);
+    if (r)
+        name_v1_stream(r);
+    return r;
+}
+
+/* The digest a streamed reader was opened with: v2 stored, v1 of its bytes. */
+static const char *opened_digest(const ms_trace_reader *r)
+{
+    return r->meta.version >= 2 ? r->meta.content_sha256 : r->v1_sha256;
 }
 
 ms_trace_reader *ms_reader_open_again(const ms_trace_reader *r, ms_err *err)
@@ -631,14 +651,19 @@ ms_trace_reader *ms_reader_open_again(const ms_trace_reader *r, ms_err *err)
         return open_from_snapshot(r->path, r->mem);
     }
     ms_trace_reader *again = ms_reader_open_stream(r->path, err);
-    if (again && strcmp(again->meta.content_sha256, r->meta.content_sha256)) {
-        ms_fail(err, "%s: the trace was replaced while a run read it (" DIGEST_ATTR " %s when the run opened it, %s "
-                "now)", r->path, r->meta.content_sha256[0] ? r->meta.content_sha256 : "none (v1)",
-                again->meta.content_sha256[0] ? again->meta.content_sha256 : "none (v1)");
-        ms_reader_close(again);
-        return NULL;
-    }
-    return again;
+    if (again && r->v1_sha256[0])
+        name_v1_stream(again);
+    if (again && (again->meta.version >= 2) != (r->meta.version >= 2))
+        ms_fail(err, "%s: the trace was replaced while a run read it (format v%u when the run opened it, v%u now)",
+                r->path, r->meta.version, again->meta.version);
+    else if (again && opened_digest(r)[0] && strcmp(opened_digest(again), opened_digest(r)))
+        ms_fail(err, "%s: the trace was replaced while a run read it (%s %s when the run opened it, %s now)", r->path,
+                r->meta.version >= 2 ? DIGEST_ATTR : "sha256", opened_digest(r)[0] ? opened_digest(r) : "unknown",
+                opened_digest(again)[0] ? opened_digest(again) : "unknown");
+    else
+        return again;
+    ms_reader_close(again);
+    return NULL;
 }
 
 ms_trace_reader *ms_reader_open_stream(const char *path, ms_err *err)
@@ -740,7 +765,7 @@ void ms_reader_trace_digest(const ms_trace_reader *r, ms_trace_digest *d)
         return;
     }
     d->content = r->meta.version >= 2 && r->meta.content_sha256[0];
-    memcpy(d->hex, d->content ? r->meta.content_sha256 : "", d->content ? MS_DIGEST_HEX : 1);
+    memcpy(d->hex, d->content ? r->meta.content_sha256 : r->v1_sha256, MS_DIGEST_HEX);
 }
 
 const char *ms_trace_digest_name(const ms_trace_digest *d)

@@ -120,6 +120,7 @@ struct ms_trace_reader {
     uint8_t *marks;         /* [n_requests] H5P_CHECKED | parts checked: checked's, or own_marks */
     uint8_t *own_marks;
     content_digest *dig;    /* ms_reader_digest_begin: digest of the requests read */
+    char v1_sha256[65];     /* a v1 trace streamed by ms_reader_open: its bytes' SHA-256 at the open ("" else) */
 };
 
 /* Integer overflow in a type conversion is an error, never a silent clamp. */
