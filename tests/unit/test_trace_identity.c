@@ -345,6 +345,33 @@ static void check_training_reads_the_run_content(const char *a, const char *b, c
     ms_trace_cache_enable(0);
 }
 
+/* What a run's policy learned goes with the snapshot the run reads
+ * (env->reader), not with whatever snapshot the path names later: after
+ * the path is replaced and loaded again, the run still finds its memo, and
+ * a run of the new content does not. */
+static void check_training_memo_follows_the_run(const char *a, const char *b, const char *path)
+{
+    ms_err err;
+    ms_split split = {.frac = 0.5, .train_requests = 1};
+    ms_trace_cache_enable(MS_TRACE_CACHE_DEFAULT_BYTES);
+    copy_file(a, path);
+    ms_trace_reader *ra = ms_reader_open(path, &err);
+    CHECK(ra && ms_reader_snapshot(ra) != NULL);
+    ms_policy_env env_a = {.meta = ra ? ms_reader_meta(ra) : NULL, .trace_path = path, .reader = ra, .split = split};
+    ms_train_memo_put(&env_a, "learned", "A", 2);
+    replace_file(path, b);
+    ms_trace_reader *rb = ms_reader_open(path, &err);
+    CHECK(rb && ms_reader_snapshot(rb) != NULL && ms_reader_snapshot(rb) != ms_reader_snapshot(ra));
+    ms_policy_env env_b = {.meta = rb ? ms_reader_meta(rb) : NULL, .trace_path = path, .reader = rb, .split = split};
+    size_t len = 0;
+    const char *got = ms_train_memo_get(&env_a, "learned", &len);
+    CHECK(got && len == 2 && !strcmp(got, "A"));
+    CHECK(ms_train_memo_get(&env_b, "learned", &len) == NULL);
+    ms_reader_close(rb);
+    ms_reader_close(ra);
+    ms_trace_cache_enable(0);
+}
+
 /* A v1 trace streamed: named by its bytes at the open; opened again (a
  * training read) only while the file still holds those bytes: a copy of
  * the same bytes is read, another file is refused with one line. */
@@ -383,6 +410,7 @@ int main(void)
     check_runs_after_rewrite(a, b, path);
     check_digest_taken_at_open(a, b, path);
     check_training_reads_the_run_content(a, b, path);
+    check_training_memo_follows_the_run(a, b, path);
     check_v1_open_again(b, path);
     CHECK_DONE();
 }
