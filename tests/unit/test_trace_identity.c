@@ -164,6 +164,7 @@ static void check_cache_after_rewrite(const char *a, const char *b, const char *
     CHECK(s2 && !strcmp(ms_reader_meta(r)->content_sha256, dig_b));
     size_t len;
     CHECK(s2 && ms_trace_memo_get(s2, "k", 1, &len) == NULL); /* a's memo stays with a's snapshot */
+    CHECK_EQ_INT(ms_trace_cache_memo_bytes(), 0); /* ... which went when b's was loaded at its path */
     ms_trace_reader *rb = ms_reader_open_stream(b, &err);
     CHECK(ms_fixture_next_requests_match(r, rb));
     ms_reader_close(rb);

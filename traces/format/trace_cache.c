@@ -225,6 +225,19 @@ static void name_loaded(ms_trace_snapshot *s)
     }
 }
 
+/* Drops the unused snapshots of path: earlier versions of the file (its
+ * identity changed), which this path no longer names; their memory goes to
+ * the version about to be loaded instead of waiting for eviction. */
+static void drop_earlier_versions(const char *path)
+{
+    ms_trace_snapshot *s = cache.head, *next;
+    for (; s; s = next) {
+        next = s->next;
+        if (!s->users && !strcmp(s->path, path))
+            snapshot_unlink_free(s);
+    }
+}
+
 ms_trace_snapshot *ms_trace_cache_acquire(const char *path)
 {
     file_identity id;
@@ -234,6 +247,7 @@ ms_trace_snapshot *ms_trace_cache_acquire(const char *path)
     while (s && !same_file(s, path, &id))
         s = s->next;
     if (!s) {
+        drop_earlier_versions(path);
         s = ms_xcalloc(1, sizeof *s);
         s->path = ms_xstrdup(path);
         s->id = id;
