@@ -1,4 +1,4 @@
-# Data safety (README "Data safety"): outputs never overwrite inputs or
+# Data safety (docs/safety.md): outputs never overwrite inputs or
 # write through devices, appear whole or not at all, standard output is
 # checked, undefined metrics are null / empty / n/a, results carry
 # provenance.  One ctest per case of tests/cli/safety.sh.

@@ -28,7 +28,7 @@ int ms_trace_cli_space(const char *what, const char *out, uint64_t estimate, con
                        ms_err *err);
 
 /* {"moesim": version, "commit": ..., "trace": {"path", "content_sha256"}}
- * for the JSON the trace commands print (README "Data safety"; "sha256", the
+ * for the JSON the trace commands print (docs/safety.md; "sha256", the
  * file's bytes, for a v1 trace: report.h ms_report_provenance_add_trace);
  * the digest is null when the file cannot be read. */
 struct cJSON;

@@ -1,6 +1,6 @@
 /* Safe outputs: every file moesim writes goes through this module.
  *
- * The promise (README "Data safety"): moesim never overwrites one of its
+ * The promise (docs/safety.md): moesim never overwrites one of its
  * inputs, never writes through a device, fifo or directory, writes every file
  * to a temporary beside it and renames it into place only when every write,
  * flush, fsync and close succeeded, and removes the temporary on failure and

@@ -117,7 +117,7 @@ typedef struct {
     double pcie_bytes, pcie_bytes_useful, pcie_bytes_wasted, ssd_bytes;
     double makespan_s;
     uint64_t requests;
-    /* NaN when there is no sample (README "Data safety"): TTFT when no
+    /* NaN when there is no sample (docs/safety.md): TTFT when no
      * replayed request had its prefill replayed, TPOT without decode steps */
     double ttft_mean_s, ttft_p50_s, ttft_p99_s;
     double tpot_mean_s, tpot_p50_s, tpot_p99_s;

@@ -17,7 +17,7 @@ cJSON *ms_report_metrics(const ms_metrics *m);
 /* Adds the resolved training split ("train": {frac, by, requests,
  * iterations}) to a config object. */
 void ms_report_split(cJSON *config, const ms_metrics *m);
-/* Provenance (README "Data safety"): {"moesim": version, "commit": ...,
+/* Provenance (docs/safety.md): {"moesim": version, "commit": ...,
  * "trace": {"path", "content_sha256"}, "model": {"path", "sha256"},
  * "platform": ...}: a digest of every input (null when unreadable); the
  * trace's is its stored content digest when it is format v2, else the

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Data-safety checks of moesim's outputs (README "Data safety"), one case per
+# Data-safety checks of moesim's outputs (docs/safety.md), one case per
 # ctest: safety.sh MOESIM WORKDIR CASE.  Each case prints what failed and
 # exits 1, or exits 0; 77 means skipped (ctest SKIP_RETURN_CODE).
 M=$1; W=$2; CASE=$3
