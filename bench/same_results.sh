@@ -145,19 +145,14 @@ digest_kind() {
 
 # An --events CSV with the same fields of its first (provenance) line dropped.
 events_filter() {
-    if [ "$KEEP_DIGEST" = 1 ]; then
-        sed '1{
+    digest='s/; trace \([^;]*\) [a-z0-9_]* [0-9a-f]*/; trace \1/'
+    [ "$KEEP_DIGEST" = 1 ] && digest=
+    sed "1{
 s/^# moesim [^ ]* commit [^;]*;/# moesim;/
+$digest
 s/; model [^;]* sha256 /; model sha256 /
 s/; platform [^;]* sha256 /; platform sha256 /
-}' "$1"
-        return
-    fi
-    sed '1{
-s/^# moesim [^ ]* commit [^;]*; trace \([^;]*\) [a-z0-9_]* [0-9a-f]*/# moesim; trace \1/
-s/; model [^;]* sha256 /; model sha256 /
-s/; platform [^;]* sha256 /; platform sha256 /
-}' "$1"
+}" "$1"
 }
 
 # run_both DIR ARGS...: the same moesim command line with both builds side by
