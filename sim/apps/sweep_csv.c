@@ -96,11 +96,8 @@ void ms_sweep_csv_key(const ms_sweep_point *p, char out[17])
 static void provenance_fields(sbuf *b, const ms_run_config *cfg, const ms_trace_digest *trace)
 {
     ms_trace_digest d = {0};
-    ms_err err;
-    if (trace && trace->hex[0])
-        d = *trace;
-    else if (cfg)
-        ms_trace_digest_of(cfg->trace_path, &d, &err);
+    if (cfg)
+        ms_report_trace_digest(cfg->trace_path, trace, &d);
     sb_field(b, ms_version(), 0);
     sb_field(b, ms_commit(), 0);
     sb_field(b, d.content ? "" : d.hex, 0);

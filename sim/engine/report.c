@@ -161,9 +161,7 @@ void ms_report_provenance_add(cJSON *prov, const char *role, const char *path, c
     cJSON_AddItemToObject(prov, role, input_json(path, "sha256", sha256));
 }
 
-/* taken: the digest a run took at its open (ms_metrics.trace); NULL or hex
- * "" for the digest of the file now (-1 when it cannot be read). */
-static int trace_digest_for(const char *path, const ms_trace_digest *taken, ms_trace_digest *d)
+int ms_report_trace_digest(const char *path, const ms_trace_digest *taken, ms_trace_digest *d)
 {
     ms_err err;
     if (!taken || !taken->hex[0])
@@ -177,7 +175,7 @@ static void add_trace(cJSON *prov, const char *role, const char *path, const ms_
     ms_trace_digest d;
     if (!path || !*path)
         return;
-    trace_digest_for(path, taken, &d);
+    ms_report_trace_digest(path, taken, &d);
     cJSON_AddItemToObject(prov, role, input_json(path, ms_trace_digest_name(&d), d.hex));
 }
 
@@ -202,7 +200,7 @@ cJSON *ms_report_provenance(const ms_run_config *cfg, const ms_trace_digest *tra
 static void write_line_head(FILE *f, const char *trace_path, const ms_trace_digest *taken)
 {
     ms_trace_digest d;
-    int known = trace_digest_for(trace_path, taken, &d) == 0;
+    int known = ms_report_trace_digest(trace_path, taken, &d) == 0;
     fprintf(f, "# moesim %s commit %s; trace %s %s %s", ms_version(), ms_commit(), trace_path,
             ms_trace_digest_name(&d), known ? d.hex : "unknown");
 }

@@ -40,6 +40,11 @@ void ms_report_provenance_add(cJSON *prov, const char *role, const char *path, c
 void ms_report_provenance_add_trace(cJSON *prov, const char *role, const char *path);
 void ms_report_provenance_line(FILE *f, const ms_run_config *cfg, const ms_trace_digest *trace);
 void ms_report_provenance_line_head(FILE *f, const char *trace_path);
+/* The digest that names a run's trace: `taken`, the one the run took at
+ * its open (ms_metrics.trace), when it has one; else (NULL or hex "") the
+ * file's now (trace.h ms_trace_digest_of; -1 and hex "" when it cannot be
+ * read).  Every result writer names the trace through this. */
+int ms_report_trace_digest(const char *path, const ms_trace_digest *taken, ms_trace_digest *d);
 /* {"provenance": ..., "config": ..., "metrics": ...} */
 cJSON *ms_report_json(const ms_run_config *cfg, const ms_metrics *m);
 void ms_report_table(FILE *out, const ms_run_config *cfg, const ms_metrics *m);
