@@ -134,17 +134,22 @@ static void make_room(uint64_t need)
     }
 }
 
+/* Drops the snapshots no reader uses: of path only (NULL: of every file). */
+static void drop_unused(const char *path)
+{
+    ms_trace_snapshot *s = cache.head, *next;
+    for (; s; s = next) {
+        next = s->next;
+        if (!s->users && (!path || !strcmp(s->path, path)))
+            snapshot_unlink_free(s);
+    }
+}
+
 void ms_trace_cache_enable(uint64_t max_bytes)
 {
     cache.max_bytes = max_bytes;
-    if (max_bytes == 0) {
-        ms_trace_snapshot *s = cache.head, *next;
-        for (; s; s = next) {
-            next = s->next;
-            if (!s->users)
-                snapshot_unlink_free(s);
-        }
-    }
+    if (max_bytes == 0)
+        drop_unused(NULL);
 }
 
 uint64_t ms_trace_cache_loads(void)
@@ -225,19 +230,6 @@ static void name_loaded(ms_trace_snapshot *s)
     }
 }
 
-/* Drops the unused snapshots of path: earlier versions of the file (its
- * identity changed), which this path no longer names; their memory goes to
- * the version about to be loaded instead of waiting for eviction. */
-static void drop_earlier_versions(const char *path)
-{
-    ms_trace_snapshot *s = cache.head, *next;
-    for (; s; s = next) {
-        next = s->next;
-        if (!s->users && !strcmp(s->path, path))
-            snapshot_unlink_free(s);
-    }
-}
-
 ms_trace_snapshot *ms_trace_cache_acquire(const char *path)
 {
     file_identity id;
@@ -247,7 +239,7 @@ ms_trace_snapshot *ms_trace_cache_acquire(const char *path)
     while (s && !same_file(s, path, &id))
         s = s->next;
     if (!s) {
-        drop_earlier_versions(path);
+        drop_unused(path); /* earlier versions of the file: this path no longer names them */
         s = ms_xcalloc(1, sizeof *s);
         s->path = ms_xstrdup(path);
         s->id = id;
