@@ -120,3 +120,7 @@ params_fail(periods_count 2 "bad_periods_count.ini:10: \\[periods\\] period has 
   trace gen --params ${FIT_DATA}/bad_periods_count.ini -o ${FIT_OUT})
 params_fail(period_repeat_alone 1 "period_repeat = 0.5 needs decode_period >= 1"
   trace gen --model mixtral-8x7b --set period_repeat=0.5 -o ${FIT_OUT})
+
+# moesim trace fit --against MODEL: a short fit, its section in a profile, bad flags
+add_test(NAME fit.against COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli/fit_against.sh
+         $<TARGET_FILE:moesim> ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/fit_against)

@@ -82,3 +82,8 @@ file(REMOVE ${DIR}/gen_a.h5 ${DIR}/gen_b.h5 ${DIR}/gen_c.h5 ${DIR}/gen_d.h5)
 string(REPLACE ";" " " GEN_SMALL_TEXT "${GEN_SMALL}")
 add_test(NAME gen.cli.deterministic_files
          COMMAND ${CMAKE_COMMAND} -DEXE=${GEN_EXE} -DDIR=${GEN_DIR} "-DSMALL=${GEN_SMALL_TEXT}" -P ${GEN_CHECK})
+
+# A model profile's [routing] section: knobs act as defaults, --set overrides,
+# bad sections are one line naming file, line and knob.
+add_test(NAME cli.gen.routing_profile COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli/routing_profile.sh
+         $<TARGET_FILE:moesim> ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/routing_profile)

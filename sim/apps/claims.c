@@ -248,7 +248,8 @@ static int synthetic_trace(cl_ctx *c, const ms_model *model, const cl_claim *cl,
     snprintf(c->trace_models[i], sizeof c->trace_models[i], "%s", name);
     snprintf(c->traces[i], sizeof c->traces[i], "%s/claims-%s.h5", c->o->out_dir, name);
     ms_gen_params p;
-    ms_gen_defaults(&p);
+    if (ms_gen_model_defaults(&p, model, c->err)) /* the model's fitted routing (docs/generator.md) */
+        return -1;
     char num[32];
     snprintf(num, sizeof num, "%u", n);
     int qa = cl->short_requests;

@@ -220,7 +220,8 @@ static const char *const mapstore_models[] = {"mixtral-8x7b", "qwen1.5-moe-a2.7b
 static int mapstore_trace(const ms_fig_ctx *c, const ms_model *model, const char *path, ms_err *err)
 {
     ms_gen_params p;
-    ms_gen_defaults(&p);
+    if (ms_gen_model_defaults(&p, model, err))
+        return -1;
     p.seed = c->seed;
     p.requests = 8; /* about 1,700 iterations; 6 requests train: more than the largest store */
     (void)model;

@@ -225,29 +225,35 @@ static int resolve_path(const ms_golden *g, uint32_t line, const char *raw, char
 /* "model=NAME,knob=value,..." */
 static int parse_gen(const ms_golden *g, uint32_t line, const char *kv, ms_golden_source *s, ms_err *err)
 {
-    ms_gen_defaults(&s->gen);
-    char *copy = ms_xstrdup(kv), *save = NULL;
+    /* two passes: the model (its [routing] knobs are the defaults), then the
+     * knobs, wherever model= stands in the list */
     int have_model = 0, rc = 0;
-    for (char *item = strtok_r(copy, ",", &save); item && !rc; item = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(item, '=');
-        if (!eq) {
-            rc = field_fail(err, g, line, MS_GCOL_TRACE, "gen: '%s' is not knob=value", item);
-            break;
+    for (int pass = 0; pass < 2 && !rc; pass++) {
+        char *copy = ms_xstrdup(kv), *save = NULL;
+        for (char *item = strtok_r(copy, ",", &save); item && !rc; item = strtok_r(NULL, ",", &save)) {
+            char *eq = strchr(item, '=');
+            if (!eq) {
+                rc = field_fail(err, g, line, MS_GCOL_TRACE, "gen: '%s' is not knob=value", item);
+                break;
+            }
+            *eq = 0;
+            int is_model = !strcmp(item, "model");
+            if (pass == 0 && is_model) {
+                if (have_model)
+                    rc = field_fail(err, g, line, MS_GCOL_TRACE, "gen: model given twice");
+                else if (ms_model_load(eq + 1, &s->gen_model, err) || ms_gen_model_defaults(&s->gen, &s->gen_model, err))
+                    rc = field_fail(err, g, line, MS_GCOL_TRACE, "gen: %s", err->msg);
+                have_model = 1;
+            } else if (pass == 1 && !is_model && ms_gen_set(&s->gen, item, eq + 1, err)) {
+                rc = field_fail(err, g, line, MS_GCOL_TRACE, "%s", err->msg);
+            }
         }
-        *eq = 0;
-        if (!strcmp(item, "model")) {
-            if (ms_model_load(eq + 1, &s->gen_model, err))
-                rc = field_fail(err, g, line, MS_GCOL_TRACE, "gen: %s", err->msg);
-            have_model = 1;
-        } else if (ms_gen_set(&s->gen, item, eq + 1, err)) {
-            rc = field_fail(err, g, line, MS_GCOL_TRACE, "%s", err->msg);
-        }
+        free(copy);
+        if (!rc && pass == 0 && !have_model)
+            return field_fail(err, g, line, MS_GCOL_TRACE, "gen:%s names no model (gen:model=NAME,...)", kv);
     }
-    free(copy);
     if (rc)
         return -1;
-    if (!have_model)
-        return field_fail(err, g, line, MS_GCOL_TRACE, "gen:%s names no model (gen:model=NAME,...)", kv);
     if (ms_gen_validate(&s->gen, &s->gen_model, err))
         return field_fail(err, g, line, MS_GCOL_TRACE, "gen:%s: %s", kv, err->msg);
     return 0;

@@ -85,7 +85,8 @@ static int parse_demo_flags(int argc, char **argv, demo_flags *f)
 static int generate_trace(const demo_flags *f, const ms_model *model, const char *path, ms_err *err)
 {
     ms_gen_params p;
-    ms_gen_defaults(&p);
+    if (ms_gen_model_defaults(&p, model, err)) /* the model's fitted routing (docs/generator.md) */
+        return -1;
     p.seed = f->seed;
     p.requests = f->requests;
     ms_gen_summary sum;

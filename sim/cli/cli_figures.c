@@ -136,7 +136,8 @@ static int path_ok_for_gnuplot(const char *p)
 static int generate_default(const fig_flags *f, const ms_model *model, const char *path, ms_err *err)
 {
     ms_gen_params p;
-    ms_gen_defaults(&p);
+    if (ms_gen_model_defaults(&p, model, err))
+        return -1;
     p.seed = f->seed;
     p.requests = f->requests;
     ms_gen_summary sum;

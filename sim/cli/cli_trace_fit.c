@@ -10,10 +10,13 @@
 #include "sim/core/params.h"
 #include "sim/cli/cli_trace_common.h"
 #include "traces/synth/fit.h"
+#include "traces/synth/fit_targets.h"
 
 static const char fit_help[] =
     "usage: moesim trace fit TRACE -o PARAMS.ini [--seed N] [--trial-seeds N] [--passes N]\n"
     "                        [--decode-phases N]\n"
+    "       moesim trace fit --against MODEL -o ROUTING.ini [--seed N] [--trial-seeds N]\n"
+    "                        [--trial-requests N] [--max-evals N]\n"
     "\n"
     "Estimates generator parameters from TRACE (recorded or synthetic) and\n"
     "writes them, with the trace's shape (L, J, K, per-layer bytes) and\n"
@@ -51,7 +54,18 @@ static const char fit_help[] =
     "  --passes N          rounds of coordinate search, 1..8 (default 2)\n"
     "  --decode-phases N   one-request TRACE: measure the decode popularity in N\n"
     "                      phases of the generation, 1..16 (default 2, the halves;\n"
-    "                      docs/traces.md \"Decode phases\")\n";
+    "                      docs/traces.md \"Decode phases\")\n"
+    "\n"
+    "--against MODEL fits the routing knobs of model profile MODEL to its\n"
+    "published locality targets (sim/profiles/targets/MODEL.ini; moesim trace\n"
+    "stats --against): pref_alpha, decode_reuse / decode_mix (one locality knob,\n"
+    "as above) and decode_recall together, by GSL's Nelder-Mead simplex on\n"
+    "seeded trial generations of the model's default lengths, minimising the\n"
+    "squared errors in units of each target's tolerance; writes the [routing]\n"
+    "section and its [source] lines for the profile (traces/synth/fit_targets.h,\n"
+    "docs/generator.md \"Per-model routing\").\n"
+    "  --trial-requests N  requests per trial generation, 1..4096 (default 16)\n"
+    "  --max-evals N       objective evaluations at most, 1..1000 (default 80)\n";
 
 static int parse_count(const char *flag, const char *v, unsigned long long lo, unsigned long long hi,
                        unsigned long long *out)
@@ -61,11 +75,48 @@ static int parse_count(const char *flag, const char *v, unsigned long long lo, u
     return 0;
 }
 
+/* trace fit --against MODEL: the model's routing knobs to its targets. */
+static int fit_against(const char *model, const char *in, const char *out, int trace_only,
+                       const ms_fit_targets_options *o)
+{
+    if (in)
+        return ms_cli_usage("trace fit: --against MODEL fits a profile to its targets: no TRACE ('%s')", in);
+    if (trace_only)
+        return ms_cli_usage("trace fit: --passes and --decode-phases go with a TRACE, not --against");
+    if (!out || !*out)
+        return ms_cli_usage("trace fit: missing -o ROUTING.ini");
+    ms_err err;
+    if (ms_out_check("-o", out, &err))
+        return ms_cli_error(err.msg);
+    ms_model m;
+    if (ms_model_load(model, &m, &err))
+        return ms_cli_error(err.msg);
+    ms_targets *ts = ms_xcalloc(1, sizeof *ts);
+    ms_fit_targets_result *r = ms_xcalloc(1, sizeof *r);
+    int rc = ms_targets_load(m.name, ts, &err) || ms_fit_targets(&m, ts, o, r, &err) ||
+             ms_fit_targets_write(&m, ts, o, r, out, &err);
+    if (!rc) {
+        printf("wrote %s: %s, %d targets, %u evaluations, %u trial generations; cost %.4g -> %.4g\n", out, m.name,
+               ts->n, r->evals, r->generations, r->start_cost, r->cost);
+        for (int i = 0; i < ts->n; i++)
+            printf("  %-22s target %.3f  start %.3f  fitted %.3f\n", ts->t[i].name, ts->t[i].value,
+                   r->start_measured[i], r->measured[i]);
+        printf("  pref_alpha %.4g, decode_reuse %.4g, decode_mix %.4g, decode_recall %.4g\n", r->p.pref_alpha,
+               r->p.decode_reuse, r->p.decode_mix, r->p.decode_recall);
+    }
+    free(ts);
+    free(r);
+    return rc ? ms_cli_error(err.msg) : 0;
+}
+
 int ms_cli_trace_fit(int argc, char **argv)
 {
-    const char *in = NULL, *out = NULL;
+    const char *in = NULL, *out = NULL, *against = NULL;
     ms_fit_options o;
     ms_fit_default_options(&o);
+    ms_fit_targets_options to;
+    ms_fit_targets_default_options(&to);
+    int trace_only = 0, against_only = 0;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
@@ -73,7 +124,8 @@ int ms_cli_trace_fit(int argc, char **argv)
             return 0;
         }
         int valued = !strcmp(f, "-o") || !strcmp(f, "--output") || !strcmp(f, "--seed") ||
-                     !strcmp(f, "--trial-seeds") || !strcmp(f, "--passes") || !strcmp(f, "--decode-phases");
+                     !strcmp(f, "--trial-seeds") || !strcmp(f, "--passes") || !strcmp(f, "--decode-phases") ||
+                     !strcmp(f, "--against") || !strcmp(f, "--trial-requests") || !strcmp(f, "--max-evals");
         if (!valued) {
             if (f[0] == '-' && f[1])
                 return ms_cli_usage("trace fit: unknown option '%s' (see moesim trace fit --help)", f);
@@ -91,21 +143,39 @@ int ms_cli_trace_fit(int argc, char **argv)
             if (out)
                 return ms_cli_usage("trace fit: -o given twice");
             out = v;
+        } else if (!strcmp(f, "--against")) {
+            if (against)
+                return ms_cli_usage("trace fit: --against given twice");
+            against = v;
         } else if (!strcmp(f, "--seed")) {
             if (!(rc = parse_count(f, v, 0, 4294967294ull - 64, &n)))
-                o.seed = n;
+                o.seed = to.seed = n;
         } else if (!strcmp(f, "--trial-seeds")) {
             if (!(rc = parse_count(f, v, 1, 16, &n)))
-                o.trial_seeds = (uint32_t)n;
+                o.trial_seeds = to.trial_seeds = (uint32_t)n;
         } else if (!strcmp(f, "--decode-phases")) {
+            trace_only = 1;
             if (!(rc = parse_count(f, v, 1, MS_GEN_MAX_PHASES, &n)))
                 o.decode_phases = (uint32_t)n;
+        } else if (!strcmp(f, "--trial-requests")) {
+            against_only = 1;
+            if (!(rc = parse_count(f, v, 1, 4096, &n)))
+                to.trial_requests = n;
+        } else if (!strcmp(f, "--max-evals")) {
+            against_only = 1;
+            if (!(rc = parse_count(f, v, 1, 1000, &n)))
+                to.max_evals = (uint32_t)n;
         } else if (!(rc = parse_count(f, v, 1, 8, &n))) {
+            trace_only = 1;
             o.passes = (uint32_t)n;
         }
         if (rc)
             return rc;
     }
+    if (against)
+        return fit_against(against, in, out, trace_only, &to);
+    if (against_only)
+        return ms_cli_usage("trace fit: --trial-requests and --max-evals go with --against MODEL");
     if (!in)
         return ms_cli_usage("trace fit: missing TRACE (usage: moesim trace fit TRACE -o PARAMS.ini)");
     if (!out || !*out)

@@ -235,9 +235,10 @@ int ms_cli_trace_gen(int argc, char **argv)
         } else {
             model = file.model;
         }
-    } else {
+    } else { /* the defaults and the model's [routing] knobs (docs/generator.md) */
         memset(&file, 0, sizeof file);
-        ms_gen_defaults(&file.p);
+        if (ms_gen_model_defaults(&file.p, &model, &err))
+            return ms_cli_error(err.msg);
     }
     ms_gen_params p = file.p;
     if ((rc = apply_settings(&a, &p))) {

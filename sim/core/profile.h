@@ -12,6 +12,19 @@
 
 #include "sim/core/err.h"
 
+/* One generator knob of a model's [routing] section (docs/generator.md
+ * "Per-model routing"): the profile reader keeps it as text with its line and
+ * its [source] routing.KEY citation (status "fitted" or "estimate"); the
+ * generator (traces/synth/gen.h, ms_gen_model_defaults) checks the knob and
+ * its value, naming this file and line. */
+#define MS_ROUTING_MAX 24
+typedef struct {
+    char key[32];
+    char value[48];
+    char source[200];
+    int line;
+} ms_routing_knob;
+
 typedef struct {
     char name[128];
     char description[256];
@@ -34,6 +47,8 @@ typedef struct {
     char source[512];
     char file[1024];          /* the file it was read from, and its SHA-256 (provenance of results) */
     char sha256[65];
+    int n_routing;            /* [routing] knobs, in file order */
+    ms_routing_knob routing[MS_ROUTING_MAX];
 } ms_model;
 
 typedef struct {

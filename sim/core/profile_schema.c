@@ -23,7 +23,7 @@
 
 /* ---- models ---- */
 
-static const char *const model_sections[] = {"model", "bytes_per_expert", "source", NULL};
+static const char *const model_sections[] = {"model", "bytes_per_expert", "routing", "source", NULL};
 static const char *const model_statuses[] = {"V", "V2", "D", "U", NULL};
 
 static const field_spec model_fields[] = {

@@ -190,9 +190,75 @@ int pf_store_number(parse_ctx *c, const field_spec *f, const char *value)
     return 0;
 }
 
+/* ---- a model's [routing] knobs (kept as text; the generator checks them) ---- */
+
+static ms_routing_knob *find_knob(parse_ctx *c, const char *key)
+{
+    ms_model *m = c->out;
+    for (int i = 0; i < m->n_routing; i++)
+        if (!strcmp(m->routing[i].key, key))
+            return &m->routing[i];
+    return NULL;
+}
+
+static int store_routing(parse_ctx *c, const char *key, const char *value)
+{
+    ms_model *m = c->out;
+    if (find_knob(c, key))
+        return pf_ctx_fail(c, "[routing] %s: given twice", key);
+    if (m->n_routing == MS_ROUTING_MAX)
+        return pf_ctx_fail(c, "[routing] %s: more than %d knobs", key, MS_ROUTING_MAX);
+    ms_routing_knob *k = &m->routing[m->n_routing];
+    if (!pf_is_plain_name(key) || strlen(key) >= sizeof k->key)
+        return pf_ctx_fail(c, "[routing] %s: not a knob name", key);
+    if (!value[0] || strlen(value) >= sizeof k->value)
+        return pf_ctx_fail(c, "[routing] %s = '%s': need 1 .. %zu characters", key, value, sizeof k->value - 1);
+    snprintf(k->key, sizeof k->key, "%s", key);
+    snprintf(k->value, sizeof k->value, "%s", value);
+    k->line = c->line;
+    m->n_routing++;
+    return 0;
+}
+
+/* [source] routing.KNOB = fitted <how> | estimate <why>: after its knob. */
+static int store_routing_source(parse_ctx *c, const char *key, const char *value)
+{
+    const char *name = key + strlen("routing.");
+    ms_routing_knob *k = find_knob(c, name);
+    if (!k)
+        return pf_ctx_fail(c, "[source] %s: no knob %s in [routing] above", key, name);
+    if (k->source[0])
+        return pf_ctx_fail(c, "duplicate key '%s' in [source]", key);
+    size_t n = strcspn(value, " \t");
+    if (!value[n] || !((n == 6 && !strncmp(value, "fitted", 6)) || (n == 8 && !strncmp(value, "estimate", 8))))
+        return pf_ctx_fail(c, "[source] %s = '%s': expected 'fitted <target, command>' or 'estimate <why>'", key,
+                           value);
+    if (strlen(value) >= sizeof k->source)
+        return pf_ctx_fail(c, "[source] %s: longer than %zu characters", key, sizeof k->source - 1);
+    snprintf(k->source, sizeof k->source, "%s", value);
+    return 0;
+}
+
+/* Every [routing] knob is cited (reported at the knob's line). */
+static int check_routing_sources(parse_ctx *c)
+{
+    if (c->schema != &pf_model_schema)
+        return 0;
+    const ms_model *m = c->out;
+    for (int i = 0; i < m->n_routing; i++)
+        if (!m->routing[i].source[0]) {
+            c->line = m->routing[i].line;
+            return pf_ctx_fail(c, "[routing] %s: no [source] routing.%s entry (fitted ... or estimate ...)",
+                               m->routing[i].key, m->routing[i].key);
+        }
+    return 0;
+}
+
 /* A [source] value starts with its status word, then the citation. */
 static int store_source(parse_ctx *c, const char *key, const char *value)
 {
+    if (c->schema == &pf_model_schema && !strncmp(key, "routing.", 8))
+        return store_routing_source(c, key, value);
     int g = pf_find_group(c, key);
     if (g < 0) {
         char known[512] = "";
@@ -235,6 +301,8 @@ static int on_ini_value(void *user, const char *section, const char *name, const
         return pf_ctx_fail(c, "key '%s' outside any [section]", name) == 0;
     if (!strcmp(section, "source"))
         return store_source(c, name, value) == 0;
+    if (!strcmp(section, "routing"))
+        return store_routing(c, name, value) == 0;
     int i = find_field(c->schema, section, name);
     if (i < 0)
         return pf_ctx_fail(c, "unknown key '%s' in [%s]", name, section) == 0;
@@ -272,6 +340,8 @@ static int group_needed(const parse_ctx *c, int g)
 
 int pf_check_required(parse_ctx *c)
 {
+    if (check_routing_sources(c))
+        return -1;
     c->line = 0;
     for (int i = 0; i < c->schema->nfields; i++) {
         const field_spec *f = &c->schema->fields[i];

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Every document the code and the docs cite is in the repository:
 #  - a path ending in .md written in a source, script, CMake file, profile or
-#    doc page (docs/engine.md, tests/data/record/README.md, ...) exists;
+#    doc page (docs/engine.md, tests/data/record/README.md, ...) exists; a
+#    path in another repository, cited as OWNER/REPO@COMMIT PATH, is not ours;
 #  - a Markdown link [text](target) in README.md or docs/ points at a file
 #    that exists (anchors and URLs aside);
 #  - nothing cites the design documents that live outside the repository
@@ -23,7 +24,8 @@ files=$(find README.md docs sim traces policies kernels bench plots tests CMakeL
 
 # paths with a folder part that end in .md
 for f in $files; do
-    grep -oE '[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+\.md' "$f" | sort -u | while read -r p; do
+    sed -E 's#[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+@[0-9a-f]{7,40} [^ ,;]+##g' "$f" |
+        grep -oE '[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+\.md' | sort -u | while read -r p; do
         case $p in
             ../shared/*|http*|*://*) continue ;;
         esac

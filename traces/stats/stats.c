@@ -231,7 +231,11 @@ ms_stats *ms_stats_new(const ms_trace_meta *meta, ms_err *err)
                 (unsigned long long)MS_STATS_MAX_PAIR_CELLS);
         return NULL;
     }
+    ms_locality *loc = ms_locality_new(meta->L, meta->J, meta->K, err);
+    if (!loc)
+        return NULL;
     ms_stats *s = ms_xcalloc(1, sizeof *s);
+    s->loc = loc;
     clog2c_fill(s->clog2c);
     uint32_t L = meta->L, J = meta->J, K = meta->K;
     s->L = L;
@@ -486,6 +490,7 @@ int ms_stats_add(ms_stats *s, const ms_request *req, ms_err *err)
     }
     end_request(s);
     add_halves(s, req);
+    ms_locality_add(s->loc, req);
     s->n_requests++;
     s->n_iterations += req->n_iters;
     s->n_decode_steps += dstep;
@@ -497,6 +502,7 @@ void ms_stats_free(ms_stats *s)
 {
     if (!s)
         return;
+    ms_locality_free(s->loc);
     free(s->activations);
     free(s->missing);
     scope_free(&s->iter);

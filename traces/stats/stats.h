@@ -136,6 +136,9 @@ void ms_stats_finish(ms_stats *s);
 const ms_stats_report *ms_stats_report_get(const ms_stats *s);
 /* Everything in the report as one JSON object (caller frees with cJSON_Delete). */
 cJSON *ms_stats_to_json(const ms_stats *s);
+/* The cache-locality statistics (traces/stats/locality.h), complete after
+ * ms_stats_finish. */
+const struct ms_locality *ms_stats_locality(const ms_stats *s);
 /* Readable table: one row per layer, then the means over layers. */
 void ms_stats_print(const ms_stats *s, FILE *out);
 void ms_stats_free(ms_stats *s);

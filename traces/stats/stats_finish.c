@@ -265,3 +265,8 @@ const ms_stats_report *ms_stats_report_get(const ms_stats *s)
 {
     return s && s->finished ? &s->rep : NULL;
 }
+
+const struct ms_locality *ms_stats_locality(const ms_stats *s)
+{
+    return s->loc;
+}

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "traces/stats/locality.h"
 #include "traces/stats/stats.h"
 
 /* Sparse per-layer counters over J experts: counts, weight sums and the list
@@ -73,6 +74,8 @@ struct ms_stats {
     uint32_t *row_n;     /* [L] */
     uint32_t *row_top1;  /* [L] */
     double *scratch;     /* [J] */
+
+    ms_locality *loc; /* LRU stack distances and reuse distances (locality.h) */
 
     ms_stats_report rep;
 };

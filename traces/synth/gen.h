@@ -122,6 +122,12 @@ typedef struct {
 typedef int (*ms_gen_emit_fn)(const ms_request *req, const ms_gen_info *info, void *ctx);
 
 void ms_gen_defaults(ms_gen_params *p);
+/* The defaults, then the model profile's [routing] knobs (docs/generator.md
+ * "Per-model routing"): a knob that is not a routing knob, unknown, malformed
+ * or out of range is one line naming the profile, line, knob and value. */
+int ms_gen_model_defaults(ms_gen_params *p, const ms_model *m, ms_err *err);
+/* 1 when a [routing] section may set this knob. */
+int ms_gen_is_routing_knob(const char *key);
 /* Sets one knob from text (CLI `--set k=v`, params files): unknown key,
  * malformed or out-of-range value are one-line errors naming knob and value. */
 int ms_gen_set(ms_gen_params *p, const char *key, const char *value, ms_err *err);

@@ -171,6 +171,43 @@ void ms_gen_defaults(ms_gen_params *p)
     }
 }
 
+/* The knobs a model profile's [routing] section may set: those of the
+ * routing's generative model, not a run's size, seed, lengths or storage. */
+static const char *const routing_knobs[] = {
+    "clusters",    "cluster_skew", "pref_alpha",   "request_conc",  "balance",         "layer_corr",
+    "trans_alpha", "decode_reuse", "decode_recall", "decode_mix",   "gate_alpha",      "weight_power",
+    "token_repeat", "token_noise", "decode_period", "period_repeat", "spec_noise",     "embed_req_noise",
+    "embed_tok_noise", "token_affinity", NULL};
+
+int ms_gen_is_routing_knob(const char *key)
+{
+    for (int i = 0; routing_knobs[i]; i++)
+        if (!strcmp(routing_knobs[i], key))
+            return 1;
+    return 0;
+}
+
+int ms_gen_model_defaults(ms_gen_params *p, const ms_model *m, ms_err *err)
+{
+    ms_gen_defaults(p);
+    for (int i = 0; i < m->n_routing; i++) {
+        const ms_routing_knob *k = &m->routing[i];
+        ms_err e;
+        if (!ms_gen_is_routing_knob(k->key)) {
+            if (find_knob(k->key))
+                return ms_fail(err, "%s:%d: [routing] %s: not a routing knob (a run's choice: trace gen --set or a flag)",
+                               m->file, k->line, k->key);
+            return ms_fail(err, "%s:%d: [routing] %s: unknown knob (moesim trace gen --help lists them)", m->file,
+                           k->line, k->key);
+        }
+        if (ms_gen_set(p, k->key, k->value, &e)) {
+            const char *why = strncmp(e.msg, "trace gen: ", 11) ? e.msg : e.msg + 11;
+            return ms_fail(err, "%s:%d: [routing] %s = %s: %s", m->file, k->line, k->key, k->value, why);
+        }
+    }
+    return 0;
+}
+
 void ms_gen_print_knobs(FILE *out)
 {
     for (size_t i = 0; i < N_KNOBS; i++) {
