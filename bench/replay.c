@@ -137,7 +137,11 @@ static const char *trace_for(const char *model_name, const ms_model *model, unsi
                              char *buf, size_t n)
 {
     ms_gen_params p;
-    ms_gen_defaults(&p);
+    ms_err gerr;
+    if (ms_gen_model_defaults(&p, model, &gerr)) {
+        fprintf(stderr, "bench_replay: %s\n", gerr.msg);
+        return NULL;
+    }
     p.seed = 7;
     p.requests = 0;
     p.layer_steps = steps_target;
@@ -191,6 +195,8 @@ int main(int argc, char **argv)
     char gen_path[512];
     if (!trace)
         trace = trace_for(model_name, &model, steps_target, gen_path, sizeof gen_path);
+    if (!trace)
+        die("cannot generate the bench trace");
     uint64_t steps = 0;
     double read_ids = 1e300, read_all = 1e300;
     for (unsigned r = 0; r < repeat; r++) {
