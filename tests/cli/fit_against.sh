@@ -19,8 +19,9 @@ awk '/cost/ { for (i = 1; i <= NF; i++) if ($i == "->") { a = $(i-1); b = $(i+1)
      END { exit !(b + 0 <= a + 0) }' out1.txt || { echo "FAIL: cost went up: $(grep cost out1.txt)"; fail=1; }
 # the section goes into a copy of the profile as it is
 base="$src/sim/profiles/models/mixtral-8x7b.ini"
-{ sed '/^\[source\]/,$d' "$base"; sed -n '/^\[routing\]/,/^$/p' r1.ini; sed -n '/^\[source\]/,$p' "$base";
-  sed -n '/^\[source\]/,$p' r1.ini | grep '^routing\.'; } > fitted.ini
+# (the shipped profile's own [routing] section and citations replaced)
+{ sed '/^\[routing\]/,/^$/d; /^\[source\]/,$d' "$base"; sed -n '/^\[routing\]/,/^$/p' r1.ini;
+  sed -n '/^\[source\]/,$p' "$base" | grep -v '^routing\.'; sed -n '/^\[source\]/,$p' r1.ini | grep '^routing\.'; } > fitted.ini
 "$moesim" trace gen --model fitted.ini -o t.h5 --requests 2 --set prompt_median=8 --set output_median=8 > /dev/null ||
     { echo "FAIL: the fitted section does not load"; fail=1; }
 one() { # RC WANT ARGS...: exit RC and one line of stderr holding WANT

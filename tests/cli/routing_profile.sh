@@ -9,11 +9,11 @@ moesim=$1; src=$2; work=$3
 mkdir -p "$work" && cd "$work" || exit 2
 fail=0
 base="$src/sim/profiles/models/mixtral-8x7b.ini"
-# prof NAME ROUTING_LINES SOURCE_LINES: the Mixtral profile with a [routing]
-# section and [source] lines added
+# prof NAME ROUTING_LINES SOURCE_LINES: the Mixtral profile with its own
+# [routing] section and citations replaced by these
 prof() {
-    { sed '/^\[source\]/,$d' "$base"; printf '[routing]\n%b' "$2"; printf '\n'; sed -n '/^\[source\]/,$p' "$base";
-      printf '%b' "$3"; } > "$1.ini"
+    { sed '/^\[routing\]/,/^$/d; /^\[source\]/,$d' "$base"; printf '[routing]\n%b' "$2"; printf '\n';
+      sed -n '/^\[source\]/,$p' "$base" | grep -v '^routing\.'; printf '%b' "$3"; } > "$1.ini"
 }
 gen() { "$moesim" trace gen --requests 3 --seed 5 --set prompt_median=8 --set output_median=8 "$@"; }
 expect_err() { # NAME WANT: trace gen with NAME.ini fails with exit 1 and one line holding WANT
@@ -26,8 +26,9 @@ expect_err() { # NAME WANT: trace gen with NAME.ini fails with exit 1 and one li
 cited='routing.pref_alpha = fitted test\nrouting.decode_reuse = estimate test\n'
 prof good 'pref_alpha = 6\ndecode_reuse = 0\n' "$cited"
 gen --model good.ini -o good.h5 > /dev/null || { echo "FAIL good: trace gen failed"; fail=1; }
-gen --model "$base" -o set.h5 --set pref_alpha=6 --set decode_reuse=0 > /dev/null
-gen --model "$base" -o plain.h5 > /dev/null
+prof none '' ''
+gen --model none.ini -o set.h5 --set pref_alpha=6 --set decode_reuse=0 > /dev/null
+gen --model none.ini -o plain.h5 > /dev/null
 gen --model good.ini -o over.h5 --set pref_alpha=0.3 --set decode_reuse=0.2 > /dev/null
 "$moesim" trace stats good.h5 --json > good.json && "$moesim" trace stats set.h5 --json > set.json &&
     "$moesim" trace stats plain.h5 --json > plain.json && "$moesim" trace stats over.h5 --json > over.json

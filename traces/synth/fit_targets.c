@@ -161,6 +161,11 @@ int ms_fit_targets(const ms_model *m, const ms_targets *ts, const ms_fit_targets
         r->p.decode_recall = strtod(buf, NULL);
         rc = measure(&c, &r->p, r->measured);
         r->cost = cost_of(ts, r->measured);
+        if (!rc && r->cost > r->start_cost) { /* never worse than the profile's knobs */
+            r->p = c.base;
+            memcpy(r->measured, r->start_measured, sizeof r->measured);
+            r->cost = r->start_cost;
+        }
     }
     r->evals = c.evals;
     r->generations = c.generations;

@@ -18,6 +18,8 @@
  *                    previous step (small caches);
  *   decode_recall    0.95 / (1 + exp(-x2)): reuse a few steps back (middle
  *                    sizes).
+ * The result is never worse than the start: when the rounded best point
+ * costs more than the profile's knobs, those are written again.
  * Trials: trial_seeds generations of trial_requests requests each with
  * seeds seed+1 ..; the same flags give the same result. */
 #ifndef MS_FIT_TARGETS_H
