@@ -19,7 +19,7 @@ function(ov_fail name code regex)
 endfunction()
 ov_fail(bad_value 1 "^moesim: --set platform.gpu_mem_bytes=lots: \\[gpu\\] gpu_mem_bytes = 'lots': not a byte size such as 24GiB$"
         run --trace ${OV_T} --cache-experts 16 --set platform.gpu_mem_bytes=lots)
-ov_fail(out_of_range 1 "^moesim: --set platform.h2d_bw=0: \\[link\\] h2d_bw = '0': must be > 0"
+ov_fail(out_of_range 1 "^moesim: --set platform.h2d_bw=0: \\[link\\] h2d_bw = '0': must be in \\[0.1, 10000\\] GB/s \\(the plausible range, docs/profile-files.md\\)$"
         run --trace ${OV_T} --cache-experts 16 --set platform.h2d_bw=0)
 ov_fail(unknown_key 1 "^moesim: --set platform.gpu_mem=1: unknown platform key 'gpu_mem' \\(known: description, gpu_mem_bytes,"
         run --trace ${OV_T} --cache-experts 16 --set platform.gpu_mem=1)
