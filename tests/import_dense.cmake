@@ -54,4 +54,4 @@ dcm_fail(raw_too_many 1 "topk_raw/layer0.csv:2: 2 values > 0, more than K=1 \\(-
   --probs topk_raw --topk 1 ${DCM_DATA}/topk_raw)
 dcm_fail(id_is_seq 1 "named_cols/layer0.csv:1: --id-columns: column 'seqno' is the sequence column"
   --seq-column seqno --id-columns seqno ${DCM_DATA}/named_cols)
-dcm_fail(probs_bad 2 "--probs: 'sparse' is not full, topk_renorm or topk_raw" --probs sparse ${DCM_DATA}/topk_raw)
+dcm_fail(probs_bad 2 "--probs: 'sparse' is not full, topk_renorm, topk_raw or topk_ids" --probs sparse ${DCM_DATA}/topk_raw)

@@ -33,7 +33,7 @@ set(_bad_json_cases
   "bad_expert|{\"request_id\": 0, \"token_idx\": 0, \"layer\": 0, \"topk_ids\": [1, 4], \"topk_weights\": [0.5, 0.5], \"is_prompt\": true}|bad_expert.jsonl:1: field topk_ids: expert id 4 out of range .0, 4\\)"
   "bad_count|{\"request_id\": 0, \"token_idx\": 0, \"layer\": 0, \"topk_ids\": [1, 2], \"topk_weights\": [0.5, 0.5], \"is_prompt\": true}\n{\"request_id\": 0, \"token_idx\": 0, \"layer\": 1, \"topk_ids\": [1], \"topk_weights\": [1], \"is_prompt\": true}|bad_count.jsonl:2: field topk_ids: 1 entries, expected K=2"
   "bad_sum|{\"request_id\": 0, \"token_idx\": 0, \"layer\": 0, \"topk_ids\": [1, 2], \"topk_weights\": [0.5, 0.2], \"is_prompt\": true}|bad_sum.jsonl:1: field topk_weights: weights sum to 0.7, expected 1"
-  "no_phase|{\"request_id\": 0, \"token_idx\": 0, \"layer\": 0, \"topk_ids\": [1, 2], \"topk_weights\": [0.5, 0.5]}|no_phase.jsonl:1: field is_prompt: missing \\(give --prompt-len P")
+  "no_phase|{\"request_id\": 0, \"token_idx\": 0, \"layer\": 0, \"topk_ids\": [1, 2], \"topk_weights\": [0.5, 0.5]}|no_phase.jsonl:1: field is_prompt: missing \\(a dump without a phase field: --prompt-len P when tokens < P are the prompt, --phase decode")
 foreach(c ${_bad_json_cases})
   string(REPLACE "|" ";" parts "${c}")
   list(GET parts 0 name)

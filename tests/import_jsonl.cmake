@@ -82,3 +82,62 @@ file(WRITE "${JLM_OUT}/bad_key_type.jsonl"
   "{\"request_id\": [1], \"token_idx\": 0, \"layer\": 0, \"topk_ids\": [1, 2], \"topk_weights\": [0.5, 0.5], \"is_prompt\": true}\n")
 jlm_fail(key_type 1 "bad_key_type.jsonl:1: field request_id: value \\[1\\] is not a non-negative integer or a string"
   ${JLM_OUT}/bad_key_type.jsonl)
+
+# Issue 32: three dump shapes imported as they are (hand-written, L = 2, K = 2, J = 4).
+# Per-step positions without a phase field, --prompt-len counting steps: request 0 =
+# prefill step of 3 tokens + 2 decode steps, request 1 = 2 tokens + 1 step (counted
+# as rows, --prompt-len 1 gave 2 prefill rows + 6 decode iterations)
+jlm_ok(per_step_plen
+  "2 requests, 2 prefill iterations (5 token rows) + 3 decode iterations, 16 JSON lines; no missing cells\n  token positions restart per step: 5 steps in file order; prompt = the first 1 step of each request (--prompt-len counts steps with --token-pos per-step)"
+  "${JLM}|--token-pos|per-step|--prompt-len|1|${JLM_DATA}/per_step_noprompt.jsonl")
+jlm_fail(per_step_plen_steps 1
+  "per_step_noprompt.jsonl:7: request 1 has 2 steps, fewer than --prompt-len 3 \\(with --token-pos per-step, --prompt-len counts the steps that form the prompt"
+  --token-pos per-step --prompt-len 3 ${JLM_DATA}/per_step_noprompt.jsonl)
+# decode-only, absolute positions, no phase or prompt-length field (issue 17's shape):
+# --phase decode; request 3 (tokens 4, 5) prompt 4 rows, request 8 (token 2) 2 rows,
+# all 6 x 2 x 2 = 24 prompt cells missing
+jlm_ok(decode_nophase
+  "2 requests, 2 prefill iterations (6 token rows) + 3 decode iterations, 6 JSON lines; 24 missing cells (100.0 % of prefill cells)"
+  "${JLM}|--phase|decode|${JLM_DATA}/decode_nophase.jsonl")
+import_cli_test(jsonl_decode_nophase_notes 0
+  "every line a generated token (--phase decode); 2 requests start with decode (prompt rows not in the dump: missing cells), 2 from the first decode position"
+  "${JLM}|--phase|decode|${JLM_DATA}/decode_nophase.jsonl|${JLM_OUT}/notes3.h5")
+# per-request positions: the prompt length unknown, 1 placeholder row each
+jlm_ok(decode_nophase_per_request
+  "2 requests, 2 prefill iterations (2 token rows) + 9 decode iterations, 6 JSON lines; 32 missing cells"
+  "${JLM}|--phase|decode|--token-pos|per-request|${JLM_DATA}/decode_nophase.jsonl")
+jlm_fail(phase_missing 1
+  "decode_nophase.jsonl:1: field is_prompt: missing \\(a dump without a phase field: --prompt-len P when tokens < P are the prompt, --phase decode when every line is a generated token\\)"
+  ${JLM_DATA}/decode_nophase.jsonl)
+jlm_fail(prompt_len_zero 2 "--prompt-len 0: a prompt has at least one token \\(a jsonl dump with no prompt lines: --phase decode\\)"
+  --prompt-len 0 ${JLM_DATA}/decode_nophase.jsonl)
+jlm_fail(phase_and_plen 1 "--phase decode and --prompt-len 2 contradict each other"
+  --phase decode --prompt-len 2 ${JLM_DATA}/decode_nophase.jsonl)
+jlm_fail(phase_value 2 "--phase: 'prefill' is not decode" --phase prefill ${JLM_DATA}/decode_nophase.jsonl)
+# expert ids without weights: --probs-kind topk_ids (1/K placeholders, said in `source`)
+jlm_ok(ids_only
+  "1 request, 1 prefill iteration (2 token rows) + 1 decode iterations, 6 JSON lines; no missing cells\n  expert ids only: no gate weights read, stored as the 1/K placeholder (probs_kind topk_ids)"
+  "${JLM}|--probs-kind|topk_ids|${JLM_DATA}/ids_only.jsonl")
+add_test(NAME cli.import.info_jsonl_ids_only COMMAND moesim trace info "${JLM_OUT}/ids_only.h5")
+set_tests_properties(cli.import.info_jsonl_ids_only PROPERTIES FIXTURES_REQUIRED jlm_ids_only
+  PASS_REGULAR_EXPRESSION "source: +ids_only.jsonl \\(jsonl routing log: expert ids only, weights 1/K placeholders\\).*probs kind: +topk_ids")
+jlm_fail(weights_missing 1
+  "ids_only.jsonl:1: field topk_weights: missing \\(a dump of expert ids without weights: --probs-kind topk_ids\\)"
+  ${JLM_DATA}/ids_only.jsonl)
+add_test(NAME cli.import.dense_no_topk_ids COMMAND sh ${JLM_FAIL} 1
+  "--format dense-csv: --probs-kind topk_ids is not possible \\(the files hold probabilities"
+  $<TARGET_FILE:moesim> trace import --format dense-csv --probs-kind topk_ids --topk 2
+  ${CMAKE_CURRENT_SOURCE_DIR}/data/densecsv/small ${JLM_OUT}/dense_ids.h5)
+# policies that read router weights refuse the ids-only trace; lru runs on it
+foreach(pol "prefetch|fmoe" "prefetch|hybrimoe" "cache|mrs")
+  string(REPLACE "|" ";" pv "${pol}")
+  list(GET pv 0 kind)
+  list(GET pv 1 name)
+  add_test(NAME cli.import.ids_only_refuses_${name} COMMAND sh ${JLM_FAIL} 1
+    "${kind} policy '${name}' reads router weights, but .*ids_only.h5 holds expert ids only \\(probs_kind topk_ids"
+    $<TARGET_FILE:moesim> run --trace ${JLM_OUT}/ids_only.h5 --cache-experts 4 --${kind} ${name} --train 0 --offline)
+  set_tests_properties(cli.import.ids_only_refuses_${name} PROPERTIES FIXTURES_REQUIRED jlm_ids_only)
+endforeach()
+add_test(NAME cli.import.ids_only_runs_lru COMMAND moesim run --trace ${JLM_OUT}/ids_only.h5 --cache-experts 4 --offline --json)
+set_tests_properties(cli.import.ids_only_runs_lru PROPERTIES FIXTURES_REQUIRED jlm_ids_only
+  PASS_REGULAR_EXPRESSION "\"misses\":[ \t]*8,")

@@ -14,7 +14,7 @@ function(mg_fail name code regex)
 endfunction()
 mg_fail(zero_gpus 2 "^moesim: run: --gpus 0: expected a whole number in \\[1, 64\\]$"
         run --trace ${MG_T} --model mixtral-8x7b --cache-experts 16 --gpus 0)
-mg_fail(zero_gpus_profile 1 "^moesim: --set platform.gpus=0: \\[gpu\\] gpus = '0': must be in \\[1, 64\\]$"
+mg_fail(zero_gpus_profile 1 "^moesim: --set platform.gpus=0: \\[gpu\\] gpus = '0': must be in \\[1, 64\\] \\(the plausible range, docs/profile-files.md\\)$"
         run --trace ${MG_T} --model mixtral-8x7b --cache-experts 16 --set platform.gpus=0)
 mg_fail(placement_bad_gpu 1 "bad_gpu.csv:45: 5,3,7: GPU outside 0\\.\\.1 \\(the run has 2 GPUs\\)$"
         run --trace ${MG_T} --model mixtral-8x7b --cache-experts 16 ${MG_TWO} --placement ${MG_DIR}/bad_gpu.csv)

@@ -19,7 +19,7 @@ function(ov_fail name code regex)
 endfunction()
 ov_fail(bad_value 1 "^moesim: --set platform.gpu_mem_bytes=lots: \\[gpu\\] gpu_mem_bytes = 'lots': not a byte size such as 24GiB$"
         run --trace ${OV_T} --cache-experts 16 --set platform.gpu_mem_bytes=lots)
-ov_fail(out_of_range 1 "^moesim: --set platform.h2d_bw=0: \\[link\\] h2d_bw = '0': must be > 0"
+ov_fail(out_of_range 1 "^moesim: --set platform.h2d_bw=0: \\[link\\] h2d_bw = '0': must be in \\[0.1, 10000\\] GB/s \\(the plausible range, docs/profile-files.md\\)$"
         run --trace ${OV_T} --cache-experts 16 --set platform.h2d_bw=0)
 ov_fail(unknown_key 1 "^moesim: --set platform.gpu_mem=1: unknown platform key 'gpu_mem' \\(known: description, gpu_mem_bytes,"
         run --trace ${OV_T} --cache-experts 16 --set platform.gpu_mem=1)
@@ -29,8 +29,21 @@ ov_fail(bad_spec 2 "^moesim: run: --set gpu.x=1: expected platform.KEY=VALUE or 
 ov_fail(no_value 2 "expected platform.KEY=VALUE" run --trace ${OV_T} --cache-experts 16 --set platform.h2d_bw)
 ov_fail(twice 2 "platform.h2d_bw is set twice" run --trace ${OV_T} --cache-experts 16 --set platform.h2d_bw=1GB/s --set platform.h2d_bw=2GB/s)
 ov_fail(model_without_model 1 "^moesim: --set model.top_k: needs --model$" run --trace ${OV_T} --cache-experts 16 --set model.top_k=3)
-ov_fail(model_cross_check 1 "mixtral-8x7b.ini with --set model.top_k=9: \\[model\\] top_k = 9 exceeds experts = 8$"
-        run --trace ${OV_T} --model mixtral-8x7b --cache-experts 16 --set model.top_k=9)
+ov_fail(model_cross_check 1 "mixtral-8x7b.ini with --set model.expert_params=5: \\[model\\] expert_params = 5: expected expert_matrices\\*hidden\\*expert_ffn"
+        run --trace ${OV_T} --model mixtral-8x7b --cache-experts 16 --set model.expert_params=5)
+# issue 32: a model key the trace decides, or one a run never reads, is refused (it was
+# accepted, echoed in config.overrides and changed nothing); the keys that act change the run
+ov_fail(model_trace_decides 1 "^moesim: --set model.top_k=4: the trace decides top-k \\(a run replays its routing; .*\\), so the override would change nothing \\(keys a run reads: expert_params, dense_params, hidden, dtype, expert_ffn, expert_matrices\\)$"
+        run --trace ${OV_T} --model mixtral-8x7b --cache-experts 16 --set model.top_k=4)
+ov_fail(model_trace_decides_bytes 1 "^moesim: --set model.expert_bytes=1GB: the trace decides the expert bytes of every layer"
+        run --trace ${OV_T} --model mixtral-8x7b --cache-experts 16 --set model.expert_bytes=1GB)
+ov_fail(model_not_read 1 "^moesim: --set model.vocab=5: a run does not read the vocabulary size, so the override would change nothing"
+        run --trace ${OV_T} --model mixtral-8x7b --cache-experts 16 --set model.vocab=5)
+ov_fail(figures_model_trace_decides 1 "^moesim: --set model.experts=4: the trace decides the experts per layer"
+        figures --only tpot-cache --trace ${OV_T} --model mixtral-8x7b --out ${OV_DIR}/fx --set model.experts=4)
+# (dense_params: the FLOPs of dense compute, visible when compute-bound: gpu_flops lowered)
+add_test(NAME overrides.model_acts COMMAND sh -c "m() { $<TARGET_FILE:moesim> run --trace ${OV_T} --model mixtral-8x7b --cache-experts 32 --offline --set platform.gpu_flops=1e11 --json \"$@\" | tr -d '\\n' | sed 's/.*\"metrics\"//'; } && a=$(m --set model.dense_params=60000000) && b=$(m) && [ -n \"$a\" ] && [ -n \"$b\" ] && [ \"$a\" != \"$b\" ]")
+set_tests_properties(overrides.model_acts PROPERTIES FIXTURES_REQUIRED ov_trace)
 ov_fail(validate_bad 1 "^moesim: --set platform.hbm_bw=x: \\[gpu\\] hbm_bw = 'x'"
         validate --backend host --trace ${OV_T} --model mixtral-8x7b --platform rtx3090-pcie4 --cache-experts 16 --set platform.hbm_bw=x)
 
@@ -44,6 +57,7 @@ endfunction()
 ov_sweep_fail(sweep_bad_value "^moesim: sweep_bad_value.ini:5: platform.h2d_bw = -3: \\[link\\] h2d_bw = .-3.: not a bandwidth" "platform.h2d_bw = -3\\n")
 ov_sweep_fail(sweep_unknown_key "^moesim: sweep_unknown_key.ini:5: platform.h2d_bww = 3GB/s: unknown platform key .h2d_bww." "platform.h2d_bww = 3GB/s\\n")
 ov_sweep_fail(sweep_in_point "^moesim: sweep_in_point.ini:6: platform.h2d_bw: profile overrides go in \\[sweep\\]" "[point]\\nplatform.h2d_bw = 3GB/s\\n")
+ov_sweep_fail(sweep_model_trace_decides "^moesim: sweep_model_trace_decides.ini:6: model.top_k = 4: the trace decides top-k" "model = mixtral-8x7b\\nmodel.top_k = 4\\n")
 ov_sweep_fail(sweep_twice "^moesim: sweep_twice.ini:6: key .platform.h2d_bw. given twice" "platform.h2d_bw = 3GB/s\\nplatform.h2d_bw = 4GB/s\\n")
 # and on figures: an override changes the figure's data
 add_test(NAME overrides.figures COMMAND sh -c "cd ${OV_DIR} && $<TARGET_FILE:moesim> figures --only tpot-cache --trace t.h5 --out fa >/dev/null && $<TARGET_FILE:moesim> figures --only tpot-cache --trace t.h5 --out fb --set platform.h2d_bw=4GB/s >/dev/null && ! cmp -s fa/tpot_cache.csv fb/tpot_cache.csv && $<TARGET_FILE:moesim> figures --only tpot-cache --trace t.h5 --out fc --set platform.h2d_bw=zz 2>&1 | grep -qx 'moesim: --set platform.h2d_bw=zz: \\[link\\] h2d_bw = .zz.: not a bandwidth in bytes/s such as 32GB/s'")

@@ -25,6 +25,20 @@ static void fmt_bytes(double b, char *buf, size_t cap)
         snprintf(buf, cap, "%g KiB", b / KIB);
 }
 
+/* A roofline's bandwidth as text: measured when some point was memory-bound;
+ * else the fit only bounds it from below (the crossover is put at the least
+ * intense point, so with bytes = 2 x params at 1 token it equals the FLOP rate
+ * in number, GB/s against GFLOP/s), which the text says. */
+static void fmt_roof_bw(const ms_fit_roof *f, double scale, const char *unit, char *buf, size_t cap)
+{
+    if (f->mem_points > 0 || !isfinite(f->bw))
+        snprintf(buf, cap, scale == 1 ? "bw %.4g %s" : "bandwidth %.2f %s", f->bw / scale, unit);
+    else
+        snprintf(buf, cap, scale == 1 ? "bw >= %.4g %s (not measured: no memory-bound point, a lower bound)"
+                                      : "bandwidth >= %.2f %s (not measured: no memory-bound point, a lower bound)",
+                 f->bw / scale, unit);
+}
+
 void ms_calib_print(const ms_calib *c, FILE *out)
 {
     static const char *const names[] = {"H2D pinned", "D2H pinned", "H2D pageable", "D2H pageable"};
@@ -57,17 +71,20 @@ void ms_calib_print(const ms_calib *c, FILE *out)
                 c->copy[k].latency_s * 1e6, c->copy[k].bw / 1e9, 100 * c->copy[k].rms_rel, 100 * c->copy[k].max_rel);
     const struct { const char *name; const ms_fit_roof *f; } fits[] = {
         {"expert FFN", &c->expert}, {"dense", &c->dense}, {"CPU expert", &c->cpu}};
+    char bw[128];
     for (size_t r = 0; r < 3; r++) {
         if (r == 1 && !(c->dense_params > 0))
             continue;
-        fprintf(out, "  %-14s launch %.1f us, bandwidth %.2f GB/s, %.2f GFLOP/s, %d memory-bound point(s)   "
-                "(%.1f%% / %.1f%%)\n", fits[r].name, fits[r].f->launch_s * 1e6, fits[r].f->bw / 1e9,
-                fits[r].f->flops / 1e9, fits[r].f->mem_points, 100 * fits[r].f->rms_rel, 100 * fits[r].f->max_rel);
+        fmt_roof_bw(fits[r].f, 1e9, "GB/s", bw, sizeof bw);
+        fprintf(out, "  %-14s launch %.1f us, %s, %.2f GFLOP/s, %d memory-bound point(s)   (%.1f%% / %.1f%%)\n",
+                fits[r].name, fits[r].f->launch_s * 1e6, bw, fits[r].f->flops / 1e9, fits[r].f->mem_points,
+                100 * fits[r].f->rms_rel, 100 * fits[r].f->max_rel);
     }
     fprintf(out, "  dense predicted by the expert fit: %.1f%% / %.1f%%\n", 100 * c->dense_pred_rms_rel,
             100 * c->dense_pred_max_rel);
-    fprintf(out, "  [gpu] joint    launch %.1f us, bandwidth %.2f GB/s, %.2f GFLOP/s, %d memory-bound of %d   (%.1f%% / "
-            "%.1f%%; expert %.1f%% / %.1f%%, dense %.1f%% / %.1f%%)\n", c->gpu.launch_s * 1e6, c->gpu.bw / 1e9,
+    fmt_roof_bw(&c->gpu, 1e9, "GB/s", bw, sizeof bw);
+    fprintf(out, "  [gpu] joint    launch %.1f us, %s, %.2f GFLOP/s, %d memory-bound of %d   (%.1f%% / "
+            "%.1f%%; expert %.1f%% / %.1f%%, dense %.1f%% / %.1f%%)\n", c->gpu.launch_s * 1e6, bw,
             c->gpu.flops / 1e9, c->gpu.mem_points, c->gpu.n, 100 * c->gpu.rms_rel, 100 * c->gpu.max_rel,
             100 * c->gpu_expert_rms_rel, 100 * c->gpu_expert_max_rel, 100 * c->gpu_dense_rms_rel,
             100 * c->gpu_dense_max_rel);
@@ -122,15 +139,19 @@ static void write_comments(FILE *fp, const ms_calib *c, const ms_calib_meta *m)
                 c->copy[k].n);
     const struct { const char *name; const ms_fit_roof *f; } fits[] = {
         {"expert FFN", &c->expert}, {"dense", &c->dense}, {"CPU expert", &c->cpu}};
+    char bw[128];
     for (int r = 0; r < 3; r++)
-        if (r != 1 || c->dense_params > 0)
-            fprintf(fp, "#   %-13s launch %.4g s, bw %.4g B/s, %.4g FLOP/s, %d memory-bound: %.2f%% / %.2f%%\n",
-                    fits[r].name, fits[r].f->launch_s, fits[r].f->bw, fits[r].f->flops, fits[r].f->mem_points,
+        if (r != 1 || c->dense_params > 0) {
+            fmt_roof_bw(fits[r].f, 1, "B/s", bw, sizeof bw);
+            fprintf(fp, "#   %-13s launch %.4g s, %s,\n#     %.4g FLOP/s, %d memory-bound: %.2f%% / %.2f%%\n",
+                    fits[r].name, fits[r].f->launch_s, bw, fits[r].f->flops, fits[r].f->mem_points,
                     100 * fits[r].f->rms_rel, 100 * fits[r].f->max_rel);
+        }
     fprintf(fp, "#   dense predicted by the expert fit: %.2f%% / %.2f%%\n", 100 * c->dense_pred_rms_rel,
             100 * c->dense_pred_max_rel);
-    fprintf(fp, "#   [gpu] joint   launch %.4g s, bw %.4g B/s, %.4g FLOP/s, %d memory-bound of %d: %.2f%% / %.2f%% "
-            "(expert %.2f%% / %.2f%%, dense %.2f%% / %.2f%%)\n", c->gpu.launch_s, c->gpu.bw, c->gpu.flops,
+    fmt_roof_bw(&c->gpu, 1, "B/s", bw, sizeof bw);
+    fprintf(fp, "#   [gpu] joint   launch %.4g s, %s,\n#     %.4g FLOP/s, %d memory-bound of %d: %.2f%% / %.2f%% "
+            "(expert %.2f%% / %.2f%%, dense %.2f%% / %.2f%%)\n", c->gpu.launch_s, bw, c->gpu.flops,
             c->gpu.mem_points, c->gpu.n, 100 * c->gpu.rms_rel, 100 * c->gpu.max_rel, 100 * c->gpu_expert_rms_rel,
             100 * c->gpu_expert_max_rel, 100 * c->gpu_dense_rms_rel, 100 * c->gpu_dense_max_rel);
     fprintf(fp, "# Overlap (%u tokens): copy alone %.4g s, with compute %.4g s (x%.3f); expert alone %.4g s, "
@@ -175,7 +196,8 @@ static void write_source(FILE *fp, const ms_calib *c, const ms_calib_meta *m)
     fprintf(fp, "gpu_mem_bytes = estimate host MemTotal (the host backend's device memory is host memory)\n");
     fprintf(fp, "hbm_bw = %s joint expert FFN + dense roofline fit, %d memory-bound of %d points%s, resid RMS "
             "%.2f%% max %.2f%%\n", roof_status(&c->gpu), c->gpu.mem_points, c->gpu.n,
-            c->gpu.mem_points ? "" : " (none: crossover set at the least intense point)", 100 * c->gpu.rms_rel,
+            c->gpu.mem_points ? "" : " (none: a lower bound, the crossover set at the least intense point)",
+            100 * c->gpu.rms_rel,
             100 * c->gpu.max_rel);
     fprintf(fp, "gpu_flops = measured joint expert FFN + dense roofline fit over tokens %.0f..%.0f, resid RMS %.2f%% "
             "max %.2f%%\n", c->tokens[0], c->tokens[c->ntokens - 1], 100 * c->gpu.rms_rel, 100 * c->gpu.max_rel);
@@ -193,8 +215,10 @@ static void write_source(FILE *fp, const ms_calib *c, const ms_calib_meta *m)
             100 * p->rms_rel, 100 * p->max_rel);
     fprintf(fp, "copy_engines = derived the backend has one copy stream\n");
     fprintf(fp, "cpu_cores = derived threads of the backend's CPU expert stream\n");
-    fprintf(fp, "dram_bw = %s CPU expert roofline fit, %d memory-bound of %d points, resid RMS %.2f%% max %.2f%%\n",
-            roof_status(&c->cpu), c->cpu.mem_points, c->cpu.n, 100 * c->cpu.rms_rel, 100 * c->cpu.max_rel);
+    fprintf(fp, "dram_bw = %s CPU expert roofline fit, %d memory-bound of %d points%s, resid RMS %.2f%% max %.2f%%\n",
+            roof_status(&c->cpu), c->cpu.mem_points, c->cpu.n,
+            c->cpu.mem_points ? "" : " (none: a lower bound, the crossover set at the least intense point)",
+            100 * c->cpu.rms_rel, 100 * c->cpu.max_rel);
     fprintf(fp, "cpu_flops_per_core = measured CPU expert roofline fit / cpu_cores, resid RMS %.2f%% max %.2f%%\n",
             100 * c->cpu.rms_rel, 100 * c->cpu.max_rel);
     fprintf(fp, "cpu_launch_s = measured intercept of the CPU expert roofline fit\n");

@@ -168,6 +168,8 @@ static int load_model(parse_ctx *c, const char *v)
     ms_err e;
     char *path = is_ini_path(v) ? sw_resolve_path(s, v) : ms_xstrdup(v);
     int rc = m.none ? 0 : ms_model_load_set(path, s->sets[0], s->nsets[0], &m.model, &e);
+    if (rc == 0 && !m.none) /* a key the trace decides would change nothing: refused (engine.h) */
+        rc = ms_run_check_model_sets(s->sets[0], s->nsets[0], &e);
     free(path);
     if (rc) {
         free(m.name);

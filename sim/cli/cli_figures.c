@@ -213,6 +213,8 @@ int ms_cli_figures(int argc, char **argv)
     char trace[1024];
     if (!f.model && f.n_model_sets)
         return ms_cli_error("figures: --set model.KEY needs --model (with --trace the model is optional)");
+    if (f.trace && ms_run_check_model_sets(f.model_sets, f.n_model_sets, &err)) /* without: the trace is made from the model */
+        return ms_cli_error(err.msg);
     if ((f.model && ms_model_load_set(f.model, f.model_sets, f.n_model_sets, &model, &err)) ||
         ms_platform_load_set(f.platform, f.platform_sets, f.n_platform_sets, &plat, &err) ||
         ms_out_make_dir("figures: --out", f.out_dir, &err))

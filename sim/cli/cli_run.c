@@ -89,6 +89,8 @@ int ms_cli_load_profiles(ms_run_flags *f, ms_run_config *cfg, ms_model *model, m
 {
     if (!f->model && f->n_model_sets)
         return ms_fail(err, "--set model.%s: needs --model", f->model_sets[0].key);
+    if (ms_run_check_model_sets(f->model_sets, f->n_model_sets, err))
+        return -1;
     if (f->model && ms_model_load_set(f->model, f->model_sets, f->n_model_sets, model, err))
         return -1;
     if (ms_platform_load_set(f->platform, f->platform_sets, f->n_platform_sets, platform, err))

@@ -91,8 +91,12 @@ static void print_usage(FILE *f)
           "  --token-pos MODE    absolute (default: position in the request, prompt first),\n"
           "                      per-request (a request starting with decode counts from its first\n"
           "                      generated token) or per-step (restarts every step; file order)\n"
-          "  --prompt-len P      tokens < P are the prompt (the phase field is then not read)\n"
-          "  --probs-kind KIND   topk_renorm (default; weights sum to 1) or topk_raw (--probs too)\n"
+          "  --prompt-len P      tokens < P are the prompt (the phase field is then not read);\n"
+          "                      with --token-pos per-step: the first P steps are the prompt\n"
+          "  --phase decode      every line is a generated token (a decode-only dump without a phase\n"
+          "                      field; the prompt is not in the dump: see docs/traces.md)\n"
+          "  --probs-kind KIND   topk_renorm (default; weights sum to 1), topk_raw, or topk_ids (expert\n"
+          "                      ids only, no weights field: 1/K placeholders) (--probs too)\n"
           "dense-csv:\n"
           "  --pattern GLOB      layer file names, '*' = layer number (default layer*.csv)\n"
           "  --layer-base N      file number of layer 0 (default: the lowest, renumbered)\n"
@@ -150,7 +154,7 @@ static const struct {
     {"--probs", FM_JSONL | FM_DENSE}, {"--request-key", FM_JSONL},  {"--token-pos", FM_JSONL},
     {"--layer-base", FM_DENSE},     {"--id-columns", FM_DENSE},     {"--seq-column", FM_DENSE},
     {"--tokens-per-seq", FM_DENSE}, {"--engine-layers", FM_ENGINE}, {"--start-len", FM_ENGINE},
-    {"--layout", FM_HF},
+    {"--layout", FM_HF},            {"--phase", FM_JSONL},
 };
 #define N_OPTS (sizeof opt_table / sizeof opt_table[0])
 
@@ -179,14 +183,18 @@ static int parse_opt(int argc, char **argv, int *i, ms_import_opts *o, uint32_t 
     case 4: rc = parse_bytes_flag(a, v, 1, &o->expert_bytes); break;
     case 5: rc = parse_bytes_flag(a, v, 0, &o->dense_bytes); o->have_dense_bytes = 1; break;
     case 6: o->fields = v; break;
-    case 7: rc = parse_u32_flag(a, v, 1, &o->prompt_len); break;
+    case 7:
+        if (!strcmp(v, "0"))
+            return ms_cli_usage("trace import: --prompt-len 0: a prompt has at least one token (a jsonl dump with no "
+                                "prompt lines: --phase decode)");
+        rc = parse_u32_flag(a, v, 1, &o->prompt_len);
+        break;
     case 8: o->pattern = v; break;
     case 9:
     case 10: {
         ms_probs_kind pk;
-        if (ms_probs_kind_parse(v, &pk) || (pk != MS_PROBS_TOPK_RENORM && pk != MS_PROBS_TOPK_RAW &&
-                                            pk != MS_PROBS_FULL))
-            return ms_cli_usage("trace import: %s: '%s' is not full, topk_renorm or topk_raw", a, v);
+        if (ms_probs_kind_parse(v, &pk))
+            return ms_cli_usage("trace import: %s: '%s' is not full, topk_renorm, topk_raw or topk_ids", a, v);
         o->probs_kind = (int)pk;
         break;
     }
@@ -204,6 +212,13 @@ static int parse_opt(int argc, char **argv, int *i, ms_import_opts *o, uint32_t 
     case 16: rc = parse_u32_flag(a, v, 1, &o->tokens_per_seq); break;
     case 17: rc = parse_u32_flag(a, v, 1, &o->engine_layers); break;
     case 18: rc = parse_u32_flag(a, v, 0, &o->start_len); break;
+    case 20:
+        if (strcmp(v, "decode"))
+            return ms_cli_usage("trace import: --phase: '%s' is not decode (without --phase the phase field, or "
+                                "--prompt-len, says which lines are the prompt)",
+                                v);
+        o->all_decode = 1;
+        break;
     default:
         if (strcmp(v, "LTJ") && strcmp(v, "TLJ"))
             return ms_cli_usage("trace import: --layout: '%s' is not LTJ or TLJ", v);

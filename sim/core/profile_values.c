@@ -93,12 +93,17 @@ int pf_find_group(const parse_ctx *c, const char *key)
 
 /* ---- one value ---- */
 
+/* "must be in [0.1, 1e+04] GB/s (the plausible range, docs/profile-files.md)" */
 static void describe_range(const field_spec *f, char *buf, size_t cap)
 {
+    double unit = f->kind == K_BW ? 1e9 : 1;
+    const char *name = f->kind == K_BW ? " GB/s" : "";
     if (f->lo_open)
-        snprintf(buf, cap, "must be > %g and <= %g", f->lo, f->hi);
+        snprintf(buf, cap, "must be > %g and <= %g%s (the plausible range, docs/profile-files.md)", f->lo / unit,
+                 f->hi / unit, name);
     else
-        snprintf(buf, cap, "must be in [%g, %g]", f->lo, f->hi);
+        snprintf(buf, cap, "must be in [%g, %g]%s (the plausible range, docs/profile-files.md)", f->lo / unit,
+                 f->hi / unit, name);
 }
 
 static int in_range(const field_spec *f, double v)

@@ -164,4 +164,16 @@ typedef struct {
 int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err);
 void ms_metrics_free(ms_metrics *m);
 
+/* A run replays a trace: its routing and sizes (moe_layers, experts, top_k,
+ * shared_experts, expert and dense bytes) come from the trace, and some model
+ * keys it reads nowhere (layers, vocab, description).  An override of such a
+ * key (`--set model.top_k=4`, a sweep's `model.top_k = 4`) would change
+ * nothing: refused with one line naming it (the set's `where`, else "--set
+ * model.KEY=VALUE") and why.  The keys a run reads: expert_params,
+ * dense_params (FLOPs), hidden, dtype (token bytes between GPUs), expert_ffn
+ * and expert_matrices (checked against expert_params).  0, or -1 with err.
+ * ms_run checks cfg->model_sets with it; so do the commands that load a model
+ * with overrides for runs before any runs. */
+int ms_run_check_model_sets(const ms_profile_set *sets, int n, ms_err *err);
+
 #endif

@@ -135,8 +135,47 @@ int eng_check_capacity(ms_view *v)
     return 0;
 }
 
+/* Model keys a run does not take from the profile (ms_run_check_model_sets). */
+static const struct {
+    const char *key, *why;
+} run_ignores[] = {
+    {"moe_layers", "the trace decides the MoE layers (a run replays its routing)"},
+    {"experts", "the trace decides the experts per layer (a run replays its routing)"},
+    {"top_k", "the trace decides top-k (a run replays its routing; generate a trace with another top_k: "
+              "trace gen --model FILE.ini)"},
+    {"shared_experts", "the trace decides the shared experts"},
+    {"expert_bytes", "the trace decides the expert bytes of every layer"},
+    {"dense_bytes", "the trace decides the dense bytes of every layer"},
+    {"bf16", "the trace decides the expert bytes ([bytes_per_expert] is not read by a run)"},
+    {"fp32", "the trace decides the expert bytes ([bytes_per_expert] is not read by a run)"},
+    {"fp8", "the trace decides the expert bytes ([bytes_per_expert] is not read by a run)"},
+    {"mxfp4", "the trace decides the expert bytes ([bytes_per_expert] is not read by a run)"},
+    {"layers", "a run reads no transformer layer count (the trace decides the MoE layers)"},
+    {"vocab", "a run does not read the vocabulary size"},
+    {"description", "a run does not read the description"},
+};
+
+int ms_run_check_model_sets(const ms_profile_set *sets, int n, ms_err *err)
+{
+    for (int i = 0; i < n; i++)
+        for (size_t k = 0; k < sizeof run_ignores / sizeof run_ignores[0]; k++) {
+            if (strcmp(sets[i].key, run_ignores[k].key))
+                continue;
+            if (sets[i].where)
+                return ms_fail(err, "%s: %s, so the override would change nothing (keys a run reads: expert_params, "
+                                    "dense_params, hidden, dtype, expert_ffn, expert_matrices)",
+                               sets[i].where, run_ignores[k].why);
+            return ms_fail(err, "--set model.%s=%s: %s, so the override would change nothing (keys a run reads: "
+                                "expert_params, dense_params, hidden, dtype, expert_ffn, expert_matrices)",
+                           sets[i].key, sets[i].value, run_ignores[k].why);
+        }
+    return 0;
+}
+
 int eng_check_model(ms_view *v)
 {
+    if (ms_run_check_model_sets(v->cfg->model_sets, v->cfg->n_model_sets, v->err))
+        return -1;
     const ms_model *m = v->cfg->model;
     if (!m)
         return 0;

@@ -1,4 +1,4 @@
-/* jsonl importer with the issue-17 options (traces/import/import_jsonl*.c):
+/* jsonl importer with the issue-17 and issue-32 options (traces/import/import_jsonl*.c):
  * the first input byte picks the options, the rest is the dump; a line
  * "@@@" splits it into a second input file (requests namespaced per file):
  *   bit 0-1  --token-pos absolute, per-request, per-step, absolute
@@ -6,6 +6,8 @@
  *   bit 3    --fields prompt_len=plen
  *   bit 4    --prompt-len 2
  *   bit 5    --probs-kind topk_raw
+ *   bit 6    --phase decode (issue 32)
+ *   bit 7    --probs-kind topk_ids (ids only; wins over bit 5)
  * `--experts 8 --expert-bytes 1`, L and K from the data. */
 #include "fuzz_util.h"
 #include "traces/import/import.h"
@@ -41,7 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.request_key = m & 4 ? "ds,request_id" : NULL;
     o.fields = m & 8 ? "prompt_len=plen" : NULL;
     o.prompt_len = m & 16 ? 2 : 0;
-    o.probs_kind = m & 32 ? MS_PROBS_TOPK_RAW : -1;
+    o.probs_kind = m & 128 ? MS_PROBS_TOPK_IDS : m & 32 ? MS_PROBS_TOPK_RAW : -1;
+    o.all_decode = (m & 64) != 0;
     const char *paths[2] = {in[0], in[1]};
     ms_import_report rep;
     ms_err err;

@@ -154,6 +154,29 @@ static void test_profile_roundtrip(void)
         fclose(fp);
     }
     CHECK_STR_CONTAINS(text, "# Measured points:");
+    /* issue 32: every point compute-bound: the bandwidth is only a lower bound (equal in number to the
+     * FLOP rate, bytes = 2 x params at 1 token), said so instead of printed as a measurement */
+    CHECK_STR_CONTAINS(text, "#   expert FFN    launch 1e-05 s, bw >= 5e+11 B/s (not measured: no memory-bound point, "
+                             "a lower bound),\n#     5e+11 FLOP/s, 0 memory-bound");
+    CHECK_STR_CONTAINS(text, "dram_bw = derived CPU expert roofline fit, 0 memory-bound of 8 points (none: a lower "
+                             "bound, the crossover set at the least intense point)");
+    char *printed = NULL;
+    size_t plen = 0;
+    FILE *mf = open_memstream(&printed, &plen);
+    CHECK(mf != NULL);
+    if (mf) {
+        ms_calib_print(&c, mf);
+        c.expert.mem_points = 3; /* a fit with memory-bound points prints its bandwidth as measured */
+        ms_calib_print(&c, mf);
+        fclose(mf);
+        CHECK_STR_CONTAINS(printed, "  expert FFN     launch 10.0 us, bandwidth >= 500.00 GB/s (not measured: no "
+                                    "memory-bound point, a lower bound), 500.00 GFLOP/s, 0 memory-bound point(s)");
+        CHECK_STR_CONTAINS(printed, "  CPU expert     launch 30.0 us, bandwidth >= 40.00 GB/s (not measured");
+        CHECK_STR_CONTAINS(printed, "  [gpu] joint    launch 10.0 us, bandwidth >= 500.00 GB/s (not measured");
+        CHECK_STR_CONTAINS(printed, "  expert FFN     launch 10.0 us, bandwidth 500.00 GB/s, 500.00 GFLOP/s, 3 memory-bound");
+        free(printed);
+        c.expert.mem_points = 0;
+    }
     CHECK_STR_CONTAINS(text, "#   H2D pinned    latency 3e-06 s, bw 2e+10 B/s: 0.00% / 0.00% over 6 sizes");
     remove(path);
     CHECK_EQ_INT(ms_calib_write_profile(&c, &m, "/no/such/dir/p.ini", &err), -1);

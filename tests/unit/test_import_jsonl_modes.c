@@ -135,9 +135,123 @@ static void test_decode_only_keys(void)
     ms_reader_close(r);
 }
 
+/* Issue 32: per-step positions without a phase field, --prompt-len 1 counting
+ * steps: the first step of each request is its prompt, whatever its width. */
+static void test_per_step_prompt_steps(void)
+{
+    const char *in = MS_TEST_DATA "/jsonl/per_step_noprompt.jsonl";
+    ms_import_opts o;
+    ms_import_opts_init(&o);
+    o.token_pos = MS_TOKEN_POS_PER_STEP;
+    o.prompt_len = 1;
+    ms_import_report rep;
+    ms_trace_reader *r = import(&in, 1, "test_jsonl_modes_step_plen.h5", &o, &rep);
+    if (!r)
+        return;
+    const ms_trace_meta *m = ms_reader_meta(r);
+    ms_err err;
+    ms_request q;
+    memset(&q, 0, sizeof q);
+    /* request 0: lines 1-6 = step 0 (tokens 0-2 -> rows 0-2), lines 11-12 row 3, lines 15-16 row 4 */
+    CHECK_EQ_INT(ms_reader_next(r, &q, &err), 1);
+    CHECK_EQ_INT(q.id, 0);
+    CHECK_EQ_INT(q.prompt_len, 3);
+    CHECK_EQ_INT(q.output_len, 2);
+    CHECK_EQ_INT(q.n_iters, 3);
+    CHECK_EQ_INT(q.iters[0].n_rows, 3);
+    check_row(m, &q, 0, 1, 3, 0, 2);
+    check_row(m, &q, 2, 1, 2, 0, 3);
+    check_row(m, &q, 3, 1, 2, 0, 3);
+    check_row(m, &q, 4, 2, 1, 3, 0);
+    /* request 1: lines 7-10 = step 0 (rows 0-1), lines 13-14 row 2 */
+    CHECK_EQ_INT(ms_reader_next(r, &q, &err), 1);
+    CHECK_EQ_INT(q.id, 1);
+    CHECK_EQ_INT(q.prompt_len, 2);
+    CHECK_EQ_INT(q.output_len, 1);
+    check_row(m, &q, 1, 2, 1, 3, 0);
+    check_row(m, &q, 2, 1, 3, 0, 2);
+    CHECK_EQ_INT(ms_reader_next(r, &q, &err), 0);
+    CHECK_EQ_INT(rep.prefill_rows, 5);
+    CHECK_EQ_INT(rep.decode_iters, 3);
+    ms_request_free(&q);
+    ms_reader_close(r);
+}
+
+/* Issue 32: a decode-only dump without a phase field (--phase decode),
+ * absolute positions: the prompt is the rows before the first decode token,
+ * all missing. */
+static void test_all_decode(void)
+{
+    const char *in = MS_TEST_DATA "/jsonl/decode_nophase.jsonl";
+    ms_import_opts o;
+    ms_import_opts_init(&o);
+    o.all_decode = 1;
+    ms_import_report rep;
+    ms_trace_reader *r = import(&in, 1, "test_jsonl_modes_all_decode.h5", &o, &rep);
+    if (!r)
+        return;
+    const ms_trace_meta *m = ms_reader_meta(r);
+    ms_err err;
+    ms_request q;
+    memset(&q, 0, sizeof q);
+    CHECK_EQ_INT(ms_reader_next(r, &q, &err), 1); /* request 3: tokens 4, 5 */
+    CHECK_EQ_INT(q.id, 3);
+    CHECK_EQ_INT(q.prompt_len, 4);
+    CHECK_EQ_INT(q.output_len, 2);
+    check_row(m, &q, 3, -1, -1, -1, -1);
+    check_row(m, &q, 4, 1, 3, 0, 2);
+    check_row(m, &q, 5, 1, 2, 0, 3);
+    CHECK_EQ_INT(ms_reader_next(r, &q, &err), 1); /* request 8: token 2 */
+    CHECK_EQ_INT(q.id, 8);
+    CHECK_EQ_INT(q.prompt_len, 2);
+    CHECK_EQ_INT(q.output_len, 1);
+    check_row(m, &q, 2, 2, 1, 3, 0);
+    CHECK_EQ_INT(ms_reader_next(r, &q, &err), 0);
+    CHECK_EQ_INT(rep.missing_prefill, 24);
+    ms_request_free(&q);
+    ms_reader_close(r);
+}
+
+/* Issue 32: ids only (no weights field), probs_kind topk_ids, 1/K weights. */
+static void test_ids_only(void)
+{
+    const char *in = MS_TEST_DATA "/jsonl/ids_only.jsonl";
+    ms_import_opts o;
+    ms_import_opts_init(&o);
+    o.probs_kind = MS_PROBS_TOPK_IDS;
+    ms_import_report rep;
+    ms_trace_reader *r = import(&in, 1, "test_jsonl_modes_ids.h5", &o, &rep);
+    if (!r)
+        return;
+    const ms_trace_meta *m = ms_reader_meta(r);
+    CHECK_EQ_INT(m->probs_kind, MS_PROBS_TOPK_IDS);
+    ms_err err;
+    ms_request q;
+    memset(&q, 0, sizeof q);
+    CHECK_EQ_INT(ms_reader_next(r, &q, &err), 1);
+    CHECK_EQ_INT(q.prompt_len, 2);
+    CHECK_EQ_INT(q.output_len, 1);
+    check_row(m, &q, 0, 1, 3, 0, 2);
+    check_row(m, &q, 2, 1, 2, 0, 3);
+    for (size_t c = 0; c < (size_t)q.n_rows * m->L * m->K; c++)
+        CHECK(q.topk_w[c] == 0.5f);
+    ms_request_free(&q);
+    ms_reader_close(r);
+    /* without the kind, the missing weights are an error naming it */
+    o.probs_kind = -1;
+    o.experts = 4;
+    o.expert_bytes = 1;
+    CHECK_EQ_INT(ms_import_jsonl_files(&in, 1, "test_jsonl_modes_ids2.h5", &o, &rep, &err), -1);
+    CHECK_STR_CONTAINS(err.msg, "field topk_weights: missing (a dump of expert ids without weights: --probs-kind "
+                                "topk_ids)");
+}
+
 int main(void)
 {
     test_per_step();
     test_decode_only_keys();
+    test_per_step_prompt_steps();
+    test_all_decode();
+    test_ids_only();
     CHECK_DONE();
 }

@@ -119,6 +119,18 @@ static void test_listing(void)
         CHECK(!strcmp(names[i], shipped_platforms[i]));
     ms_profile_list_free(names, n);
 
+    /* every shipped framework loads (platforms and models are loaded by test_shipped) */
+    CHECK(ms_profile_list("frameworks", &names, &n, &err) == 0);
+    CHECK(n >= 3);
+    for (int i = 0; i < n; i++) {
+        ms_framework fw;
+        int rc = ms_framework_load(names[i], &fw, &err);
+        CHECK(rc == 0);
+        if (rc)
+            fprintf(stderr, "%s\n", err.msg);
+    }
+    ms_profile_list_free(names, n);
+
     CHECK(ms_profile_list("gpus", &names, &n, &err) == -1);
     CHECK_STR_CONTAINS(err.msg, "gpus");
 }
@@ -371,6 +383,8 @@ static void test_bad_models(void)
     expect_bad_model("bad-number", edit(t, "hidden = 64\n", "hidden = 6x4\n"), "hidden", "'6x4'");
     expect_bad_model("negative", edit(t, "layers = 4\n", "layers = -4\n"), "layers", "'-4'");
     expect_bad_model("zero-experts", edit(t, "experts = 8\n", "experts = 0\n"), "experts", "'0'");
+    expect_bad_model("many-experts", edit(t, "experts = 8\n", "experts = 100000\n"), "[model] experts = '100000'",
+                     "must be in [1, 65536]");
     expect_bad_model("topk", edit(t, "top_k = 2\n", "top_k = 9\n"), "top_k = 9 exceeds experts = 8", NULL);
     expect_bad_model("moe-layers", edit(t, "moe_layers = 2\n", "moe_layers = 5\n"), "moe_layers = 5", "layers = 4");
     expect_bad_model("u32-overflow", edit(t, "vocab = 100\n", "vocab = 4294967296\n"), "vocab", "4294967296");
@@ -412,7 +426,23 @@ static void test_bad_platforms(void)
     char *base = read_file(path);
     expect_bad_platform("negative-bw", edit(base, "h2d_bw = 32GB/s\n", "h2d_bw = -5GB/s\n"), "h2d_bw",
                         "'-5GB/s'");
-    expect_bad_platform("zero-bw", edit(base, "hbm_bw = 936GB/s\n", "hbm_bw = 0\n"), "hbm_bw", "must be > 0");
+    expect_bad_platform("zero-bw", edit(base, "hbm_bw = 936GB/s\n", "hbm_bw = 0\n"), "hbm_bw",
+                        "'0': must be in [0.1, 100000] GB/s (the plausible range, docs/profile-files.md)");
+    /* issue 32: figures no machine has are refused with file, key and value (they were accepted) */
+    expect_bad_platform("one-byte-per-s", edit(base, "h2d_bw = 32GB/s\n", "h2d_bw = 1B/s\n"),
+                        "[link] h2d_bw = '1B/s'", "must be in [0.1, 10000] GB/s");
+    expect_bad_platform("tiny-flops", edit(base, "gpu_flops = 71e12\n", "gpu_flops = 1e-30\n"),
+                        "[gpu] gpu_flops = '1e-30'", "must be in [1e+08, 1e+17]");
+    expect_bad_platform("huge-flops", edit(base, "gpu_flops = 71e12\n", "gpu_flops = 1e18\n"), "gpu_flops",
+                        "'1e18'");
+    expect_bad_platform("slow-launch", edit(base, "launch_s = 5e-6\n", "launch_s = 0.5\n"), "[gpu] launch_s = '0.5'",
+                        "must be in [0, 0.1]");
+    expect_bad_platform("tiny-gpu-mem", edit(base, "gpu_mem_bytes = 24GiB\n", "gpu_mem_bytes = 1MiB\n"),
+                        "gpu_mem_bytes = '1MiB'", "must be in [1e+08, 1e+15]");
+    expect_bad_platform("slow-ssd", edit(base, "ssd_bw = 7GB/s\n", "ssd_bw = 1MB/s\n"), "ssd_bw = '1MB/s'",
+                        "must be in [0.01, 1000] GB/s");
+    expect_bad_platform("policy-op", edit(base, "policy_op_s = 1e-9\n", "policy_op_s = 0.01\n"), "policy_op_s",
+                        "'0.01'");
     expect_bad_platform("bad-unit", edit(base, "dram_bw = 150GB/s\n", "dram_bw = 150Gb/s\n"), "dram_bw",
                         "'150Gb/s'");
     expect_bad_platform("negative-latency", edit(base, "h2d_latency_s = 6e-6\n", "h2d_latency_s = -1e-6\n"),

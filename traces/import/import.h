@@ -101,6 +101,7 @@ typedef struct {
     int probs_kind;        /* jsonl, dense-csv: -1 = the format's default, else an ms_probs_kind */
     const char *request_key; /* jsonl: comma-separated fields forming the request key; NULL = the request field */
     int token_pos;         /* jsonl: an ms_token_pos */
+    int all_decode;        /* jsonl: --phase decode: every line is a generated token (no prompt in the dump) */
     long layer_base;       /* dense-csv: -1 = renumber from the first file, else the file number of layer 0 */
     const char *id_columns; /* dense-csv: comma-separated non-expert columns to ignore */
     const char *seq_column; /* dense-csv: column naming the sequence (request); NULL = "request" if present */
@@ -185,8 +186,10 @@ const char *ms_import_base_name(const char *path);
  *   token_idx   integer >= 0       token position (see token_pos)
  *   layer       integer in [0, L)  MoE layer
  *   topk_ids    array of K ints    routed experts, in [0, J)
- *   topk_weights array of K numbers their gate weights
+ *   topk_weights array of K numbers their gate weights (not read with
+ *               probs_kind topk_ids: an ids-only dump; 1/K placeholders)
  *   is_prompt   bool, or "prefill"/"prompt"/"decode"   prompt token or generated token
+ *               (not read with --prompt-len P or opts.all_decode)
  *   prompt_len  (no default name: read only when named with --fields prompt_len=NAME)
  *               integer, the request's prompt length, the same on all its lines
  * Request key: the request field, or the fields of opts.request_key
@@ -201,10 +204,14 @@ const char *ms_import_base_name(const char *path);
  * decode counts its generated tokens from 0; per-step = positions restart at
  * every step: a line whose (token, layer) the request already has in its
  * current step starts its next step (steps in file order), whose rows follow.
- * Prompt: with --prompt-len P the phase field is not read (row < P is
- * prompt).  Else rows flagged prompt form the prompt (length = last prompt
- * row + 1, or the prompt_len field when larger); prompt rows must precede
- * decode rows.  A request with only decode lines starts with decode: its
+ * Prompt: with --prompt-len P the phase field is not read: row < P is
+ * prompt, except under per-step positions, where P counts steps (the rows
+ * of the request's first P steps are its prompt; a request of fewer than P
+ * steps is an error).  With opts.all_decode (--phase decode) the phase field
+ * is not read either and every line is a decode token.  Else rows flagged
+ * prompt form the prompt (length = last prompt row + 1, or the prompt_len
+ * field when larger); prompt rows must precede decode rows.  A request
+ * with only decode lines starts with decode: its
  * prompt length is the prompt_len field, else (absolute) its first decode
  * position, else (per-request / per-step) unknown: one placeholder prompt
  * row; its prompt rows are missing cells and the report (and, when unknown,
@@ -214,7 +221,10 @@ const char *ms_import_base_name(const char *path);
  * L: --model / --layers, else 1 + the largest layer seen.  K: --model /
  * --topk, else the length of the first line's expert list (every list must
  * have K entries).  Token rows are below 2^20.  probs_kind topk_renorm (weights sum to 1, checked per
- * line) unless opts.probs_kind says topk_raw (sum <= 1). */
+ * line) unless opts.probs_kind says topk_raw (sum <= 1) or topk_ids (no
+ * weights read: a dump of expert ids only, stored with the 1/K placeholder,
+ * said in the report and the trace's `source`; a line without the weights
+ * field under the other kinds is an error naming --probs-kind topk_ids). */
 int ms_import_jsonl(const char *in_path, const char *out_path, const ms_import_opts *o, ms_import_report *rep,
                     ms_err *err);
 int ms_import_jsonl_files(const char *const *in_paths, size_t n_in, const char *out_path, const ms_import_opts *o,

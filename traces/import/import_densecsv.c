@@ -284,6 +284,9 @@ static int setup(dc_state *s, const ms_import_opts *o, ms_err *err)
 {
     s->o = o;
     s->pk = o->probs_kind < 0 ? MS_PROBS_FULL : (ms_probs_kind)o->probs_kind;
+    if (s->pk == MS_PROBS_TOPK_IDS)
+        return ms_fail(err, "trace import --format dense-csv: --probs-kind topk_ids is not possible (the files hold "
+                            "probabilities: full, topk_raw or topk_renorm)");
     if (dc_open_files(s, err))
         return -1;
     ms_import_opts oo = *o;

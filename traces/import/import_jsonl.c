@@ -89,9 +89,14 @@ static int parse_phase(jl_state *s, uint64_t ln, const cJSON *obj, int8_t *promp
         *prompt = -1;
         return 0;
     }
+    if (s->o->all_decode) { /* --phase decode */
+        *prompt = 0;
+        return 0;
+    }
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, s->names[F_PHASE]);
     if (!v)
-        return ms_fail(err, "%s:%llu: field %s: missing (give --prompt-len P when the dump has no phase field)",
+        return ms_fail(err, "%s:%llu: field %s: missing (a dump without a phase field: --prompt-len P when tokens "
+                            "< P are the prompt, --phase decode when every line is a generated token)",
                        s->path, (unsigned long long)ln, s->names[F_PHASE]);
     if (cJSON_IsBool(v)) {
         *prompt = cJSON_IsTrue(v) ? 1 : 0;
@@ -113,25 +118,30 @@ static int parse_phase(jl_state *s, uint64_t ln, const cJSON *obj, int8_t *promp
                    (unsigned long long)ln, s->names[F_PHASE], t);
 }
 
-/* Reads the expert ids and weights of one line into the pools. */
+/* Reads the expert ids and weights of one line into the pools; an ids-only
+ * dump (topk_ids) has no weights: each id gets the 1/K placeholder. */
 static int parse_routing(jl_state *s, uint64_t ln, const cJSON *obj, size_t off, ms_err *err)
 {
-    const cJSON *ids, *ws;
-    if (get_field(s, ln, obj, F_EXPERTS, &ids, err) || get_field(s, ln, obj, F_WEIGHTS, &ws, err))
+    const cJSON *ids, *ws = NULL;
+    int ids_only = s->pk == MS_PROBS_TOPK_IDS;
+    if (get_field(s, ln, obj, F_EXPERTS, &ids, err))
         return -1;
+    if (!ids_only && !(ws = cJSON_GetObjectItemCaseSensitive(obj, s->names[F_WEIGHTS])))
+        return ms_fail(err, "%s:%llu: field %s: missing (a dump of expert ids without weights: --probs-kind topk_ids)",
+                       s->path, (unsigned long long)ln, s->names[F_WEIGHTS]);
     const char *ni = s->names[F_EXPERTS], *nw = s->names[F_WEIGHTS];
-    if (!cJSON_IsArray(ids) || !cJSON_IsArray(ws))
+    if (!cJSON_IsArray(ids) || (ws && !cJSON_IsArray(ws)))
         return ms_fail(err, "%s:%llu: field %s: not an array", s->path, (unsigned long long)ln,
                        cJSON_IsArray(ids) ? nw : ni);
     uint32_t K = s->d.K;
-    int ni_n = cJSON_GetArraySize(ids), nw_n = cJSON_GetArraySize(ws);
+    int ni_n = cJSON_GetArraySize(ids), nw_n = ws ? cJSON_GetArraySize(ws) : (int)K;
     if ((uint32_t)ni_n != K || (uint32_t)nw_n != K)
         return ms_fail(err, "%s:%llu: field %s: %d entries, expected K=%u", s->path, (unsigned long long)ln,
                        (uint32_t)ni_n != K ? ni : nw, (uint32_t)ni_n != K ? ni_n : nw_n, K);
     double sum = 0;
     char t[64];
     for (uint32_t k = 0; k < K; k++) {
-        const cJSON *e = cJSON_GetArrayItem(ids, (int)k), *w = cJSON_GetArrayItem(ws, (int)k);
+        const cJSON *e = cJSON_GetArrayItem(ids, (int)k);
         uint64_t id;
         if (as_uint(s, ln, ni, e, 1e18, &id, err))
             return -1;
@@ -142,16 +152,23 @@ static int parse_routing(jl_state *s, uint64_t ln, const cJSON *obj, size_t off,
             if (s->ids[off + j] == (int32_t)id)
                 return ms_fail(err, "%s:%llu: field %s: expert %llu listed twice", s->path, (unsigned long long)ln,
                                ni, (unsigned long long)id);
+        s->ids[off + k] = (int32_t)id;
+        if (ids_only) {
+            s->w[off + k] = (float)(1.0 / K);
+            continue;
+        }
+        const cJSON *w = cJSON_GetArrayItem(ws, (int)k);
         if (!cJSON_IsNumber(w) || !isfinite(w->valuedouble) || w->valuedouble < 0 ||
             w->valuedouble > 1 + JL_SUM_TOL) {
             value_text(w, t, sizeof t);
             return ms_fail(err, "%s:%llu: field %s: value %s is not a number in [0, 1]", s->path,
                            (unsigned long long)ln, nw, t);
         }
-        s->ids[off + k] = (int32_t)id;
         s->w[off + k] = (float)w->valuedouble;
         sum += w->valuedouble;
     }
+    if (ids_only)
+        return 0;
     if (s->pk == MS_PROBS_TOPK_RENORM && fabs(sum - 1) > JL_SUM_TOL)
         return ms_fail(err, "%s:%llu: field %s: weights sum to %.6g, expected 1 (topk_renorm; use --probs-kind "
                             "topk_raw for raw softmax weights)",
@@ -292,7 +309,7 @@ static int parse_line(jl_state *s, char *line, uint64_t ln, ms_err *err)
         rc = -1;
         goto out;
     }
-    s->rows[s->n] = (jl_row){key, s->file, ln, s->n, (uint32_t)tok, (uint32_t)layer, 0, plen, prompt, off};
+    s->rows[s->n] = (jl_row){key, s->file, ln, s->n, (uint32_t)tok, (uint32_t)layer, 0, plen, prompt, 0, off};
     s->n++;
     if (layer > s->max_layer)
         s->max_layer = (uint32_t)layer;
@@ -344,10 +361,14 @@ int ms_import_jsonl_files(const char *const *in_paths, size_t n_in, const char *
     int rc = 0;
     if (n_in == 0 || n_in > UINT32_MAX)
         rc = ms_fail(err, "trace import --format jsonl: no input file");
-    if (rc == 0 && s.pk != MS_PROBS_TOPK_RENORM && s.pk != MS_PROBS_TOPK_RAW)
-        rc = ms_fail(err, "trace import --format jsonl: --probs-kind %s is not possible (the log has top-k ids and "
-                          "weights: topk_renorm or topk_raw)",
+    if (rc == 0 && s.pk != MS_PROBS_TOPK_RENORM && s.pk != MS_PROBS_TOPK_RAW && s.pk != MS_PROBS_TOPK_IDS)
+        rc = ms_fail(err, "trace import --format jsonl: --probs-kind %s is not possible (the log has top-k ids, and "
+                          "weights or not: topk_renorm, topk_raw or topk_ids)",
                      ms_probs_kind_name(s.pk));
+    if (rc == 0 && o->all_decode && o->prompt_len)
+        rc = ms_fail(err, "trace import --format jsonl: --phase decode and --prompt-len %u contradict each other "
+                          "(--phase decode: the dump has no prompt lines)",
+                     o->prompt_len);
     if (rc == 0)
         rc = parse_fields(&s, err);
     if (rc == 0)

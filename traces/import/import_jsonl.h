@@ -25,6 +25,7 @@ typedef struct {
     uint32_t row;   /* token row in the request, derived from token (import_jsonl_req.c) */
     uint32_t plen;  /* prompt-length field, or JL_NO_PLEN */
     int8_t prompt;  /* 1 prompt, 0 decode, -1 from --prompt-len */
+    uint32_t step;  /* --token-pos per-step: the request's step (0, 1, ...), set with row */
     size_t off;     /* into ids / w */
 } jl_row;
 
@@ -58,6 +59,7 @@ typedef struct {
     uint32_t n_slots;
     /* what import_jsonl_req.c found */
     uint64_t steps, decode_only, plen_field, plen_first_decode, plen_unknown;
+    uint64_t prompt_steps; /* requests whose prompt is their first --prompt-len steps (per-step) */
     ms_import_report rep;
 } jl_state;
 

@@ -141,11 +141,41 @@ static int rows_per_step(jl_state *s, jl_row *r, size_t n, uint32_t L, ms_err *e
             rc = ms_fail(err, "%s:%llu: request has more than %u token rows (per-step positions)", PATH_OF(s, &r[i]),
                          (unsigned long long)r[i].line, JL_MAX_TOKENS);
         r[i].row = base + r[i].token;
+        r[i].step = now - 1;
         if (r[i].token + 1 > width)
             width = r[i].token + 1;
     }
     free(stamp);
     return rc;
+}
+
+/* --prompt-len P: rows < P are the prompt, or under per-step positions the
+ * rows of the first P steps (P counts steps there, as the report does).
+ * Marks every line's phase and gives the prompt length in rows. */
+static int prompt_from_flag(jl_state *s, jl_row *r, size_t n, const char *name, uint32_t *P_out, ms_err *err)
+{
+    uint32_t P = s->o->prompt_len;
+    if (s->o->token_pos != MS_TOKEN_POS_PER_STEP) {
+        for (size_t i = 0; i < n; i++)
+            r[i].prompt = r[i].row < P;
+        *P_out = P;
+        return 0;
+    }
+    uint32_t steps = 0, rows = 0;
+    for (size_t i = 0; i < n; i++) {
+        r[i].prompt = r[i].step < P;
+        if (r[i].step + 1 > steps)
+            steps = r[i].step + 1;
+        if (r[i].prompt && r[i].row + 1 > rows)
+            rows = r[i].row + 1;
+    }
+    if (steps < P)
+        return ms_fail(err, "%s:%llu: request %s has %u step%s, fewer than --prompt-len %u (with --token-pos "
+                            "per-step, --prompt-len counts the steps that form the prompt, usually 1)",
+                       PATH_OF(s, &r[0]), (unsigned long long)r[0].line, name, steps, steps == 1 ? "" : "s", P);
+    s->prompt_steps++;
+    *P_out = rows;
+    return 0;
 }
 
 /* Prompt length of one request (lines r[0..n) in file order, rows set) and
@@ -163,10 +193,8 @@ static int request_prompt(jl_state *s, jl_row *r, size_t n, uint32_t *P_out, ms_
                            r[0].plen, ms_import_base_name(PATH_OF(s, &r[0])), (unsigned long long)r[0].line);
         field = r[i].plen;
     }
-    if (s->o->prompt_len) {
-        *P_out = s->o->prompt_len;
-        return 0;
-    }
+    if (s->o->prompt_len)
+        return prompt_from_flag(s, r, n, name, P_out, err);
     const jl_row *last_prompt = NULL, *first_decode = NULL;
     for (size_t i = 0; i < n; i++) {
         if (r[i].prompt && (!last_prompt || r[i].row > last_prompt->row))
@@ -241,9 +269,6 @@ static int derive_rows(jl_state *s, uint32_t L, uint32_t *P, ms_err *err)
             for (size_t i = 0; i < e - b; i++)
                 r[i].row = r[i].token;
         }
-        if (s->o->prompt_len)
-            for (size_t i = 0; i < e - b; i++)
-                r[i].prompt = r[i].row < s->o->prompt_len;
         if (request_prompt(s, r, e - b, &P[r[0].key], err))
             return -1;
         b = e;
@@ -339,6 +364,15 @@ static void add_notes(jl_state *s, int renumbered)
     if (s->o->token_pos == MS_TOKEN_POS_PER_STEP)
         ms_import_note(rep, "token positions restart per step: %llu steps in file order",
                        (unsigned long long)s->steps);
+    if (s->prompt_steps)
+        ms_import_note(rep, "prompt = the first %u step%s of each request (--prompt-len counts steps with --token-pos "
+                            "per-step)",
+                       s->o->prompt_len, s->o->prompt_len == 1 ? "" : "s");
+    if (s->o->all_decode)
+        ms_import_note(rep, "every line a generated token (--phase decode)");
+    if (s->pk == MS_PROBS_TOPK_IDS)
+        ms_import_note(rep, "expert ids only: no gate weights read, stored as the 1/K placeholder (probs_kind "
+                            "topk_ids)");
     if (s->decode_only) {
         char how[256] = "";
         size_t n = 0;
@@ -369,6 +403,8 @@ int jl_write_requests(jl_state *s, const char *out_path, ms_err *err)
     if (s->n_files > 1)
         sn += (size_t)snprintf(source + sn, sizeof source - sn, " + %zu more", s->n_files - 1);
     sn += (size_t)snprintf(source + sn, sizeof source - sn, " (jsonl routing log");
+    if (s->pk == MS_PROBS_TOPK_IDS)
+        sn += (size_t)snprintf(source + sn, sizeof source - sn, ": expert ids only, weights 1/K placeholders");
     if (s->plen_unknown)
         sn += (size_t)snprintf(source + sn, sizeof source - sn,
                                "; %llu requests start with decode, prompt length unknown: 1 placeholder prompt row",
