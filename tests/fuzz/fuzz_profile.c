@@ -1,8 +1,11 @@
 /* Model and platform profiles (sim/core/profile*.c): the input is loaded as a
  * model profile and as a platform profile, both given as a path ending in
- * .ini (what `--model FILE.ini` / `--platform FILE.ini` do). */
+ * .ini (what `--model FILE.ini` / `--platform FILE.ini` do); a model that
+ * loads has its [routing] knobs applied as trace gen does
+ * (ms_gen_model_defaults). */
 #include "fuzz_util.h"
 #include "sim/core/profile.h"
+#include "traces/synth/gen.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -13,7 +16,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ms_err err;
     ms_model m;
     memset(&m, 0, sizeof m);
-    FZ_CALL(ms_model_load(path, &m, &err));
+    err.msg[0] = '\0';
+    if (ms_model_load(path, &m, &err) != 0) {
+        fz_check_err(&err);
+    } else {
+        ms_gen_params g;
+        FZ_CALL(ms_gen_model_defaults(&g, &m, &err));
+    }
     ms_platform p;
     memset(&p, 0, sizeof p);
     FZ_CALL(ms_platform_load(path, &p, &err));

@@ -66,6 +66,8 @@ static void hand_per_layer(void)
     CHECK_NEAR(ms_locality_reuse_bucket(loc, 1), 1.0 / 6, 1e-12);
     CHECK_NEAR(ms_locality_reuse_bucket(loc, 2), 0.0, 1e-12);
     CHECK_NEAR(ms_locality_reuse_bucket(loc, MS_LOC_REUSE_BUCKETS - 1), 2.0 / 6, 1e-12);
+    /* decode counts 0:3, 1:3, 2:1, 3:1 of 8: H = 3 - (2 * 3 log2 3) / 8 */
+    CHECK_NEAR(ms_locality_h_req_decode(loc), 3.0 - 6.0 * log2(3.0) / 8.0, 1e-12);
 
     /* The same request again: reset per request repeats the first pass
      * (3 of 8 at 2 slots, twice); without a reset the list is [0 3 1 2] at
@@ -101,6 +103,8 @@ static void hand_scopes(void)
     CHECK_NEAR(ms_locality_lru_hit(loc, MS_LOC_LAYER, MS_LOC_ALL, MS_LOC_RESET_REQUEST, 3), 2.0 / 7, 1e-12);
     /* scope decode: layer 0 {0,3} both cold, layer 1 {3} cold */
     CHECK_EQ_INT(ms_locality_accesses(loc, MS_LOC_LAYER, MS_LOC_DECODE, MS_LOC_RESET_REQUEST), 3);
+    /* decode entropy: layer 0 {0,3} 1 bit, layer 1 {3} 0 bits: mean 0.5 */
+    CHECK_NEAR(ms_locality_h_req_decode(loc), 0.5, 1e-12);
     CHECK_NEAR(ms_locality_lru_hit(loc, MS_LOC_LAYER, MS_LOC_DECODE, MS_LOC_RESET_REQUEST, 4), 0.0, 1e-12);
     /* global, scope all: (1,3) depth 2 and (0,0) depth 3 at the step */
     CHECK_NEAR(ms_locality_lru_hit(loc, MS_LOC_GLOBAL, MS_LOC_ALL, MS_LOC_RESET_NONE, 2), 0.0, 1e-12);

@@ -127,6 +127,9 @@ struct ms_locality {
     uint32_t *last_dec;  /* [L][J] decode step (1-based) of the last use in this request, 0 none */
     uint64_t reuse[MS_LOC_REUSE_BUCKETS];
     uint64_t reuse_den;
+    uint32_t *dec_cnt;   /* [L][J] decode activations of the current request */
+    double h_dec_sum;    /* sum over requests of their decode entropy */
+    uint64_t h_dec_n;    /* requests with decode activations */
 };
 
 static uint32_t variant_keys(const ms_locality *loc, int g)
@@ -158,6 +161,7 @@ ms_locality *ms_locality_new(uint32_t L, uint32_t J, uint32_t K, ms_err *err)
     loc->depth = ms_xcalloc(J, sizeof *loc->depth);
     loc->in_step = ms_xcalloc(J, 1);
     loc->last_dec = ms_xcalloc((size_t)L * J, sizeof *loc->last_dec);
+    loc->dec_cnt = ms_xcalloc((size_t)L * J, sizeof *loc->dec_cnt);
     return loc;
 }
 
@@ -178,6 +182,7 @@ void ms_locality_free(ms_locality *loc)
     free(loc->depth);
     free(loc->in_step);
     free(loc->last_dec);
+    free(loc->dec_cnt);
     free(loc);
 }
 
@@ -233,6 +238,34 @@ static void count_reuse(ms_locality *loc, uint32_t l, uint32_t dstep, uint32_t n
             loc->reuse_den++;
         }
         *last = dstep;
+        loc->dec_cnt[(size_t)l * loc->J + loc->step_ids[i]]++;
+    }
+}
+
+/* The request's decode entropy (mean over layers with decode activations)
+ * into the running mean; clears the counts. */
+static void end_request_entropy(ms_locality *loc)
+{
+    double sum = 0;
+    uint32_t layers = 0;
+    for (uint32_t l = 0; l < loc->L; l++) {
+        uint32_t *c = loc->dec_cnt + (size_t)l * loc->J;
+        double n = 0, s = 0;
+        for (uint32_t e = 0; e < loc->J; e++)
+            if (c[e]) {
+                n += c[e];
+                s += c[e] * log2((double)c[e]);
+                c[e] = 0;
+            }
+        if (n > 0) {
+            double h = log2(n) - s / n;
+            sum += h > 0 ? h : 0;
+            layers++;
+        }
+    }
+    if (layers) {
+        loc->h_dec_sum += sum / layers;
+        loc->h_dec_n++;
     }
 }
 
@@ -263,6 +296,7 @@ void ms_locality_add(ms_locality *loc, const ms_request *req)
                 count_reuse(loc, l, dstep, n);
         }
     }
+    end_request_entropy(loc);
 }
 
 /* ---- results ---- */
@@ -290,6 +324,11 @@ double ms_locality_reuse_bucket(const ms_locality *loc, int b)
     if (b < 0 || b >= MS_LOC_REUSE_BUCKETS || !loc->reuse_den)
         return NAN;
     return (double)loc->reuse[b] / (double)loc->reuse_den;
+}
+
+double ms_locality_h_req_decode(const ms_locality *loc)
+{
+    return loc->h_dec_n ? loc->h_dec_sum / (double)loc->h_dec_n : NAN;
 }
 
 const char *ms_locality_bucket_name(int b)
@@ -350,6 +389,8 @@ cJSON *ms_locality_to_json(const ms_locality *loc)
                                                     entries_of(global_fractions[i], (uint64_t)loc->L * loc->J)));
             }
         }
+    double hd = ms_locality_h_req_decode(loc);
+    cJSON_AddItemToObject(o, "h_req_decode", isfinite(hd) ? cJSON_CreateNumber(hd) : cJSON_CreateNull());
     cJSON *rd = cJSON_AddObjectToObject(o, "reuse_distance");
     for (int b = 0; b < MS_LOC_REUSE_BUCKETS; b++) {
         double f = ms_locality_reuse_bucket(loc, b);
@@ -381,6 +422,8 @@ void ms_locality_print(const ms_locality *loc, FILE *out)
     for (size_t i = 0; i < N_GLOBAL_FRACTIONS; i++)
         print_hit(out, ms_locality_lru_hit(loc, MS_LOC_GLOBAL, MS_LOC_ALL, MS_LOC_RESET_NONE,
                                            entries_of(global_fractions[i], (uint64_t)loc->L * loc->J)));
+    fputs("\ndecode request entropy (bits, a request's decode steps, mean over layers then requests):", out);
+    print_hit(out, ms_locality_h_req_decode(loc));
     fputs("\nreuse distance of decode experts (steps back to the last use at that layer):", out);
     for (int b = 0; b < MS_LOC_REUSE_BUCKETS; b++) {
         fprintf(out, " %s", ms_locality_bucket_name(b));

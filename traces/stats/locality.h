@@ -31,7 +31,13 @@
  * decode step t >= 2 of a request, d = t - the last earlier decode step of the
  * request that used it at that layer; buckets 1, 2, 3-4, 5-8, 9-16, 17-32,
  * 33-64, >= 65 and "none" (not used in an earlier decode step), as fractions of
- * those accesses.  Bucket 1 is `reuse_prev` of stats.h. */
+ * those accesses.  Bucket 1 is `reuse_prev` of stats.h.
+ *
+ * Decode request entropy: for each request with decode steps, the entropy
+ * (bits) of the activation counts of its decode steps at each layer, the
+ * mean over its layers with activations; then the mean over those requests
+ * (moe-trace's per-prompt routing entropy; stats.h's h_req includes the
+ * prompt). */
 #ifndef MS_LOCALITY_H
 #define MS_LOCALITY_H
 
@@ -69,6 +75,8 @@ uint64_t ms_locality_accesses(const ms_locality *loc, ms_loc_granularity g, ms_l
 /* Fraction of decode accesses (steps >= 2) in reuse-distance bucket b; NaN
  * without such accesses. */
 double ms_locality_reuse_bucket(const ms_locality *loc, int b);
+/* Decode request entropy (bits, above); NaN without decode steps. */
+double ms_locality_h_req_decode(const ms_locality *loc);
 /* The bucket's label ("1", "2", "3-4", ..., ">=65", "none"). */
 const char *ms_locality_bucket_name(int b);
 

@@ -183,15 +183,16 @@ static int target_value(ms_ini *ini, read_ctx *c, const char *key, const char *v
     if (c->seen[k])
         return ms_ini_fail(ini, "[target %s] %s: given twice", t->name, key);
     c->seen[k] = 1;
-    static const char *const stats[] = {"lru_hit", "lru_miss", "reuse_prev", "reuse_w8", "h_req", "h_iter", "h_trace"};
+    static const char *const stats[] = {"lru_hit", "lru_miss", "reuse_prev", "reuse_w8", "h_req", "h_iter", "h_trace",
+                                        "h_req_decode"};
     static const char *const grans[] = {"layer", "global"}, *const scopes[] = {"decode", "all"},
                              *const resets[] = {"request", "none"}, *const reads[] = {"text", "table", "plot"};
     int i;
     switch (k) {
     case K_STATISTIC:
-        if ((i = pick(v, stats, 7)) < 0)
+        if ((i = pick(v, stats, 8)) < 0)
             return ms_ini_fail(ini, "[target %s] statistic = %s: unknown (lru_hit, lru_miss, reuse_prev, reuse_w8, "
-                                    "h_req, h_iter, h_trace)", t->name, v);
+                                    "h_req, h_iter, h_trace, h_req_decode)", t->name, v);
         t->stat = (ms_target_stat)i;
         return 0;
     case K_GRAN:
@@ -327,6 +328,8 @@ double ms_target_measure(const ms_target *t, const ms_stats *s)
         return rp->mean.h_req;
     case MS_TGT_H_ITER:
         return rp->mean.h_iter;
+    case MS_TGT_H_REQ_DECODE:
+        return ms_locality_h_req_decode(ms_stats_locality(s));
     default:
         return rp->mean.h_trace;
     }
@@ -342,7 +345,8 @@ int ms_target_met(const ms_target *t, double measured)
 
 void ms_target_describe(const ms_target *t, uint32_t L, uint32_t J, char *buf, size_t cap)
 {
-    static const char *const names[] = {"lru_hit", "lru_miss", "reuse_prev", "reuse_w8", "h_req", "h_iter", "h_trace"};
+    static const char *const names[] = {"lru_hit", "lru_miss", "reuse_prev", "reuse_w8", "h_req", "h_iter", "h_trace",
+                                        "h_req_decode"};
     if (!(t->stat == MS_TGT_LRU_HIT || t->stat == MS_TGT_LRU_MISS)) {
         snprintf(buf, cap, "%s", names[t->stat]);
         return;

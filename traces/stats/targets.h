@@ -14,7 +14,8 @@
  *               reuse_prev: fraction of a decode step's experts also chosen
  *                 at that layer by the previous step (stats.h);
  *               reuse_w8: the same within the last 8 steps (stats.h);
- *               h_req | h_iter | h_trace: entropies in bits (stats.h).
+ *               h_req | h_iter | h_trace: entropies in bits (stats.h);
+ *               h_req_decode: a request's decode-step entropy (locality.h).
  *   value       the published figure (a rate as a fraction 0..1)
  *   tolerance   optional: an absolute difference, or "N%" relative; default
  *               0.05 absolute for cache hit / miss rates, 10 % relative otherwise
@@ -45,6 +46,7 @@ typedef enum {
     MS_TGT_H_REQ,
     MS_TGT_H_ITER,
     MS_TGT_H_TRACE,
+    MS_TGT_H_REQ_DECODE,
 } ms_target_stat;
 
 typedef struct {
