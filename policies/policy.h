@@ -182,6 +182,12 @@ typedef struct {
 /* The one registry (policies/registry.c), NULL-terminated. */
 extern const ms_policy_desc *const ms_policy_registry[];
 const ms_policy_desc *ms_policy_find(ms_policy_kind kind, const char *name);
+/* Policies outside the registry (a policy written in Python, docs/python.md):
+ * the process hosting the engine may install one finder, which
+ * ms_policy_find asks for a name the registry does not hold (NULL: none,
+ * the default).  The registry's names always win. */
+typedef const ms_policy_desc *(*ms_policy_finder)(ms_policy_kind kind, const char *name);
+void ms_policy_set_finder(ms_policy_finder finder);
 const char *ms_policy_kind_name(ms_policy_kind kind);
 
 #endif
