@@ -17,7 +17,7 @@ if(NOT _pytest_rc EQUAL 0)
                       "(run .ci/deps-debian --tests, or set -DMOESIM_PYTEST_PYTHON=...)")
 endif()
 set(_py_env "PYTHONPATH=${CMAKE_BINARY_DIR}/python" "PYTHONDONTWRITEBYTECODE=1" "MOESIM_BIN=$<TARGET_FILE:moesim>"
-            "MOESIM_SHARED_DIR=${MOESIM_SHARED_DIR}")
+            "MOESIM_SHARED_DIR=${MOESIM_SHARED_DIR}" "MOESIM_TEST_PLUGINS=${CMAKE_CURRENT_BINARY_DIR}")
 add_test(NAME python.pytest
          COMMAND ${MOESIM_PYTEST_PYTHON} -m pytest -q -p no:cacheprovider --basetemp=${CMAKE_CURRENT_BINARY_DIR}/pytest
                  ${PROJECT_SOURCE_DIR}/python/tests)

@@ -36,9 +36,7 @@ cJSON *ms_report_policy(int kind, const char *spec)
     const char *kv;
     ms_err err;
     ms_params p;
-    if (ms_spec_split(spec, name, sizeof name, &kv, &err))
-        return NULL;
-    const ms_policy_desc *d = ms_policy_find((ms_policy_kind)kind, name);
+    const ms_policy_desc *d = ms_policy_lookup((ms_policy_kind)kind, spec, name, sizeof name, &kv, &err);
     if (!d || ms_params_parse(d->params, kv, name, &p, &err))
         return NULL;
     cJSON *o = cJSON_CreateObject(), *params = cJSON_CreateObject();
