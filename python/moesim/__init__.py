@@ -19,7 +19,7 @@ from . import _core  # noqa: E402
 from ._core import ArgumentError, Error, PolicyError, TraceError, View  # noqa: E402
 from ._policy import Cache, Prefetcher, Scheduler, register  # noqa: E402
 from ._trace import Request, Trace, write_trace  # noqa: E402
-from ._run import Result, models, platforms, policies, run, sweep  # noqa: E402
+from ._run import Result, claims, models, platforms, policies, run, sweep  # noqa: E402
 
 __version__ = _core.version()[0]
 __commit__ = _core.version()[1]
@@ -27,5 +27,5 @@ __commit__ = _core.version()[1]
 __all__ = [
     "ArgumentError", "Cache", "Error", "PolicyError", "Prefetcher", "Request", "Result", "Scheduler", "Trace",
     "TraceError", "View", "write_trace",
-    "models", "platforms", "policies", "register", "run", "sweep", "__version__",
+    "claims", "models", "platforms", "policies", "register", "run", "sweep", "__version__",
 ]

@@ -253,3 +253,35 @@ def sweep(spec, jobs=1):
             shutil.rmtree(tmp, ignore_errors=True)
     return pd.read_csv(io.StringIO(text), dtype={"key": str, "error": str}, keep_default_na=False,
                        na_values=[""])
+
+
+def claims(only=None, *, trace=None, model=None, platform=None, requests=8, seed=1, sensitivity=True,
+           out_dir=None):
+    """Checks the seed papers' quantitative claims, as ``moesim claims``
+    (docs/claims.md): one row per claim (id, paper, verdict, the paper's
+    and moesim's values, the sensitivity) as a pandas DataFrame.  ``only``:
+    claim ids or paper names (a str with commas, or a list); ``trace``
+    replaces every claim's synthetic trace (with ``model`` for its sizes);
+    ``platform`` every testbed.  With ``out_dir`` the synthetic traces and
+    claims.csv, claims_values.csv and claims.png are kept there; without, a
+    temporary folder is used and removed."""
+    import pandas as pd
+    if isinstance(only, (list, tuple)):
+        only = ",".join(only)
+    for k, v in (("only", only), ("trace", trace), ("model", model), ("platform", platform),
+                 ("out_dir", out_dir)):
+        if v is not None and not isinstance(v, (str, os.PathLike)):
+            raise ArgumentError(f"claims: {k}={v!r}: expected a str")
+    for k, v, lo, hi in (("requests", requests, 4, 100000), ("seed", seed, 0, 4294967294)):
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise ArgumentError(f"claims: {k}={v!r}: expected an int in [{lo}, {hi}]")
+    tmp = tempfile.mkdtemp(prefix="moesim-claims-") if out_dir is None else None
+    try:
+        text = _core.claims(os.fspath(out_dir) if out_dir is not None else tmp, out_dir is not None,
+                            None if trace is None else os.fspath(trace), model,
+                            None if platform is None else os.fspath(platform), only, requests, seed,
+                            bool(sensitivity))
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return pd.DataFrame(json.loads(text))

@@ -12,6 +12,18 @@
 /* The exception classes (module.c): moesim.Error and its subclasses. */
 extern PyObject *ms_py_Error, *ms_py_ArgumentError, *ms_py_PolicyError, *ms_py_TraceError;
 
+/* The interpreter's handlers of SIGINT, SIGTERM and SIGHUP.  The checked
+ * outputs (sim/core/out.h) install their own on first use (remove the
+ * temporaries, then die of the signal); a call that may write saves the
+ * interpreter's before and restores them after, so that Ctrl-C between
+ * calls is a KeyboardInterrupt again. */
+#include <signal.h>
+typedef struct {
+    struct sigaction old[3];
+} ms_py_signals;
+void ms_py_signals_save(ms_py_signals *s);
+void ms_py_signals_restore(const ms_py_signals *s);
+
 /* Raises cls with the one-line message of err; returns NULL. */
 PyObject *ms_py_raise(PyObject *cls, const ms_err *err);
 
@@ -31,6 +43,10 @@ int ms_py_policy_failed(char *msg, size_t n);
 /* Traces (trace.c): the Reader type; write_trace(path, dims, requests). */
 int ms_py_trace_init(PyObject *module);
 PyObject *ms_py_write_trace(PyObject *self, PyObject *args);
+
+/* moesim.claims (claims.c): claims(out_dir, write, trace, model, platform,
+ * only, requests, seed, sensitivity) -> the JSON text of claims --json */
+PyObject *ms_py_claims(PyObject *self, PyObject *args);
 
 /* moesim.sweep (sweep.c): sweep(spec_path, jobs) -> CSV text */
 PyObject *ms_py_sweep(PyObject *self, PyObject *args);

@@ -20,6 +20,20 @@
 
 PyObject *ms_py_Error, *ms_py_ArgumentError, *ms_py_PolicyError, *ms_py_TraceError;
 
+static const int handled_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+
+void ms_py_signals_save(ms_py_signals *s)
+{
+    for (int i = 0; i < 3; i++)
+        sigaction(handled_signals[i], NULL, &s->old[i]);
+}
+
+void ms_py_signals_restore(const ms_py_signals *s)
+{
+    for (int i = 0; i < 3; i++)
+        sigaction(handled_signals[i], &s->old[i], NULL);
+}
+
 PyObject *ms_py_raise(PyObject *cls, const ms_err *err)
 {
     PyErr_SetString(cls, err->msg);
@@ -346,8 +360,11 @@ static PyObject *py_run(PyObject *self, PyObject *args)
     cfg.iterations_path = iterations;
     cfg.requests_path = requests;
     ms_metrics m;
+    ms_py_signals sigs;
+    ms_py_signals_save(&sigs);
     ms_py_policy_run_begin();
     int rc = ms_run(&cfg, &m, &err);
+    ms_py_signals_restore(&sigs);
     if (ms_py_policy_run_end()) {
         if (!rc)
             ms_metrics_free(&m);
@@ -392,6 +409,8 @@ static PyMethodDef methods[] = {
     {"runkeys", py_runkeys, METH_NOARGS, "the run keys: (key, kind, default, help)"},
     {"run", py_run, METH_VARARGS, "run(keys, sets, events, iterations, requests) -> (json, warnings)"},
     {"write_trace", ms_py_write_trace, METH_VARARGS, "write_trace(path, dims, requests) -> requests written"},
+    {"claims", ms_py_claims, METH_VARARGS, "claims(out_dir, write, trace, model, platform, only, requests, seed, "
+     "sensitivity) -> JSON text"},
     {"sweep", ms_py_sweep, METH_VARARGS, "sweep(spec_path, jobs) -> CSV text"},
     {"register_policy", ms_py_register_policy, METH_VARARGS, "register_policy(kind, name, factory, attrs)"},
     {NULL, NULL, 0, NULL},

@@ -92,7 +92,10 @@ PyObject *ms_py_sweep(PyObject *self, PyObject *args)
     const char *header = ms_sweep_csv_header();
     append(&c, header, strlen(header));
     ms_sweep_pool pool = {.ctx = &c, .init = worker_init, .job = run_job, .sink = sink_row};
+    ms_py_signals sigs;
+    ms_py_signals_save(&sigs);
     int rc = ms_sweep_pool_run(&pool, ms_sweep_npoints(spec), jobs, &err);
+    ms_py_signals_restore(&sigs);
     ms_trace_cache_enable(0);
     ms_sweep_free(spec);
     PyObject *out = rc ? ms_py_raise(ms_py_Error, &err) : PyUnicode_FromStringAndSize(c.text, (Py_ssize_t)c.len);

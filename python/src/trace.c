@@ -353,8 +353,11 @@ PyObject *ms_py_write_trace(PyObject *self, PyObject *args)
         return NULL;
     }
     ms_out_inputs_clear();
+    ms_py_signals sigs;
+    ms_py_signals_save(&sigs);
     ms_trace_writer *w = ms_writer_open(path, &m, &err);
     if (!w) {
+        ms_py_signals_restore(&sigs);
         Py_DECREF(it);
         ms_trace_meta_free(&m);
         return ms_py_raise(ms_py_TraceError, &err);
@@ -381,10 +384,12 @@ PyObject *ms_py_write_trace(PyObject *self, PyObject *args)
     Py_DECREF(it);
     if (failed || PyErr_Occurred()) {
         ms_writer_abort(w);
+        ms_py_signals_restore(&sigs);
         ms_trace_meta_free(&m);
         return NULL;
     }
     int rc = ms_writer_close(w, &err);
+    ms_py_signals_restore(&sigs);
     ms_trace_meta_free(&m);
     if (rc)
         return ms_py_raise(ms_py_TraceError, &err);

@@ -124,3 +124,17 @@ def test_set_override_is_validated(traces):
     fast = moesim.run(traces["mix"], cache_experts=64)
     assert slow.metrics["makespan_s"] > fast.metrics["makespan_s"]
     assert slow.config["overrides"] == {"platform.h2d_bw": "1GB/s"}
+
+
+def test_ctrl_c_after_a_run_is_a_keyboard_interrupt(traces, tmp_path):
+    # the checked outputs install signal handlers of their own; the module gives the interpreter's back
+    import subprocess
+    import sys
+    code = ("import os, signal, moesim\n"
+            f"moesim.run({str(traces['gptoss'])!r}, cache_experts=200, record=('events',))\n"
+            f"moesim.write_trace({str(tmp_path / 'w.h5')!r}, experts=8, layers=2, topk=1, expert_bytes=1000,\n"
+            "                   requests=[{'topk_ids': [[[0], [1]]], 'topk_w': [[[1.0], [1.0]]]}])\n"
+            "try:\n    os.kill(os.getpid(), signal.SIGINT)\n    import time; time.sleep(5)\n"
+            "except KeyboardInterrupt:\n    print('interrupted')\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip() == "interrupted", p.stderr
