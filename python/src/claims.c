@@ -18,6 +18,9 @@ PyObject *ms_py_claims(PyObject *self, PyObject *args)
         return NULL;
     o.sensitivity = sens;
     ms_err err;
+    if (ms_py_enter("moesim.claims"))
+        return NULL;
+    ms_py_busy = 0; /* claims run no Python policy: only a hook calling it is refused */
     ms_out_inputs_clear();
     if (o.trace)
         ms_out_input(o.trace);

@@ -24,6 +24,11 @@ typedef struct {
 void ms_py_signals_save(ms_py_signals *s);
 void ms_py_signals_restore(const ms_py_signals *s);
 
+/* 0 and marks a simulation under way, or -1 with moesim.Error when one is
+ * (a hook calling back into moesim); the caller clears ms_py_busy after. */
+extern int ms_py_busy;
+int ms_py_enter(const char *what);
+
 /* Raises cls with the one-line message of err; returns NULL. */
 PyObject *ms_py_raise(PyObject *cls, const ms_err *err);
 

@@ -330,6 +330,20 @@ static int check_output(const char *what, const char *path, ms_err *err)
     return ms_out_check(what, path, err);
 }
 
+/* 1 while a run (or sweep, claims) is under way: a policy's hook that
+ * calls moesim.run again would clobber the run's hook state. */
+int ms_py_busy;
+
+int ms_py_enter(const char *what)
+{
+    if (ms_py_busy) {
+        PyErr_Format(ms_py_Error, "%s: called from inside a policy hook of a running simulation", what);
+        return -1;
+    }
+    ms_py_busy = 1;
+    return 0;
+}
+
 /* run(keys, sets, events, iterations, requests) -> JSON text of run --json */
 static PyObject *py_run(PyObject *self, PyObject *args)
 {
@@ -362,8 +376,13 @@ static PyObject *py_run(PyObject *self, PyObject *args)
     ms_metrics m;
     ms_py_signals sigs;
     ms_py_signals_save(&sigs);
+    if (ms_py_enter("moesim.run")) {
+        ms_py_signals_restore(&sigs);
+        goto done;
+    }
     ms_py_policy_run_begin();
     int rc = ms_run(&cfg, &m, &err);
+    ms_py_busy = 0;
     ms_py_signals_restore(&sigs);
     if (ms_py_policy_run_end()) {
         if (!rc)

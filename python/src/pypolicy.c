@@ -47,9 +47,21 @@ static int view_live(View *w)
     return -1;
 }
 
+/* A whole number >= 0 from o (an int, a NumPy integer: anything with
+ * __index__); (unsigned long)-1 with an exception set when it is none. */
+static unsigned long as_index(PyObject *o)
+{
+    PyObject *i = PyNumber_Index(o);
+    if (!i)
+        return (unsigned long)-1;
+    unsigned long x = PyLong_AsUnsignedLong(i);
+    Py_DECREF(i);
+    return x;
+}
+
 static int arg_u32(PyObject *o, uint32_t lim, const char *what, uint32_t *out)
 {
-    unsigned long x = PyLong_AsUnsignedLong(o);
+    unsigned long x = as_index(o);
     if (x == (unsigned long)-1 && PyErr_Occurred()) {
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError, "%s: expected a whole number >= 0", what);
@@ -400,6 +412,11 @@ int ms_py_policy_run_end(void)
         PyErr_SetString(ms_py_PolicyError, run_ctx.who);
         return -1;
     }
+    if (PyErr_GivenExceptionMatches(exc, PyExc_KeyboardInterrupt)) { /* Ctrl-C in a hook stops the run as such */
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+        return -1;
+    }
     PyObject *s = PyObject_Str(exc);
     const char *msg = s ? PyUnicode_AsUTF8(s) : NULL;
     PyObject *e = PyObject_CallFunction(ms_py_PolicyError, "s", "");
@@ -557,16 +574,16 @@ static int c_victim(void *st, const ms_view *v, uint32_t *l, uint32_t *e)
         return 0;
     }
     unsigned long a = 0, b = 0;
-    int ok = PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 2;
+    int ok = (PyTuple_Check(r) || PyList_Check(r)) && PySequence_Fast_GET_SIZE(r) == 2;
     if (ok) {
-        a = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(r, 0));
-        b = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(r, 1));
+        a = as_index(PySequence_Fast_GET_ITEM(r, 0));
+        b = as_index(PySequence_Fast_GET_ITEM(r, 1));
         ok = !PyErr_Occurred();
         PyErr_Clear();
     }
     Py_DECREF(r);
     if (!ok) {
-        fail_value(s, H_VICTIM, "returned something other than None or a tuple (layer, expert) of whole numbers");
+        fail_value(s, H_VICTIM, "returned something other than None or (layer, expert), two whole numbers");
         return 0;
     }
     if (a >= s->view->L || b >= s->view->J || !ms_view_evictable(v, (uint32_t)a, (uint32_t)b)) {

@@ -83,11 +83,15 @@ PyObject *ms_py_sweep(PyObject *self, PyObject *args)
         return NULL;
     }
     ms_err err;
+    if (ms_py_enter("moesim.sweep"))
+        return NULL;
     ms_out_inputs_clear();
     ms_out_input(path);
     ms_sweep_spec *spec = ms_sweep_load(path, &err);
-    if (!spec)
+    if (!spec) {
+        ms_py_busy = 0;
         return ms_py_raise(ms_py_Error, &err);
+    }
     sweep_ctx c = {.spec = spec};
     const char *header = ms_sweep_csv_header();
     append(&c, header, strlen(header));
@@ -96,6 +100,7 @@ PyObject *ms_py_sweep(PyObject *self, PyObject *args)
     ms_py_signals_save(&sigs);
     int rc = ms_sweep_pool_run(&pool, ms_sweep_npoints(spec), jobs, &err);
     ms_py_signals_restore(&sigs);
+    ms_py_busy = 0;
     ms_trace_cache_enable(0);
     ms_sweep_free(spec);
     PyObject *out = rc ? ms_py_raise(ms_py_Error, &err) : PyUnicode_FromStringAndSize(c.text, (Py_ssize_t)c.len);

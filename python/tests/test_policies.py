@@ -246,3 +246,37 @@ def test_python_schedulers(traces):
     assert cpu.metrics["activations"] == want.metrics["activations"] == 6375
     assert cpu.metrics["on_cpu"] + cpu.metrics["hits"] == cpu.metrics["activations"]
     assert cpu.metrics["on_cpu"] > 0 and cpu.metrics["pcie_copies"] == 0
+
+
+class NumpyLRU(PyLRU):
+    """The LRU returning its victim as a list of NumPy integers."""
+    name = "test_numpy_lru"
+
+    def victim(self, view):
+        for l, e in self.order:
+            if view.evictable(np.int64(l), np.uint32(e)):
+                return [np.int64(l), np.int32(e)]
+        return None
+
+
+def test_numpy_integers_are_ids(traces):
+    kw = dict(cache_experts=200, record=())
+    assert metrics_text(moesim.run(traces["gptoss"], cache=NumpyLRU, **kw)) == \
+        metrics_text(moesim.run(traces["gptoss"], cache="lru", **kw))
+
+
+def test_a_hook_may_not_start_another_run(traces):
+    path = traces["gptoss"]
+    cls = type("Re", (PyLRU,), {"name": "test_reenter",
+                                "on_access": lambda self, view, l, e: moesim.run(path, cache_experts=200)})
+    with pytest.raises(moesim.PolicyError, match="hook on_access raised Error: moesim.run: called from inside"):
+        moesim.run(path, cache=cls, cache_experts=200)
+    assert moesim.run(path, cache_experts=200, record=()).metrics["hits"] > 0  # and the next run works
+
+
+def test_keyboard_interrupt_in_a_hook_is_a_keyboard_interrupt(traces):
+    def on_access(self, view, l, e):
+        raise KeyboardInterrupt
+    cls = type("KI", (PyLRU,), {"name": "test_ki", "on_access": on_access})
+    with pytest.raises(KeyboardInterrupt):
+        moesim.run(traces["gptoss"], cache=cls, cache_experts=200)
