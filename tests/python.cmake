@@ -16,7 +16,19 @@ if(NOT _pytest_rc EQUAL 0)
   message(FATAL_ERROR "MOESIM_PYTHON_MODULE=ON: ${MOESIM_PYTEST_PYTHON} cannot import numpy, pandas and pytest "
                       "(run .ci/deps-debian --tests, or set -DMOESIM_PYTEST_PYTHON=...)")
 endif()
-set(_py_env "PYTHONPATH=${CMAKE_BINARY_DIR}/python" "PYTHONDONTWRITEBYTECODE=1" "MOESIM_BIN=$<TARGET_FILE:moesim>"
+# Under the sanitizers the interpreter is not instrumented: their runtimes
+# are preloaded, and leaks not reported (the interpreter keeps its objects
+# at exit by design).
+set(_py_asan)
+if(MOESIM_SANITIZE)
+  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so OUTPUT_VARIABLE _libasan
+                  OUTPUT_STRIP_TRAILING_WHITESPACE)
+  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libubsan.so OUTPUT_VARIABLE _libubsan
+                  OUTPUT_STRIP_TRAILING_WHITESPACE)
+  set(_py_asan "LD_PRELOAD=${_libasan} ${_libubsan}" "ASAN_OPTIONS=detect_leaks=0"
+               "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1")
+endif()
+set(_py_env ${_py_asan} "PYTHONPATH=${CMAKE_BINARY_DIR}/python" "PYTHONDONTWRITEBYTECODE=1" "MOESIM_BIN=$<TARGET_FILE:moesim>"
             "MOESIM_SHARED_DIR=${MOESIM_SHARED_DIR}" "MOESIM_TEST_PLUGINS=${CMAKE_CURRENT_BINARY_DIR}")
 add_test(NAME python.pytest
          COMMAND ${MOESIM_PYTEST_PYTHON} -m pytest -q -p no:cacheprovider --basetemp=${CMAKE_CURRENT_BINARY_DIR}/pytest
@@ -24,8 +36,12 @@ add_test(NAME python.pytest
 set_tests_properties(python.pytest PROPERTIES ENVIRONMENT "${_py_env}" WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 
 # `pip install .` as a user runs it (python/tests/pip_install.sh): the wheel
+# (not under the sanitizers: the wheel is a normal build)
 # built from the checkout, installed into a fresh venv, imported from
 # outside the checkout.  It builds the libraries once more (a few minutes).
+if(MOESIM_SANITIZE)
+  return()
+endif()
 execute_process(COMMAND ${MOESIM_PYTEST_PYTHON} -c "import scikit_build_core" RESULT_VARIABLE _skb_rc
                 OUTPUT_QUIET ERROR_QUIET)
 if(NOT _skb_rc EQUAL 0)

@@ -113,6 +113,15 @@ VIEW_LE_BOOL(fits)
 VIEW_LE_BOOL(queued)
 VIEW_LE_BOOL(prefetched_unused)
 
+/* cached (holds a slot) but not yet resident: its copy is in flight */
+static PyObject *view_in_flight(View *w, PyObject *const *args, Py_ssize_t n)
+{
+    uint32_t l, e;
+    if (args_le(w, args, n, "in_flight", &l, &e))
+        return NULL;
+    return PyBool_FromLong(ms_view_cached(w->v, l, e) && !ms_view_resident(w->v, l, e));
+}
+
 static PyObject *view_next_use(View *w, PyObject *const *args, Py_ssize_t n)
 {
     uint32_t l, e;
@@ -301,6 +310,7 @@ static PyMethodDef view_methods[] = {
     FAST(resident, "resident(l, e): weights on the GPU, ready now"),
     FAST(cached, "cached(l, e): holds a GPU slot (ready or in flight)"),
     FAST(evictable, "evictable(l, e): may be chosen as a victim now"),
+    FAST(in_flight, "in_flight(l, e): holds a slot, its copy not landed yet (cached and not resident)"),
     FAST(fits, "fits(l, e): the cache has room for it without an eviction"),
     FAST(queued, "queued(l, e): a prefetch request is queued"),
     FAST(prefetched_unused, "prefetched_unused(l, e): prefetched and not used since"),

@@ -280,3 +280,23 @@ def test_keyboard_interrupt_in_a_hook_is_a_keyboard_interrupt(traces):
     cls = type("KI", (PyLRU,), {"name": "test_ki", "on_access": on_access})
     with pytest.raises(KeyboardInterrupt):
         moesim.run(traces["gptoss"], cache=cls, cache_experts=200)
+
+
+def test_view_queries_agree(traces):
+    seen = collections.Counter()
+
+    class Probe(PyLRU):
+        name = "test_probe"
+
+        def on_access(self, view, l, e):
+            # an accessed expert is cached; resident xor in flight
+            assert view.cached(l, e) and view.resident(l, e) != view.in_flight(l, e)
+            assert view.layer() == l and view.step() == view.iteration() * view.L + l
+            assert any(a[0] == e for a in view.activated(l))
+            seen["in_flight" if view.in_flight(l, e) else "resident"] += 1
+            PyLRU.on_access(self, view, l, e)
+
+    r = moesim.run(traces["mix"], model="mixtral-8x7b", prefetch="oracle", cache=Probe, cache_experts=64, record=())
+    assert seen["resident"] > 0 and seen["in_flight"] > 0  # the oracle's late prefetches are in flight at the gate
+    assert r.metrics == moesim.run(traces["mix"], model="mixtral-8x7b", prefetch="oracle", cache="lru",
+                                   cache_experts=64, record=()).metrics
