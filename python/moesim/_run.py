@@ -1,14 +1,18 @@
 """moesim.run and the listings."""
+from __future__ import annotations
+
 import io
 import json
 import math
 import os
 import shutil
 import tempfile
+from typing import Any, Iterable, Mapping, Optional, Union
 
 from . import _core
 from ._core import ArgumentError
 from ._policy import policy_spec
+from ._trace import Trace
 
 _KEYS = {k: (kind, default, help) for k, kind, default, help in _core.runkeys()}
 # run's own arguments, and keys that are not numbers or texts of their own
@@ -23,6 +27,8 @@ def _text(key, v):
         if kind == "enum" and key in ("offline", "cache_per_gpu"):
             return "1" if v else "0"
         raise ArgumentError(f"run: {key}={v!r}: expected {_expected(kind)}")
+    if isinstance(v, Trace):
+        v = v.path
     if isinstance(v, os.PathLike):
         v = os.fspath(v)
     if isinstance(v, int):
@@ -68,15 +74,15 @@ class Result:
             text = text.split("\n", 1)[1] if "\n" in text else ""
         return pd.read_csv(io.StringIO(text))
 
-    def events(self):
+    def events(self) -> "pandas.DataFrame":  # noqa: F821
         """Every copy, hit, miss and compute interval (``run --events``)."""
         return self._frame("events")
 
-    def iterations(self):
+    def iterations(self) -> "pandas.DataFrame":  # noqa: F821
         """One row per replayed iteration."""
         return self._frame("iterations")
 
-    def requests(self):
+    def requests(self) -> "pandas.DataFrame":  # noqa: F821
         """One row per finished request."""
         return self._frame("requests")
 
@@ -119,11 +125,17 @@ def _sets(set):
     return out
 
 
-def run(trace, model=None, platform=None, prefetch="none", cache="lru", sched="gpu", *, set=None,
-        record=("iterations", "requests"), **keys):
+PathLike = Union[str, "os.PathLike[str]"]
+PolicyArg = Union[str, type, object]
+
+
+def run(trace: Union[PathLike, Any], model: Optional[PathLike] = None, platform: Optional[PathLike] = None,
+        prefetch: PolicyArg = "none", cache: PolicyArg = "lru", sched: PolicyArg = "gpu", *,
+        set: Optional[Mapping[str, Union[str, int, float]]] = None,
+        record: Union[str, Iterable[str]] = ("iterations", "requests"), **keys: Any) -> Result:
     """Runs one simulation, as ``moesim run --json``.
 
-    ``trace``: a trace file; ``model``, ``platform``: profile names or .ini
+    ``trace``: a trace file (or a :class:`Trace`); ``model``, ``platform``: profile names or .ini
     paths; ``prefetch``, ``cache``, ``sched``: a spec ``"name[:k=v,...]"`` or a
     policy written in Python (a :class:`Prefetcher`, :class:`Cache` or
     :class:`Scheduler` subclass or object).  ``keys`` are the other keys of
@@ -162,17 +174,17 @@ def run(trace, model=None, platform=None, prefetch="none", cache="lru", sched="g
     return Result(json.loads(report), warnings, csvs)
 
 
-def policies():
+def policies() -> list:
     """Every built-in policy: a list of dicts {name, kind, summary, params}."""
     return _core.policies()
 
 
-def models():
+def models() -> list:
     """Every shipped model profile: a list of dicts (name, L, J, K, dtype, expert_bytes, ...)."""
     return _core.profiles("models")
 
 
-def platforms():
+def platforms() -> list:
     """Every shipped platform profile: a list of dicts (name, gpu_mem_bytes, h2d_bw, gpus, ...)."""
     return _core.profiles("platforms")
 
@@ -225,7 +237,7 @@ def _spec_text(spec):
     return "\n".join(lines) + "\n"
 
 
-def sweep(spec, jobs=1):
+def sweep(spec: Union[PathLike, Mapping[str, Any]], jobs: int = 1) -> "pandas.DataFrame":  # noqa: F821
     """Runs every point of a sweep spec, as ``moesim sweep``, and returns its
     CSV as a pandas DataFrame (the same columns and values; no file is
     written).  ``spec`` is a spec file (docs/sweeps.md) or a dict of axes:
@@ -255,8 +267,9 @@ def sweep(spec, jobs=1):
                        na_values=[""])
 
 
-def claims(only=None, *, trace=None, model=None, platform=None, requests=8, seed=1, sensitivity=True,
-           out_dir=None):
+def claims(only: Union[None, str, Iterable[str]] = None, *, trace: Optional[PathLike] = None,
+           model: Optional[str] = None, platform: Optional[PathLike] = None, requests: int = 8, seed: int = 1,
+           sensitivity: bool = True, out_dir: Optional[PathLike] = None) -> "pandas.DataFrame":  # noqa: F821
     """Checks the seed papers' quantitative claims, as ``moesim claims``
     (docs/claims.md): one row per claim (id, paper, verdict, the paper's
     and moesim's values, the sensitivity) as a pandas DataFrame.  ``only``:

@@ -1,7 +1,10 @@
 """moesim.Trace and moesim.write_trace: traces as NumPy arrays."""
+from __future__ import annotations
+
 import itertools
 import json
 import os
+from typing import Any, Iterable, Iterator, Mapping, Optional, Union
 
 import numpy as np
 
@@ -38,7 +41,7 @@ class Trace:
     :class:`Request` objects with NumPy arrays.  Every request read is
     checked (checksums, ids, weights) as the CLI checks it."""
 
-    def __init__(self, path):
+    def __init__(self, path: Union[str, "os.PathLike[str]"]):
         if not isinstance(path, (str, os.PathLike)):
             raise ArgumentError(f"Trace: {path!r}: expected a path")
         self.path = os.fspath(path)
@@ -48,7 +51,7 @@ class Trace:
     def __len__(self):
         return self.info["requests"]
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> Request:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
             raise TypeError(f"Trace indices are ints, not {type(i).__name__}")
         if i < 0:
@@ -73,11 +76,11 @@ class Trace:
         r.text = d["text"]
         return r
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Request]:
         for i in range(len(self)):
             yield self[i]
 
-    def stats(self):
+    def stats(self) -> dict:
         """The report of ``moesim trace stats --json`` (entropy, reuse, co-activation, popularity)."""
         return json.loads(self._r.stats())
 
@@ -158,8 +161,11 @@ def _request_dict(req, idx, L, J, K, kind, D):
     return d
 
 
-def write_trace(path, model=None, requests=(), *, experts=None, layers=None, topk=None, expert_bytes=None,
-                dense_bytes=None, probs_kind=None, embed_dim=0, source="moesim.write_trace"):
+def write_trace(path: Union[str, "os.PathLike[str]"], model: Optional[str] = None,
+                requests: Iterable[Union[Mapping[str, Any], Request]] = (), *, experts: Optional[int] = None,
+                layers: Optional[int] = None, topk: Optional[int] = None, expert_bytes: Optional[int] = None,
+                dense_bytes: Optional[int] = None, probs_kind: Optional[str] = None, embed_dim: int = 0,
+                source: str = "moesim.write_trace") -> int:
     """Writes a trace (format v2) from NumPy arrays through the writer the
     importers use: every request checked, chunks checksummed, the content
     digest stored, the file written atomically (a failure leaves ``path`` as

@@ -138,3 +138,9 @@ def test_ctrl_c_after_a_run_is_a_keyboard_interrupt(traces, tmp_path):
             "except KeyboardInterrupt:\n    print('interrupted')\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and p.stdout.strip() == "interrupted", p.stderr
+
+
+def test_run_takes_a_trace_object(traces):
+    t = moesim.Trace(traces["gptoss"])
+    assert moesim.run(t, cache_experts=200, record=()).metrics == \
+        moesim.run(traces["gptoss"], cache_experts=200, record=()).metrics
