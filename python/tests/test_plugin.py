@@ -29,5 +29,8 @@ def test_example_plugin_is_lru(traces, trace, cap):
     got = moesim.run(traces[trace], cache=f"plugin:path={plugin('lru')}", **kw)
     assert got.metrics == moesim.run(traces[trace], cache="lru", **kw).metrics
     assert got.config["cache"]["name"] == "lru_plugin"
+    import hashlib
+    want_sha = hashlib.sha256(open(plugin("lru"), "rb").read()).hexdigest()
+    assert got.config["cache"]["plugin"] == {"path": plugin("lru"), "sha256": want_sha}
     with pytest.raises(moesim.Error, match="a cache policy, not a prefetch policy"):
         moesim.run(traces[trace], prefetch=f"plugin:path={plugin('lru')}", **kw)
