@@ -182,6 +182,24 @@ typedef struct {
 /* The one registry (policies/registry.c), NULL-terminated. */
 extern const ms_policy_desc *const ms_policy_registry[];
 const ms_policy_desc *ms_policy_find(ms_policy_kind kind, const char *name);
+/* Policies outside the registry (a policy written in Python, docs/python.md):
+ * the process hosting the engine may install one finder, which
+ * ms_policy_find asks for a name the registry does not hold (NULL: none,
+ * the default).  The registry's names always win. */
+typedef const ms_policy_desc *(*ms_policy_finder)(ms_policy_kind kind, const char *name);
+void ms_policy_set_finder(ms_policy_finder finder);
+/* The policy of a spec "name[:k=v,...]": splits it (ms_spec_split: name
+ * into name, the k=v text into *kv) and finds the name (ms_policy_find); for
+ * "plugin:path=FILE[,k=v...]" loads FILE (policies/plugin.h), writes the
+ * plugin's own name into name and leaves *kv at the k=v after the path.
+ * NULL with err set on a malformed spec or a plugin that cannot be used;
+ * NULL with err->msg empty when the name is simply unknown (the caller
+ * words that, with the known names). */
+const ms_policy_desc *ms_policy_lookup(ms_policy_kind kind, const char *spec, char *name, size_t cap,
+                                       const char **kv, ms_err *err);
+/* Loads (once per process) the plugin at path and checks its ABI version
+ * and kind; NULL with one line in err. */
+const ms_policy_desc *ms_plugin_load(ms_policy_kind kind, const char *path, ms_err *err);
 const char *ms_policy_kind_name(ms_policy_kind kind);
 
 #endif

@@ -42,12 +42,16 @@ const ms_policy_desc *const ms_policy_registry[] = {
     NULL,
 };
 
+static ms_policy_finder extra_finder;
+
+void ms_policy_set_finder(ms_policy_finder finder) { extra_finder = finder; }
+
 const ms_policy_desc *ms_policy_find(ms_policy_kind kind, const char *name)
 {
     for (int i = 0; ms_policy_registry[i]; i++)
         if (ms_policy_registry[i]->kind == kind && !strcmp(ms_policy_registry[i]->name, name))
             return ms_policy_registry[i];
-    return NULL;
+    return extra_finder ? extra_finder(kind, name) : NULL;
 }
 
 const char *ms_policy_kind_name(ms_policy_kind kind)

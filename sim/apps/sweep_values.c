@@ -123,9 +123,9 @@ static int check_policy(parse_ctx *c, const char *key, ms_policy_kind kind, cons
     const char *kv;
     ms_err e;
     ms_params params;
-    if (ms_spec_split(spec, name, sizeof name, &kv, &e))
+    const ms_policy_desc *d = ms_policy_lookup(kind, spec, name, sizeof name, &kv, &e);
+    if (!d && e.msg[0])
         return sw_ctx_fail(c, "%s = %s: %s", key, spec, e.msg);
-    const ms_policy_desc *d = ms_policy_find(kind, name);
     if (!d) {
         char known[512] = "";
         for (int i = 0; ms_policy_registry[i]; i++)

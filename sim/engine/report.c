@@ -36,9 +36,7 @@ cJSON *ms_report_policy(int kind, const char *spec)
     const char *kv;
     ms_err err;
     ms_params p;
-    if (ms_spec_split(spec, name, sizeof name, &kv, &err))
-        return NULL;
-    const ms_policy_desc *d = ms_policy_find((ms_policy_kind)kind, name);
+    const ms_policy_desc *d = ms_policy_lookup((ms_policy_kind)kind, spec, name, sizeof name, &kv, &err);
     if (!d || ms_params_parse(d->params, kv, name, &p, &err))
         return NULL;
     cJSON *o = cJSON_CreateObject(), *params = cJSON_CreateObject();
@@ -46,6 +44,16 @@ cJSON *ms_report_policy(int kind, const char *spec)
     for (int i = 0; i < p.n; i++)
         cJSON_AddStringToObject(params, p.spec[i]->name, p.str[i]);
     cJSON_AddItemToObject(o, "params", params);
+    if (!strncmp(spec, "plugin:path=", 12)) { /* an out-of-tree policy: its file and the digest of its bytes */
+        char path[4096], hex[MS_DIGEST_HEX];
+        snprintf(path, sizeof path, "%.*s", (int)strcspn(spec + 12, ","), spec + 12);
+        cJSON *f = cJSON_AddObjectToObject(o, "plugin");
+        cJSON_AddStringToObject(f, "path", path);
+        if (ms_digest_file_cached(path, hex, &err))
+            cJSON_AddNullToObject(f, "sha256");
+        else
+            cJSON_AddStringToObject(f, "sha256", hex);
+    }
     return o;
 }
 

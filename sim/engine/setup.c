@@ -15,9 +15,7 @@ static int spec_learns(ms_policy_kind kind, const char *spec)
     char name[64];
     const char *kv;
     ms_err ignored;
-    if (ms_spec_split(spec, name, sizeof name, &kv, &ignored))
-        return 0;
-    const ms_policy_desc *d = ms_policy_find(kind, name);
+    const ms_policy_desc *d = ms_policy_lookup(kind, spec, name, sizeof name, &kv, &ignored);
     if (!d)
         return 0;
     ms_params p;
@@ -47,9 +45,9 @@ int eng_load_policy(ms_view *v, ms_policy_kind kind, const char *spec, const ms_
 {
     char name[64];
     const char *kv;
-    if (ms_spec_split(spec, name, sizeof name, &kv, v->err))
+    *desc = ms_policy_lookup(kind, spec, name, sizeof name, &kv, v->err);
+    if (!*desc && v->err->msg[0]) /* a malformed spec, a plugin that cannot be used */
         return -1;
-    *desc = ms_policy_find(kind, name);
     if (!*desc) {
         char known[512] = "";
         for (int i = 0; ms_policy_registry[i]; i++)
