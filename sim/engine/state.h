@@ -159,6 +159,7 @@ struct ms_view {
     /* the cache policy's rules of a layer step (step_order.c) */
     ms_step_rules rules;
     int step_open;
+    uint32_t step_turns;    /* the running step's experts whose turn came: act_pos below it */
     unsigned parts;         /* request parts the replay reads (MS_PART_*): the policies' and the engine's */          /* between a layer's gate and the end of its compute */
 };
 
@@ -277,6 +278,12 @@ void eng_order_step(ms_view *v, uint32_t l);
 uint32_t eng_step_visits(ms_view *v, uint32_t l, uint32_t n, const uint32_t **out);
 /* Whether the cache policy may evict x now (resident: its copy has
  * landed).  Inline: policies ask it of every member they consider. */
+/* An activated expert of the running step whose turn has not come yet
+ * (rules.lookup_at_turn looks it up then). */
+static inline int eng_turn_ahead(const ms_view *v, uint32_t x)
+{
+    return v->step_open && v->protect[x] == v->stamp && v->act_pos[x] >= v->step_turns;
+}
 static inline int eng_step_evictable(const ms_view *v, uint32_t x, int resident)
 {
     if (!v->cached[x])
@@ -284,8 +291,8 @@ static inline int eng_step_evictable(const ms_view *v, uint32_t x, int resident)
     int of_step = v->protect[x] == v->stamp;
     if (v->rules.protect == MS_PROTECT_STEP) /* NONE and LIST leave the step's experts evictable (issue 16) */
         return resident && !of_step;
-    if (!resident && !(of_step && v->step_open))
-        return 0; /* in flight, and not a load of the running step */
+    if (!resident && !(of_step && v->step_open && !(v->rules.lookup_at_turn && eng_turn_ahead(v, x))))
+        return 0; /* in flight, and not a load of the running step (lookup_at_turn: one whose turn came) */
     if (v->rules.protect == MS_PROTECT_LIST && v->cache->cache->protects &&
         v->cache->cache->protects(v->cache_st, v, x / v->J, x % v->J))
         return 0;
