@@ -151,6 +151,9 @@ struct ms_view {
     /* results */
     ms_metrics *m;
     ms_dvec ttft, tpot, latency;
+    ms_dvec queue, ttft_svc, lat_svc; /* queueing and service apart (outputs.c) */
+    double served_s;                  /* seconds with a request in service (the iterations' span) */
+    double arrival_first, arrival_last; /* of the finished requests (NAN before the first) */
     FILE *ev;                   /* ms_out_fp(ev_out) */
     struct ms_out *ev_out, *iter_out, *req_out;
     FILE *iter_csv, *req_csv;   /* cfg->iterations_path, requests_path */
@@ -172,6 +175,8 @@ int eng_resolve_split(ms_view *v);
 int eng_load_policy(ms_view *v, ms_policy_kind kind, const char *spec, const ms_policy_desc **desc, void **st);
 int eng_setup_layer_sizes(ms_view *v);
 void eng_note_unused(ms_view *v);
+/* One line of the run's warnings (ms_metrics.warnings; dropped past MS_RUN_MAX_WARNINGS). */
+void eng_warn(ms_view *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int eng_check_capacity(ms_view *v);
 int eng_check_model(ms_view *v);
 void eng_preload_cache(ms_view *v);
@@ -336,6 +341,8 @@ static inline void eng_event_gpu(ms_view *v, const char *kind, double t0, double
         eng_write_event_gpu(v, kind, t0, t1, gpu, bytes);
 }
 void eng_request_done(const ms_rslot *s, void *ctx);
+/* Queueing and service statistics, the offered load and its warning (after the replay). */
+void eng_summarise_service(ms_view *v);
 void eng_summarise(ms_dvec *d, uint64_t *n, double *mean, double *p50, double *p90, double *p99);
 int eng_open_outputs(ms_view *v);
 int eng_close_outputs(ms_view *v, int rc);
