@@ -58,7 +58,7 @@ add_test(NAME run.same_json COMMAND sh -c "a=$($<TARGET_FILE:moesim> run --trace
 set_tests_properties(run.same_json PROPERTIES FIXTURES_REQUIRED run_trace)
 
 # the main job end to end, small: table, CSV and figure
-add_test(NAME run.demo COMMAND sh -c "rm -rf demo-test && $<TARGET_FILE:moesim> demo --out demo-test --requests 4 && test -s demo-test/demo.csv && test -s demo-test/demo.png && [ $(wc -l < demo-test/demo.csv) -eq 50 ] && head -1 demo-test/demo.csv | grep -q '^# moesim '")
+add_test(NAME run.demo COMMAND sh -c "rm -rf demo-test && $<TARGET_FILE:moesim> demo --out demo-test --requests 4 > demo-test.txt && grep -q '^(demo.csv), not a hit.  none+lru: at batch 1 every token visits its L x K (layer, expert) pairs in$' demo-test.txt && grep -q 'oracle+belady can sit below none+belady' demo-test.txt && head -2 demo-test/demo.csv | grep -q ',ttft_service_ms,' && test -s demo-test/demo.csv && test -s demo-test/demo.png && [ $(wc -l < demo-test/demo.csv) -eq 50 ] && head -1 demo-test/demo.csv | grep -q '^# moesim '")
 set_tests_properties(run.demo PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 
 # What a run is given but cannot use is a warning on stderr and in --json (issue 17.5):

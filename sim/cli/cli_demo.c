@@ -164,6 +164,12 @@ static void print_table(const ms_platform *plat, double hit[N_COMBOS][N_SIZES], 
             printf(" %7.1f", tpot[c][s]);
         printf("\n");
     }
+    printf("hit rate: weights already on the GPU at the gate; a prefetch copy still in flight is 'late'\n"
+           "(demo.csv), not a hit.  none+lru: at batch 1 every token visits its L x K (layer, expert) pairs in\n"
+           "the same order, so a global LRU with fewer slots evicts exactly the pair needed next (near 0 %%\n"
+           "until the cache holds them all).  oracle+belady can sit below none+belady: its copies at distance\n"
+           "1 take longer than a layer's compute and land after the gate (late, not hit), and each evicts when\n"
+           "it starts, ahead of the need.\n");
 }
 
 static int render_figure(const char *csv, const char *png, const ms_platform *plat, ms_err *err)

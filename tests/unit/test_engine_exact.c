@@ -142,6 +142,30 @@ static void test_demand_behind_inflight(const ms_platform *p)
     ms_metrics_free(&m);
 }
 
+/* Issue 32.13: Belady counts the running layer's own use as still ahead
+ * until the layer ends.  L = 2, routes (0, 0) then (0, 1); oracle at
+ * distance 1, a cache of 2.  it0: (0,0) copied 0-1.5, (1,0) 1.5-3.0 (both
+ * late).  it1 starts at 3.1: layer 0 starts and oracle issues (1,1), whose
+ * copy starts at once and needs room between (0,0), which layer 0 is about
+ * to use (step 2), and (1,0), never used again: (1,0) goes.  (0,0) hits at
+ * the gate 3.3, computed 3.3-3.4; (1,1) copied 3.1-4.6, late, computed
+ * 4.6-4.7.  Counting the running layer's use as past made both "never used
+ * again" and the tie evicted (0,0) (the lower x): a miss at 3.3. */
+static void test_belady_running_layer(const ms_platform *p)
+{
+    static const int routing[2][3] = {{0, 0}, {0, 1}};
+    write_trace("exact_bel.h5", 2, 2, routing);
+    ms_metrics m = run("exact_bel.h5", p, "oracle", "belady", 2, 1, "exact_bel.csv");
+    CHECK_EQ_INT(m.total.hits, 1);
+    CHECK_EQ_INT(m.total.late, 3);
+    CHECK_EQ_INT(m.total.misses, 0);
+    CHECK_EVENT("exact_bel.csv", "evict", 1, 0, 0, 3.1, 3.1);
+    CHECK_EVENT("exact_bel.csv", "compute_gpu", 0, 0, 1, 3.3, 3.4);
+    CHECK_EVENT("exact_bel.csv", "copy_prefetch", 1, 1, 0, 3.1, 4.6);
+    CHECK_NEAR(m.makespan_s, 4.7 * MS, TOL);
+    ms_metrics_free(&m);
+}
+
 /* Three requests (L = 1, expert 0 in both iterations: a prefill row and one
  * decode), batch 1, arriving at 0, 0 and r2_ms.  Request 0: dense 0-0.2, its
  * miss copied 0.2-1.7, computed 1.7-1.8 (first token), decode 1.8-2.1.
@@ -232,5 +256,6 @@ int main(void)
     test_demand_behind_inflight(&p);
     test_cache_too_small(&p);
     test_queueing_and_service(&p);
+    test_belady_running_layer(&p);
     CHECK_DONE();
 }
