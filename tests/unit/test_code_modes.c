@@ -280,6 +280,28 @@ static void test_eam_code_turn(void)
      * every hit up before any load of the step anyway. */
 }
 
+/* The code's eviction also skips queued nodes (copies in flight).  L = 2,
+ * J = 4, K = 2, cache of 2, prefetch oracle (distance 1: it lists nothing,
+ * so nothing is protected by a list); rows: it0 l0 [0, 1], l1 [0, 3]; it1
+ * l0 [0, 1], l1 [2, 1].  Every victim below is the first of the residents in
+ * (layer, id) order sorted by count descending (all counts 1 here).  In it1
+ * layer 1 oracle queued (1,2) then (1,1) (activation order): (1,2)'s copy
+ * starts (evicting (0,1)) and is in flight at the gate, (1,1) is still
+ * queued: a miss.  Its turn comes first (ascending): the residents sorted
+ * are (1,2) then (1,3); (1,2) is a copy in flight whose turn has not come:
+ * skipped; (1,3) goes.  (1,2) is then late, not loaded again.  With
+ * in-flight step experts evictable (the planted fault), (1,1) evicts (1,2),
+ * whose turn then finds it gone: "m1.1 e1.2 m1.2 e1.1". */
+static void test_eam_code_inflight(void)
+{
+    static const hand_row rows[2] = {{.ids = {{0, 1}, {0, 3}}}, {.ids = {{0, 1}, {2, 1}}}};
+    static const uint32_t per_it[2] = {1, 1};
+    write_hand("cm_inflight.h5", 2, 4, 2, 2, per_it, rows);
+    char seq[1024];
+    run_sequence("cm_inflight.h5", "oracle", "eam:mode=code", "gpu", 2, seq, sizeof seq, NULL);
+    CHECK_SEQ(seq, "l0.0 m0.1 e0.0 l1.0 m1.3 e1.0 | e0.1 l0.0 m0.1 e0.0 e0.1 m1.1 e1.3 l1.2");
+}
+
 /* ---- eam:mode=code-head (MoE-Infinity HEAD) ---- */
 
 /* L = 2, J = 4, K = 1, cache of 3, no prefetch; routes (l0, l1) = (1, 0),
@@ -385,6 +407,7 @@ int main(void)
     test_eam_code_overflow();
     test_eam_code_queue();
     test_eam_code_turn();
+    test_eam_code_inflight();
     test_eam_code_head();
     test_mrs_code();
     test_hybrimoe_path_and_cpu_hits();
