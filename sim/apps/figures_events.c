@@ -82,7 +82,7 @@ int fig_breakdown(const ms_fig_ctx *c, ms_err *err)
 /* ---- fMoE Fig. 10: request-latency CDF in online serving ---- */
 
 #define CDF_BATCH 4
-#define CDF_LOAD 0.7 /* arrivals at this fraction of the slowest system's offline throughput */
+#define CDF_LOAD 0.5 /* arrivals at this fraction of the slowest system's offline throughput */
 
 /* One request's latency_s (the 5th field of a --requests row: arrival to
  * last token); 0 for the provenance line and the header. */
@@ -137,7 +137,10 @@ static ms_run_config cdf_cfg(const ms_fig_ctx *c, const fig_system *s, const cha
  * the lowest throughput any of the n systems reaches offline (every request
  * waiting at 0, full batches): a rate every system can serve, so the CDF
  * shows serving, not a queue that grows for as long as the trace lasts
- * (the trace's own arrivals may be far faster than this setup serves). */
+ * (the trace's own arrivals may be far faster than this setup serves).  The
+ * draws are scaled so that their own rate, (n - 1) / (last - first arrival),
+ * is that rate: a few requests' draws can be several times faster than the
+ * mean they were drawn with. */
 static int servable_trace(const ms_fig_ctx *c, const fig_system *sys, size_t n, const char *path, ms_err *err)
 {
     double rate = INFINITY;
@@ -156,6 +159,9 @@ static int servable_trace(const ms_fig_ctx *c, const fig_system *sys, size_t n, 
     if (!isfinite(rate) || ms_workload_trace_requests(c->trace, &reqs, err) ||
         ms_workload_poisson(reqs, rate, c->seed, &w, err))
         return isfinite(rate) ? -1 : ms_fail(err, "latency-cdf: no throughput to derive an arrival rate from");
+    double span = reqs > 1 ? w.arrival_s[reqs - 1] - w.arrival_s[0] : 0;
+    for (uint64_t i = 0; span > 0 && i < reqs; i++)
+        w.arrival_s[i] *= (double)(reqs - 1) / span / rate;
     int rc = ms_workload_apply(c->trace, path, &w, &rep, err);
     ms_workload_free(&w);
     return rc;
