@@ -14,6 +14,8 @@ NR = int(system(rows_of(csv) . " | wc -l"))
 set xrange [0.4:NR + 0.6]  # $0: the header is row 0, the first item 1
 set xtics rotate by 45 right noenhanced font ",9"
 set grid ytics
+set yrange [*<0:0<*]  # the axis always holds 0: a bar's height is its value, never cut at the data's minimum
+set xzeroaxis
 bw = 0.38
 set boxwidth bw * 0.95
 set bmargin 17

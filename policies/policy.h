@@ -84,13 +84,22 @@ typedef enum {
                             the step's own experts may be evicted, as with NONE */
     MS_PROTECT_NONE,     /* nothing: the step's hits and its own loads (even in flight) may be
                             evicted; an evicted step expert still computes (its slot is freed
-                            after the layer) */
+                            after the layer), unless lookup_at_turn */
 } ms_step_protect;
 
 typedef struct {
     ms_step_order order;
     ms_step_protect protect;
     int cpu_hits_untouched; /* 1: on_access is not called for hits the scheduler runs on the CPU */
+    /* 1 (with LIST or NONE): each activated expert is looked up when its turn
+     * in the order comes, not at the gate, as a code that acquires a step's
+     * experts one at a time does (MoE-Infinity 2024): an expert resident at
+     * the gate that an earlier load of the same step evicted is a miss at its
+     * turn and is loaded again; a step expert whose copy is in flight and
+     * whose turn has not come is not evictable.  0: hit or miss is decided
+     * for the whole step at the gate and an evicted step expert still
+     * computes. */
+    int lookup_at_turn;
 } ms_step_rules;
 
 /* ---- hooks ---- */

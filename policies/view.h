@@ -93,7 +93,9 @@ static inline int ms_view_fits(const ms_view *v, uint32_t l, uint32_t e) { retur
 /* the whole cache, in experts of layer l's size */
 static inline double ms_view_capacity_experts(const ms_view *v, uint32_t l) { return ms_view_ops_of(v)->capacity_experts(v, l); }
 /* Next step (iteration * L + layer) after the running one at which (l, e) is
- * activated, UINT64_MAX if never.  Only for policies with needs_future. */
+ * activated, UINT64_MAX if never; the running step itself for an expert the
+ * running layer activates and has not served yet (a prefetch copy starting
+ * before the layer's loads asks).  Only for policies with needs_future. */
 static inline uint64_t ms_view_next_use(const ms_view *v, uint32_t l, uint32_t e) { return ms_view_ops_of(v)->next_use(v, l, e); }
 /* a prefetch request waits in the queue */
 static inline int ms_view_queued(const ms_view *v, uint32_t l, uint32_t e) { return ms_view_ops_of(v)->queued(v, l, e); }

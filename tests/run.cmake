@@ -58,14 +58,16 @@ add_test(NAME run.same_json COMMAND sh -c "a=$($<TARGET_FILE:moesim> run --trace
 set_tests_properties(run.same_json PROPERTIES FIXTURES_REQUIRED run_trace)
 
 # the main job end to end, small: table, CSV and figure
-add_test(NAME run.demo COMMAND sh -c "rm -rf demo-test && $<TARGET_FILE:moesim> demo --out demo-test --requests 4 && test -s demo-test/demo.csv && test -s demo-test/demo.png && [ $(wc -l < demo-test/demo.csv) -eq 50 ] && head -1 demo-test/demo.csv | grep -q '^# moesim '")
+add_test(NAME run.demo COMMAND sh -c "rm -rf demo-test && $<TARGET_FILE:moesim> demo --out demo-test --requests 4 > demo-test.txt && grep -q '^(demo.csv), not a hit.  none+lru: at batch 1 every token visits its L x K (layer, expert) pairs in$' demo-test.txt && grep -q 'oracle+belady can sit below none+belady' demo-test.txt && head -2 demo-test/demo.csv | grep -q ',ttft_service_ms,' && test -s demo-test/demo.csv && test -s demo-test/demo.png && [ $(wc -l < demo-test/demo.csv) -eq 50 ] && head -1 demo-test/demo.csv | grep -q '^# moesim '")
 set_tests_properties(run.demo PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 
 # What a run is given but cannot use is a warning on stderr and in --json (issue 17.5):
 # eam and hybrimoe have no prefetch distance; eam learns from the training split
-run_test(warn_unused_distance sh -c "$<TARGET_FILE:moesim> run --trace ${T} --prefetch hybrimoe --cache-experts 32 --distance 3 --json 2>err.txt | tr -d '\\n\\t ' | grep -q '\"warnings\":\\[\"--distance3isnotused:prefetchhybrimoehasnoprefetchdistance\"\\]' && grep -qx 'moesim: warning: --distance 3 is not used: prefetch hybrimoe has no prefetch distance' err.txt")
+run_test(warn_unused_distance sh -c "$<TARGET_FILE:moesim> run --trace ${T} --offline --prefetch hybrimoe --cache-experts 32 --distance 3 --json 2>err.txt | tr -d '\\n\\t ' | grep -q '\"warnings\":\\[\"--distance3isnotused:prefetchhybrimoehasnoprefetchdistance\"\\]' && grep -qx 'moesim: warning: --distance 3 is not used: prefetch hybrimoe has no prefetch distance' err.txt")
 run_test(warn_train_zero sh -c "$<TARGET_FILE:moesim> run --trace ${T} --prefetch eam --cache eam --cache-experts 32 --train 0 2>&1 >/dev/null | grep -qx 'moesim: warning: --train 0 leaves prefetch eam nothing to learn from: it learns from the training split'")
 # none warned when the distance is used, or the default; no warnings is an empty list
-run_test(warn_none sh -c "$<TARGET_FILE:moesim> run --trace ${T} --prefetch traced-topk --cache-experts 32 --distance 3 --json 2>err.txt | tr -d '\\n\\t ' | grep -q '\"warnings\":\\[\\]' && ! [ -s err.txt ] && $<TARGET_FILE:moesim> run --trace ${T} --prefetch eam --cache-experts 32 2>&1 >/dev/null | wc -c | grep -qx 0")
+run_test(warn_none sh -c "$<TARGET_FILE:moesim> run --trace ${T} --offline --prefetch traced-topk --cache-experts 32 --distance 3 --json 2>err.txt | tr -d '\\n\\t ' | grep -q '\"warnings\":\\[\\]' && ! [ -s err.txt ] && $<TARGET_FILE:moesim> run --trace ${T} --offline --prefetch eam --cache-experts 32 2>&1 >/dev/null | wc -c | grep -qx 0")
+# the fixture's arrivals (1/s) overload this setup: a warning naming the queueing (issue 32.4)
+run_test(warn_overloaded sh -c "$<TARGET_FILE:moesim> run --trace ${T} --cache-experts 32 2>&1 >/dev/null | grep -q '^moesim: warning: overloaded: requests arrive at 1.*/s, the run served .*/s while busy (offered load [0-9.]*)'")
 # next_use_exact only where a policy asks for the next-use pre-pass (Belady)
 run_test(next_use_exact_only_ahead sh -c "$<TARGET_FILE:moesim> run --trace ${T} --cache lru --cache-experts 32 --json | grep -c next_use_exact | grep -qx 0 && $<TARGET_FILE:moesim> run --trace ${T} --cache belady --cache-experts 32 --json | grep -q '\"next_use_exact\":.*true'")

@@ -17,11 +17,16 @@
  * Members sit in two indexed heaps (policies/lib/xheap.h): by_next, by that
  * key, and expiry, by next ascending.  A member's next use, once read,
  * stays exact while the running step is below it: ms_view_next_use is the
- * first activation after the running step, and the running step never goes
- * back (the engine's steps only advance).  So before each search the members whose stored next is <= the
- * running step (expiry's smallest) read theirs again; every other key is
- * still exact, and the search visits by_next in key order until a member is
- * evictable. */
+ * first activation after the running step (or the running step itself for
+ * an expert the running layer uses and has not served yet: a prefetch at
+ * the layer's start must not evict what it is about to use), and the
+ * running step never goes back (the engine's steps only advance).  So
+ * before each search the members whose stored next is below the running
+ * step (expiry's smallest) read theirs again, and those whose stored next
+ * is the running step once each (before the running layer's loads the view
+ * gives the running step again, after them the next use beyond it).  Every
+ * other key is still exact, and the search visits by_next in key order
+ * until a member is evictable. */
 #include <stdlib.h>
 
 #include "policies/lib/expert_list.h"
@@ -32,6 +37,7 @@ typedef struct {
     ms_xheap by_next; /* members by (UINT64_MAX - next use, x): the victim first */
     ms_xheap expiry;  /* members by next use: the first to go stale first */
     uint64_t *next;   /* [NX] a member's next use, read at insertion or on expiry */
+    uint32_t *due;    /* [NX] scratch: the members whose stored next is the running step */
     uint32_t J;
     int bypass;
     uint32_t chosen; /* victim found by admit(), handed to the victim() call that follows */
@@ -48,6 +54,7 @@ static void *belady_create(const ms_params *p, const ms_policy_env *env, ms_err 
     ms_xheap_init(&s->by_next, nx);
     ms_xheap_init(&s->expiry, nx);
     s->next = ms_xcalloc(nx ? nx : 1, sizeof *s->next);
+    s->due = ms_xcalloc(nx ? nx : 1, sizeof *s->due);
     return s;
 }
 
@@ -57,6 +64,7 @@ static void belady_destroy(void *st)
     ms_xheap_free(&s->by_next);
     ms_xheap_free(&s->expiry);
     free(s->next);
+    free(s->due);
     free(s);
 }
 
@@ -88,9 +96,15 @@ static void belady_evict(void *st, const ms_view *v, uint32_t l, uint32_t e)
 static uint32_t furthest_member(belady_state *s, const ms_view *v, uint64_t *next_out)
 {
     uint64_t step = ms_view_step(v);
-    uint32_t x;
-    while ((x = ms_xheap_top(&s->expiry)) != MS_NIL && s->next[x] <= step)
-        read_next(s, v, x); /* its use at s->next[x] has come: the one after */
+    uint32_t x, n_due = 0;
+    while ((x = ms_xheap_top(&s->expiry)) != MS_NIL && s->next[x] < step)
+        read_next(s, v, x); /* its use at s->next[x] is past: the one after */
+    while ((x = ms_xheap_top(&s->expiry)) != MS_NIL && s->next[x] == step) {
+        ms_xheap_remove(&s->expiry, x); /* read once each below: the view may give the running step again */
+        s->due[n_due++] = x;
+    }
+    for (uint32_t i = 0; i < n_due; i++)
+        read_next(s, v, s->due[i]);
     uint32_t best = ms_xheap_first_evictable(&s->by_next, v, s->J);
     *next_out = best == MS_NIL ? 0 : s->next[best];
     return best;

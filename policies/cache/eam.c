@@ -8,11 +8,14 @@
  *   sequences (same sequences as prefetch `eam`, incl. `window`).
  * mode=code: MoE-Infinity's 2024 release (350f0dd6; docs/policies.md has
  *   the table of what the code does and the lines it rests on):
- *   - a step visits its experts by ascending id (MS_ORDER_ASCENDING) and
- *     protects only the candidate list (MS_PROTECT_LIST): the experts the
- *     prefetcher listed on the score board (prefetch `eam:mode=code` lists
- *     every expert of layers l..L-1 before layer l's loads), unless flagged
- *     overflow;
+ *   - a step acquires its experts one at a time by ascending id
+ *     (MS_ORDER_ASCENDING, lookup_at_turn: hit or miss decided at each
+ *     expert's turn) and protects only the candidate list (MS_PROTECT_LIST):
+ *     the experts the prefetcher listed on the score board (prefetch
+ *     `eam:mode=code` lists every expert of layers l..L-1 before layer l's
+ *     loads), unless flagged overflow, and copies in flight; so a resident
+ *     expert of the step whose turn has not come can be evicted by an
+ *     earlier load of the step, and is then a miss at its turn;
  *   - incache_visit_count: +1 per hit and +1 per copy the engine is about
  *     to make (a demand miss, or a prefetch when its copy starts, even one
  *     then dropped: the GPU thread's pickup), reset on eviction;
@@ -236,8 +239,10 @@ static void eamc_step_rules(const void *st, ms_step_rules *out)
     if (s->mode == EAM_MODE_PAPER)
         return;
     out->order = MS_ORDER_ASCENDING;
-    if (s->mode == EAM_MODE_CODE)
+    if (s->mode == EAM_MODE_CODE) {
         out->protect = MS_PROTECT_LIST;
+        out->lookup_at_turn = 1; /* AcquireTensor, one expert at a time */
+    }
 }
 
 static const ms_param_spec eamc_params[] = {

@@ -44,6 +44,8 @@ class Cache(_Policy):
     #: what a step keeps from eviction: step, list (the protects hook), none
     step_protect = "step"
     cpu_hits_untouched = False
+    #: with step_protect list or none: look each expert up at its turn, not at the gate (eam:mode=code)
+    lookup_at_turn = False
     _kind = "cache"
     _hooks = {"admit": _VLE, "on_insert": _VLE, "on_access": _VLE, "on_evict": _VLE, "on_gate": _VL,
               "victim": _V, "full": _VLE, "protects": _VLE, "overflow": _VLE, "create": ("env",)}
@@ -127,7 +129,8 @@ def _attrs(cls, who, defined):
         if cls.step_protect == "list" and "protects" not in defined:
             raise ArgumentError(f"{who}: step_protect 'list' needs a protects(view, l, e) hook")
         a.update(order=_ORDERS.index(cls.step_order), protect=_PROTECTS.index(cls.step_protect),
-                 cpu_hits_untouched=int(bool(cls.cpu_hits_untouched)))
+                 cpu_hits_untouched=int(bool(cls.cpu_hits_untouched)),
+                 lookup_at_turn=int(bool(cls.lookup_at_turn)))
     return a
 
 

@@ -815,7 +815,7 @@ static int fill_slot(slot *sl, ms_policy_kind kind, PyObject *attrs)
     d->uses_distance = (int)FLAG("uses_distance");
     d->uses_training = (int)FLAG("uses_training");
     sl->rules = (ms_step_rules){(ms_step_order)FLAG("order"), (ms_step_protect)FLAG("protect"),
-                                (int)FLAG("cpu_hits_untouched")};
+                                (int)FLAG("cpu_hits_untouched"), (int)FLAG("lookup_at_turn")};
 #undef FLAG
     if (PyErr_Occurred())
         return -1;

@@ -60,7 +60,8 @@ def test_tables_are_the_cli_csvs(traces, cli, tmp_path):
     assert len(its) == r.metrics["iterations"]
     assert int(its["hits"].sum()) == r.metrics["hits"] and int(its["misses"].sum()) == r.metrics["misses"]
     assert len(r.requests()) == r.metrics["requests"]
-    assert list(r.requests().columns) == ["request", "arrival_s", "ttft_s", "tpot_s", "latency_s"]
+    assert list(r.requests().columns) == ["request", "arrival_s", "ttft_s", "tpot_s", "latency_s", "queue_s",
+                                          "ttft_service_s", "latency_service_s"]
 
 
 def test_tables_not_recorded_raise(traces):

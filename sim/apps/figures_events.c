@@ -11,6 +11,7 @@
 
 #include "sim/apps/figures_recipe.h"
 #include "sim/engine/report.h"
+#include "traces/import/workload.h"
 
 /* ---- fMoE Fig. 15: latency breakdown of one iteration ---- */
 
@@ -80,6 +81,24 @@ int fig_breakdown(const ms_fig_ctx *c, ms_err *err)
 
 /* ---- fMoE Fig. 10: request-latency CDF in online serving ---- */
 
+#define CDF_BATCH 4
+#define CDF_LOAD 0.5 /* arrivals at this fraction of the slowest system's offline throughput */
+
+/* One request's latency_s (the 5th field of a --requests row: arrival to
+ * last token); 0 for the provenance line and the header. */
+static int requests_row_latency(const char *line, double *lat)
+{
+    if (line[0] < '0' || line[0] > '9')
+        return 0;
+    const char *p = line;
+    for (int f = 0; f < 4 && p; f++)
+        p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
+    if (!p)
+        return 0;
+    *lat = strtod(p, NULL);
+    return 1;
+}
+
 static int append_cdf(FILE *out, const char *label, const char *path, ms_err *err)
 {
     FILE *f = fopen(path, "r");
@@ -89,12 +108,9 @@ static int append_cdf(FILE *out, const char *label, const char *path, ms_err *er
     size_t n = 0, cap = 256;
     double *lat = malloc(cap * sizeof *lat);
     while (fgets(line, sizeof line, f)) {
-        const char *last = strrchr(line, ',');
-        if (!last || line[0] < '0' || line[0] > '9')
-            continue; /* the provenance line, the header */
         if (n == cap)
             lat = realloc(lat, (cap *= 2) * sizeof *lat);
-        lat[n++] = strtod(last + 1, NULL);
+        n += (size_t)requests_row_latency(line, &lat[n]);
     }
     fclose(f);
     gsl_sort(lat, 1, n);
@@ -103,6 +119,52 @@ static int append_cdf(FILE *out, const char *label, const char *path, ms_err *er
     free(lat);
     remove(path);
     return 0;
+}
+
+/* The latency-cdf run of system s: batch CDF_BATCH, learnt state starting
+ * empty, on `trace` (offline or with its arrivals). */
+static ms_run_config cdf_cfg(const ms_fig_ctx *c, const fig_system *s, const char *trace, int offline)
+{
+    ms_run_config cfg = fig_system_cfg(c, s);
+    cfg.trace_path = trace;
+    cfg.offline = offline;
+    cfg.max_batch = CDF_BATCH;
+    cfg.train_frac = 0;
+    return cfg;
+}
+
+/* The context's trace with Poisson arrivals (seed c->seed) at CDF_LOAD of
+ * the lowest throughput any of the n systems reaches offline (every request
+ * waiting at 0, full batches): a rate every system can serve, so the CDF
+ * shows serving, not a queue that grows for as long as the trace lasts
+ * (the trace's own arrivals may be far faster than this setup serves).  The
+ * draws are scaled so that their own rate, (n - 1) / (last - first arrival),
+ * is that rate: a few requests' draws can be several times faster than the
+ * mean they were drawn with. */
+static int servable_trace(const ms_fig_ctx *c, const fig_system *sys, size_t n, const char *path, ms_err *err)
+{
+    double rate = INFINITY;
+    for (size_t s = 0; s < n; s++) {
+        ms_run_config cfg = cdf_cfg(c, &sys[s], c->trace, 1);
+        ms_metrics m;
+        if (fig_run(&cfg, &m, err))
+            return -1;
+        if (m.makespan_s > 0)
+            rate = fmin(rate, CDF_LOAD * (double)m.requests / m.makespan_s);
+        ms_metrics_free(&m);
+    }
+    uint64_t reqs;
+    ms_workload w;
+    ms_workload_report rep;
+    if (!isfinite(rate) || ms_workload_trace_requests(c->trace, &reqs, err) ||
+        ms_workload_poisson(reqs, rate, c->seed, &w, err))
+        return isfinite(rate) ? -1 : ms_fail(err, "latency-cdf: no throughput to derive an arrival rate from");
+    double span = reqs > 1 ? w.arrival_s[reqs - 1] - w.arrival_s[0] : 0;
+    for (uint64_t i = 0; span > 0 && i < reqs; i++)
+        w.arrival_s[i] *= (double)(reqs - 1) / span / rate;
+    int rc = ms_workload_apply(c->trace, path, &w, &rep, err);
+    ms_workload_free(&w);
+    return rc;
 }
 
 int fig_latency_cdf(const ms_fig_ctx *c, ms_err *err)
@@ -115,17 +177,16 @@ int fig_latency_cdf(const ms_fig_ctx *c, ms_err *err)
         {"MoE-Infinity (eam+eam)", "eam", "eam", "gpu"},
         {"fMoE (fmoe:store=online+fmoe)", "fmoe:store=online", "fmoe", "gpu"},
     };
-    FILE *f = fig_open_csv(c, "latency_cdf.csv", "system,latency_s,cdf", err);
-    if (!f)
-        return -1;
-    int rc = 0;
-    char rp[1200];
+    size_t n = sizeof sys / sizeof sys[0];
+    char rp[1200], tp[1200];
     fig_path(c, "latency_cdf_requests.csv", rp, sizeof rp);
-    for (size_t s = 0; s < sizeof sys / sizeof sys[0] && !rc; s++) {
-        ms_run_config cfg = fig_system_cfg(c, &sys[s]);
-        cfg.offline = 0;
-        cfg.max_batch = 4;
-        cfg.train_frac = 0;
+    fig_path(c, "latency_cdf_trace.h5", tp, sizeof tp);
+    if (servable_trace(c, sys, n, tp, err))
+        return -1;
+    FILE *f = fig_open_csv(c, "latency_cdf.csv", "system,latency_s,cdf", err);
+    int rc = f ? 0 : -1;
+    for (size_t s = 0; s < n && !rc; s++) {
+        ms_run_config cfg = cdf_cfg(c, &sys[s], tp, 0);
         cfg.requests_path = rp;
         ms_metrics m;
         if ((rc = fig_run(&cfg, &m, err)))
@@ -133,7 +194,8 @@ int fig_latency_cdf(const ms_fig_ctx *c, ms_err *err)
         ms_metrics_free(&m);
         rc = append_cdf(f, sys[s].label, rp, err);
     }
-    return fig_close_csv(f, c, "latency_cdf.csv", rc, err);
+    remove(tp);
+    return f ? fig_close_csv(f, c, "latency_cdf.csv", rc, err) : -1;
 }
 
 

@@ -4,8 +4,8 @@
  *
  * Every recipe replays the context's trace with one training split
  * (FIG_TRAIN of the requests, or of the iterations of a single-request
- * trace), offline arrivals (except latency-cdf, which serves the trace's
- * arrivals), batch 1, prefetch distance FIG_DISTANCE (fMoE's evaluation
+ * trace), offline arrivals (except latency-cdf, which serves the trace
+ * re-timed at a rate every system can serve), batch 1, prefetch distance FIG_DISTANCE (fMoE's evaluation
  * setting) and a cache of FIG_CACHE experts unless the figure sweeps that
  * knob.  Cache sizes are written for Mixtral-8x7B, whose L x J = 32 x 8 = 256
  * experts FIG_REF_EXPERTS stands for; fig_cache() scales them to the same

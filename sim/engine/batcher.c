@@ -51,6 +51,7 @@ static int admit_arrived(ms_batcher *b, double now, ms_err *err)
         slot->active = 1;
         slot->arrival_s = b->timeless ? 0.0 : b->meta->req_arrival_s[b->next_req];
         slot->first_token_s = slot->first_iter ? slot->arrival_s : 0;
+        slot->start_s = slot->arrival_s;
         b->n_active++;
         b->next_req++;
     }
@@ -76,9 +77,11 @@ int ms_batcher_next(ms_batcher *b, double *now, ms_err *err)
     b->n_items = 0;
     b->rows = 0;
     for (uint32_t s = 0; s < b->max_batch; s++) {
-        const ms_rslot *slot = &b->slots[s];
+        ms_rslot *slot = &b->slots[s];
         if (!slot->active || (any_prefill && slot->next_iter != 0))
             continue;
+        if (slot->next_iter == slot->first_iter)
+            slot->start_s = *now;
         b->items[b->n_items++] = s;
         b->rows += slot->req.iters[slot->next_iter].n_rows;
     }

@@ -22,6 +22,7 @@ typedef struct {
     int active;
     double arrival_s;
     double first_token_s;  /* end of its prefill iteration */
+    double start_s;        /* start of its first replayed iteration: its queueing ends, its service begins */
 } ms_rslot;
 
 typedef struct {

@@ -14,6 +14,7 @@ static int replay(ms_view *v, ms_trace_reader *rd)
     int rc;
     while ((rc = ms_batcher_next(&b, &v->now, v->err)) == 1) {
         v->clock = v->now;
+        double t_start = v->now;
         v->gate_epoch = ++v->gate_epochs; /* the batch is fixed until the iteration ends */
         int failed = eng_run_iteration(v);
         v->gate_epoch = 0;
@@ -21,6 +22,7 @@ static int replay(ms_view *v, ms_trace_reader *rd)
             rc = -1;
             break;
         }
+        v->served_s += v->now - t_start;
         ms_batcher_complete(&b, v->now, eng_request_done, v);
         v->iter++;
     }
@@ -87,6 +89,7 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
     eng_summarise(&v->tpot, &out->tpot_samples, &out->tpot_mean_s, &out->tpot_p50_s, NULL, &out->tpot_p99_s);
     eng_summarise(&v->latency, &out->latency_samples, &out->latency_mean_s, &out->latency_p50_s, &out->latency_p90_s,
               &out->latency_p99_s);
+    eng_summarise_service(v);
     rc = 0;
 done:
     rc = eng_close_outputs(v, rc);

@@ -48,7 +48,9 @@ typedef struct {
      *   (the scores: the mean best similarity of that iteration's searches
      *   by a prefetcher with a `stats` hook; empty when it made none);
      * requests_path, one row per finished request:
-     *   request,arrival_s,ttft_s,tpot_s,latency_s (ttft/tpot empty when undefined). */
+     *   request,arrival_s,ttft_s,tpot_s,latency_s,queue_s,ttft_service_s,latency_service_s
+     *   (ttft/tpot empty when undefined; ttft_s and latency_s from the arrival, the
+     *   service ones from the start of its first replayed iteration). */
     const char *iterations_path;
     const char *requests_path;
     /* The executor every op goes through (sim/engine/exec.h).  NULL: the simulated
@@ -123,6 +125,19 @@ typedef struct {
     double tpot_mean_s, tpot_p50_s, tpot_p99_s;
     double latency_mean_s, latency_p50_s, latency_p90_s, latency_p99_s;
     uint64_t ttft_samples, tpot_samples, latency_samples;
+    /* TTFT and latency above run from the request's arrival and so include
+     * its queueing; apart (docs/engine.md "Queueing and service"):
+     * queue = arrival to the start of its first replayed iteration,
+     * service = from that start to the first token / the last one. */
+    double queue_mean_s, queue_p50_s, queue_p99_s;
+    double ttft_service_mean_s, ttft_service_p50_s, ttft_service_p99_s;
+    double latency_service_mean_s, latency_service_p50_s, latency_service_p99_s;
+    uint64_t queue_samples;
+    /* Offered load: the replayed requests' arrival rate ((n - 1) / (last
+     * arrival - first)) over the rate the run served them while busy (n /
+     * seconds with a request in service); NaN offline or with fewer than two
+     * arrival times.  Above 1 the run is overloaded (a warning says so). */
+    double arrival_rate, service_rate, offered_load;
     double gpu_cache_capacity_bytes, gpu_cache_peak_bytes, host_bytes;
     double policy_sync_s, policy_async_s;
     double policy_state_bytes;            /* the prefetcher's learnt state at the end (map store, EAMC) */

@@ -110,6 +110,31 @@ static int demand_without_room(ms_view *v, uint32_t x, uint32_t n)
     return -1;
 }
 
+/* x's outcome from the cache as it is now. */
+static void classify(ms_view *v, uint32_t x)
+{
+    if (v->cached[x])
+        v->outcome[x] = v->ready_t[x] <= v->now ? OUT_HIT : OUT_LATE;
+    else
+        v->outcome[x] = OUT_MISS;
+}
+
+/* rules.lookup_at_turn: x is looked up again when its turn comes; an
+ * earlier load of the step may have evicted it since the gate (a landed
+ * one only: eng_step_evictable), and it is then a miss (the per-GPU counts
+ * the gate made move with it). */
+static void look_up_at_turn(ms_view *v, uint32_t x)
+{
+    int was = v->outcome[x];
+    classify(v, x);
+    if (v->outcome[x] == was || v->G == 1)
+        return;
+    ms_gpu_metrics *gm = &v->m->gpu[v->gpu_of[x]];
+    gm->hits -= was == OUT_HIT;
+    gm->late -= was == OUT_LATE;
+    gm->misses++;
+}
+
 /* Classifies every activated expert and queues on-demand loads, visiting
  * them in the order the cache policy declares (step_order.c).  Returns -1
  * when the cache cannot hold the layer's experts. */
@@ -117,14 +142,12 @@ static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8
 {
     uint32_t l = v->layer;
     uint8_t *cached = v->step_cached; /* [J] >= n */
+    v->step_turns = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t x = l * v->J + acts[i].expert;
         v->protect[x] = v->stamp;
         cached[i] = v->cached[x];
-        if (v->cached[x])
-            v->outcome[x] = v->ready_t[x] <= v->now ? OUT_HIT : OUT_LATE;
-        else
-            v->outcome[x] = OUT_MISS;
+        classify(v, x);
     }
     if (v->sched->sched->place) { /* only place writes on_cpu: without it, all 0 from the start */
         memset(on_cpu, 0, n);
@@ -139,6 +162,9 @@ static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8
             continue;
         }
         uint32_t x = l * v->J + acts[i].expert;
+        if (v->rules.lookup_at_turn)
+            look_up_at_turn(v, x);
+        v->step_turns = i + 1;
         int out = v->outcome[x];
         count_outcome(v, out, on_cpu[i]);
         if (out != OUT_MISS && v->from_prefetch[x]) {

@@ -63,6 +63,18 @@ GET(get_latency_ms_p50, m->latency_p50_s * 1e3)
 GET(get_latency_ms_p90, m->latency_p90_s * 1e3)
 GET(get_latency_ms_p99, m->latency_p99_s * 1e3)
 GET(get_latency_samples, m->latency_samples)
+GET(get_queue_ms_mean, m->queue_mean_s * 1e3)
+GET(get_queue_ms_p50, m->queue_p50_s * 1e3)
+GET(get_queue_ms_p99, m->queue_p99_s * 1e3)
+GET(get_ttft_service_ms_mean, m->ttft_service_mean_s * 1e3)
+GET(get_ttft_service_ms_p50, m->ttft_service_p50_s * 1e3)
+GET(get_ttft_service_ms_p99, m->ttft_service_p99_s * 1e3)
+GET(get_latency_service_ms_mean, m->latency_service_mean_s * 1e3)
+GET(get_latency_service_ms_p50, m->latency_service_p50_s * 1e3)
+GET(get_latency_service_ms_p99, m->latency_service_p99_s * 1e3)
+GET(get_arrival_rate, m->arrival_rate)
+GET(get_service_rate, m->service_rate)
+GET(get_offered_load, m->offered_load)
 GET(get_gpu_cache_capacity_bytes, m->gpu_cache_capacity_bytes)
 GET(get_gpu_cache_peak_bytes, m->gpu_cache_peak_bytes)
 GET(get_host_mem_bytes, m->host_bytes)
@@ -171,6 +183,18 @@ const ms_metric_def ms_metric_list[] = {
     {"latency_ms_p90", "latency_ms_p90", MS_MT_REAL, 1, get_latency_ms_p90, NULL},
     {"latency_ms_p99", "latency_ms_p99", MS_MT_REAL, 1, get_latency_ms_p99, NULL},
     {"latency_samples", "latency_samples", MS_MT_COUNT, 0, get_latency_samples, NULL},
+    {"queue_ms_mean", "queue_ms_mean", MS_MT_REAL, 1, get_queue_ms_mean, NULL},
+    {"queue_ms_p50", "queue_ms_p50", MS_MT_REAL, 1, get_queue_ms_p50, NULL},
+    {"queue_ms_p99", "queue_ms_p99", MS_MT_REAL, 1, get_queue_ms_p99, NULL},
+    {"ttft_service_ms_mean", "ttft_service_ms_mean", MS_MT_REAL, 1, get_ttft_service_ms_mean, NULL},
+    {"ttft_service_ms_p50", "ttft_service_ms_p50", MS_MT_REAL, 1, get_ttft_service_ms_p50, NULL},
+    {"ttft_service_ms_p99", "ttft_service_ms_p99", MS_MT_REAL, 1, get_ttft_service_ms_p99, NULL},
+    {"latency_service_ms_mean", "latency_service_ms_mean", MS_MT_REAL, 1, get_latency_service_ms_mean, NULL},
+    {"latency_service_ms_p50", "latency_service_ms_p50", MS_MT_REAL, 1, get_latency_service_ms_p50, NULL},
+    {"latency_service_ms_p99", "latency_service_ms_p99", MS_MT_REAL, 1, get_latency_service_ms_p99, NULL},
+    {"arrival_rate", "load.arrival_rate", MS_MT_REAL, 1, get_arrival_rate, NULL},
+    {"service_rate", "load.service_rate", MS_MT_REAL, 1, get_service_rate, NULL},
+    {"offered_load", "load.offered_load", MS_MT_REAL, 1, get_offered_load, NULL},
     {"gpu_cache_capacity_bytes", "gpu_cache_capacity_bytes", MS_MT_REAL, 1, get_gpu_cache_capacity_bytes, NULL},
     {"gpu_cache_peak_bytes", "gpu_cache_peak_bytes", MS_MT_REAL, 1, get_gpu_cache_peak_bytes, NULL},
     {"host_mem_bytes", "host_bytes", MS_MT_REAL, 1, get_host_mem_bytes, NULL},

@@ -48,11 +48,19 @@ void eng_request_done(const ms_rslot *s, void *ctx)
     ms_view *v = ctx;
     uint32_t first_decode = s->first_iter > 1 ? s->first_iter : 1;
     uint32_t decodes = s->req.n_iters > first_decode ? s->req.n_iters - first_decode : 0;
-    if (s->first_iter == 0)
+    if (s->first_iter == 0) {
         ms_dvec_push(&v->ttft, s->first_token_s - s->arrival_s);
+        ms_dvec_push(&v->ttft_svc, s->first_token_s - s->start_s);
+    }
     if (decodes)
         ms_dvec_push(&v->tpot, (v->now - s->first_token_s) / decodes);
     ms_dvec_push(&v->latency, v->now - s->arrival_s);
+    ms_dvec_push(&v->lat_svc, v->now - s->start_s);
+    if (!v->queue.n || s->arrival_s < v->arrival_first)
+        v->arrival_first = s->arrival_s;
+    if (!v->queue.n || s->arrival_s > v->arrival_last)
+        v->arrival_last = s->arrival_s;
+    ms_dvec_push(&v->queue, s->start_s - s->arrival_s);
     v->m->requests++;
     if (v->req_csv) {
         fprintf(v->req_csv, "%llu,%.9f,", (unsigned long long)s->index, s->arrival_s);
@@ -61,8 +69,45 @@ void eng_request_done(const ms_rslot *s, void *ctx)
         fputc(',', v->req_csv);
         if (decodes)
             fprintf(v->req_csv, "%.9f", (v->now - s->first_token_s) / decodes);
-        fprintf(v->req_csv, ",%.9f\n", v->now - s->arrival_s);
+        fprintf(v->req_csv, ",%.9f,%.9f,", v->now - s->arrival_s, s->start_s - s->arrival_s);
+        if (s->first_iter == 0)
+            fprintf(v->req_csv, "%.9f", s->first_token_s - s->start_s);
+        fprintf(v->req_csv, ",%.9f\n", v->now - s->start_s);
     }
+}
+
+/* The offered load (ms_metrics.offered_load) and, above 1, the run's
+ * overload warning; NaN offline, with fewer than two requests or with every
+ * arrival at one time (no rate to compare). */
+static void note_offered_load(ms_view *v)
+{
+    ms_metrics *m = v->m;
+    m->arrival_rate = m->service_rate = m->offered_load = NAN;
+    double span = v->arrival_last - v->arrival_first;
+    if (v->cfg->offline || v->queue.n < 2 || !(span > 0) || !(v->served_s > 0))
+        return;
+    m->arrival_rate = (double)(v->queue.n - 1) / span;
+    m->service_rate = (double)v->queue.n / v->served_s;
+    m->offered_load = m->arrival_rate / m->service_rate;
+    char word[32];
+    if (m->offered_load > 1)
+        eng_warn(v,
+                 "overloaded: requests arrive at %.3g/s, the run served %.3g/s while busy (offered load %.2f); "
+                 "TTFT and latency include %.3g s of mean queueing (queue_ms_*; service alone: *_service_ms_*; "
+                 "or replay %s)",
+                 m->arrival_rate, m->service_rate, m->offered_load, m->queue_mean_s,
+                 ms_runkey_word(MS_RK_OFFLINE, v->cfg->keys_as_ini, word, sizeof word));
+}
+
+void eng_summarise_service(ms_view *v)
+{
+    ms_metrics *m = v->m;
+    eng_summarise(&v->queue, &m->queue_samples, &m->queue_mean_s, &m->queue_p50_s, NULL, &m->queue_p99_s);
+    uint64_t n;
+    eng_summarise(&v->ttft_svc, &n, &m->ttft_service_mean_s, &m->ttft_service_p50_s, NULL, &m->ttft_service_p99_s);
+    eng_summarise(&v->lat_svc, &n, &m->latency_service_mean_s, &m->latency_service_p50_s, NULL,
+                  &m->latency_service_p99_s);
+    note_offered_load(v);
 }
 
 /* Next-use pre-pass: replays the batch order without time and records, per
@@ -118,7 +163,7 @@ int eng_open_outputs(ms_view *v)
                            "iteration,phase,hits,late,misses,hit_rate,sem_score,traj_score\n");
     if (c->iterations_path && !v->iter_csv)
         return -1;
-    v->req_csv = open_csv(v, "requests CSV", c->requests_path, &v->req_out, "request,arrival_s,ttft_s,tpot_s,latency_s\n");
+    v->req_csv = open_csv(v, "requests CSV", c->requests_path, &v->req_out, "request,arrival_s,ttft_s,tpot_s,latency_s,queue_s,ttft_service_s,latency_service_s\n");
     if (c->requests_path && !v->req_csv)
         return -1;
     return 0;

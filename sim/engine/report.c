@@ -274,8 +274,11 @@ void ms_report_table(FILE *out, const ms_run_config *cfg, const ms_metrics *m)
     fprintf(out, "  PCIe %.3f GB (useful prefetch %.3f GB, wasted %.3f GB)  prefetch precision %s\n",
             m->pcie_bytes / 1e9, m->pcie_bytes_useful / 1e9, m->pcie_bytes_wasted / 1e9,
             ms_report_fmt(a, sizeof a, "%.3f", ratio((double)m->prefetch_useful, (double)m->prefetch_copied)));
-    fprintf(out, "  requests %llu  TTFT mean %s  TPOT mean %s (p99 %s)  makespan %.3f s\n",
+    char e[32], g[32];
+    fprintf(out, "  requests %llu  TTFT mean %s (service %s, queueing %s)  TPOT mean %s (p99 %s)  makespan %.3f s\n",
             (unsigned long long)m->requests, ms_report_fmt(b, sizeof b, "%.2f ms", m->ttft_mean_s * 1e3),
+            ms_report_fmt(e, sizeof e, "%.2f ms", m->ttft_service_mean_s * 1e3),
+            ms_report_fmt(g, sizeof g, "%.2f ms", m->queue_mean_s * 1e3),
             ms_report_fmt(c, sizeof c, "%.2f ms", m->tpot_mean_s * 1e3),
             ms_report_fmt(d, sizeof d, "%.2f", m->tpot_p99_s * 1e3), m->makespan_s);
     if (m->prefetch_copied)

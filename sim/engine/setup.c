@@ -298,7 +298,7 @@ void eng_free_state(ms_view *v)
                       v->step_seen, v->step_order, v->step_ready, v->step_lanes, v->step_visit, v->step_identity, v->gate_mean,
                       v->gate_mean_at, v->layer_bytes, v->layer_params, v->dense_bytes,
                       v->dense_params, v->in_host, v->host_used_at, v->use_n, v->use_cap, v->use_cur,
-                      v->ttft.v, v->tpot.v, v->latency.v, v->act_key, v->act_val};
+                      v->ttft.v, v->tpot.v, v->latency.v, v->queue.v, v->ttft_svc.v, v->lat_svc.v, v->act_key, v->act_val};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         free(arrays[i]);
     if (v->use_it)
@@ -311,8 +311,7 @@ void eng_free_state(ms_view *v)
 
 /* Mean and quantiles of d; NaN each when d has no sample. */
 
-static void warn(ms_view *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(ms_view *v, const char *fmt, ...)
+void eng_warn(ms_view *v, const char *fmt, ...)
 {
     if (v->m->n_warnings >= MS_RUN_MAX_WARNINGS)
         return;
@@ -330,7 +329,7 @@ void eng_note_unused(ms_view *v)
     const ms_run_config *c = v->cfg;
     char word[32];
     if (c->distance != 1 && !v->pf->uses_distance)
-        warn(v, "%s %u is not used: prefetch %s has no prefetch distance",
+        eng_warn(v, "%s %u is not used: prefetch %s has no prefetch distance",
              ms_runkey_word(MS_RK_DISTANCE, c->keys_as_ini, word, sizeof word), c->distance, v->pf->name);
     if (!c->train_set || v->env.split.frac != 0)
         return;
@@ -342,7 +341,7 @@ void eng_note_unused(ms_view *v)
               {MS_KIND_SCHED, c->sched_spec, v->sched}};
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
         if (spec_learns(ps[i].kind, ps[i].spec))
-            warn(v, "%s 0 leaves %s %s nothing to learn from: it learns from the training split",
+            eng_warn(v, "%s 0 leaves %s %s nothing to learn from: it learns from the training split",
                  ms_runkey_word(MS_RK_TRAIN, c->keys_as_ini, word, sizeof word), ms_policy_kind_name(ps[i].kind),
                  ps[i].d->name);
 }

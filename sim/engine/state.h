@@ -151,6 +151,9 @@ struct ms_view {
     /* results */
     ms_metrics *m;
     ms_dvec ttft, tpot, latency;
+    ms_dvec queue, ttft_svc, lat_svc; /* queueing and service apart (outputs.c) */
+    double served_s;                  /* seconds with a request in service (the iterations' span) */
+    double arrival_first, arrival_last; /* of the finished requests (NAN before the first) */
     FILE *ev;                   /* ms_out_fp(ev_out) */
     struct ms_out *ev_out, *iter_out, *req_out;
     FILE *iter_csv, *req_csv;   /* cfg->iterations_path, requests_path */
@@ -159,6 +162,7 @@ struct ms_view {
     /* the cache policy's rules of a layer step (step_order.c) */
     ms_step_rules rules;
     int step_open;
+    uint32_t step_turns;    /* the running step's experts whose turn came: act_pos below it */
     unsigned parts;         /* request parts the replay reads (MS_PART_*): the policies' and the engine's */          /* between a layer's gate and the end of its compute */
 };
 
@@ -171,6 +175,8 @@ int eng_resolve_split(ms_view *v);
 int eng_load_policy(ms_view *v, ms_policy_kind kind, const char *spec, const ms_policy_desc **desc, void **st);
 int eng_setup_layer_sizes(ms_view *v);
 void eng_note_unused(ms_view *v);
+/* One line of the run's warnings (ms_metrics.warnings; dropped past MS_RUN_MAX_WARNINGS). */
+void eng_warn(ms_view *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int eng_check_capacity(ms_view *v);
 int eng_check_model(ms_view *v);
 void eng_preload_cache(ms_view *v);
@@ -277,6 +283,12 @@ void eng_order_step(ms_view *v, uint32_t l);
 uint32_t eng_step_visits(ms_view *v, uint32_t l, uint32_t n, const uint32_t **out);
 /* Whether the cache policy may evict x now (resident: its copy has
  * landed).  Inline: policies ask it of every member they consider. */
+/* An activated expert of the running step whose turn has not come yet
+ * (rules.lookup_at_turn looks it up then). */
+static inline int eng_turn_ahead(const ms_view *v, uint32_t x)
+{
+    return v->step_open && v->protect[x] == v->stamp && v->act_pos[x] >= v->step_turns;
+}
 static inline int eng_step_evictable(const ms_view *v, uint32_t x, int resident)
 {
     if (!v->cached[x])
@@ -284,8 +296,8 @@ static inline int eng_step_evictable(const ms_view *v, uint32_t x, int resident)
     int of_step = v->protect[x] == v->stamp;
     if (v->rules.protect == MS_PROTECT_STEP) /* NONE and LIST leave the step's experts evictable (issue 16) */
         return resident && !of_step;
-    if (!resident && !(of_step && v->step_open))
-        return 0; /* in flight, and not a load of the running step */
+    if (!resident && !(of_step && v->step_open && !(v->rules.lookup_at_turn && eng_turn_ahead(v, x))))
+        return 0; /* in flight, and not a load of the running step (lookup_at_turn: one whose turn came) */
     if (v->rules.protect == MS_PROTECT_LIST && v->cache->cache->protects &&
         v->cache->cache->protects(v->cache_st, v, x / v->J, x % v->J))
         return 0;
@@ -329,6 +341,8 @@ static inline void eng_event_gpu(ms_view *v, const char *kind, double t0, double
         eng_write_event_gpu(v, kind, t0, t1, gpu, bytes);
 }
 void eng_request_done(const ms_rslot *s, void *ctx);
+/* Queueing and service statistics, the offered load and its warning (after the replay). */
+void eng_summarise_service(ms_view *v);
 void eng_summarise(ms_dvec *d, uint64_t *n, double *mean, double *p50, double *p90, double *p99);
 int eng_open_outputs(ms_view *v);
 int eng_close_outputs(ms_view *v, int rc);

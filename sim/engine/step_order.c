@@ -9,7 +9,7 @@
 
 void eng_load_step_rules(ms_view *v)
 {
-    v->rules = (ms_step_rules){MS_ORDER_FIRST, MS_PROTECT_STEP, 0};
+    v->rules = (ms_step_rules){MS_ORDER_FIRST, MS_PROTECT_STEP, 0, 0};
     if (v->cache->cache->step_rules)
         v->cache->cache->step_rules(v->cache_st, &v->rules);
 }
@@ -133,10 +133,12 @@ uint32_t eng_step_visits(ms_view *v, uint32_t l, uint32_t n, const uint32_t **ou
 /* ---- protection ---- */
 
 /* An expert of the running step evicted before its compute: it still
- * computes, and its slot is released after the layer (as a transient one). */
+ * computes, and its slot is released after the layer (as a transient one);
+ * with rules.lookup_at_turn only when its turn came (one whose turn is
+ * ahead is looked up again then: a miss, loaded into a new slot). */
 int eng_evict_defers_release(ms_view *v, uint32_t x)
 {
-    if (!v->step_open || v->protect[x] != v->stamp)
+    if (!v->step_open || v->protect[x] != v->stamp || (v->rules.lookup_at_turn && eng_turn_ahead(v, x)))
         return 0;
     v->transient[x] = 1;
     return 1;

@@ -63,6 +63,8 @@ static uint64_t view_next_use(const ms_view *v, uint32_t l, uint32_t e)
         return UINT64_MAX;
     uint32_t x = l * v->J + e;
     uint64_t step = v->iter * v->L + v->layer;
+    if (l == v->layer && v->mark[x] == v->iter + 1 && v->protect[x] != v->stamp)
+        return step; /* the running layer uses it and has not served it yet (a prefetch at its start asks) */
     while (v->use_cur[x] < v->use_n[x] && (uint64_t)v->use_it[x][v->use_cur[x]] * v->L + l <= step)
         v->use_cur[x]++;
     if (v->use_cur[x] == v->use_n[x])

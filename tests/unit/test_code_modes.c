@@ -252,6 +252,56 @@ static void test_eam_code_queue(void)
     ms_metrics_free(&m);
 }
 
+/* L = 1, J = 8, K = 2, cache of 3, no prefetcher (nothing listed): rows
+ * [2, 5], [5, 6], [1, 5], one an iteration.  The 2024 code acquires a step's
+ * experts one at a time by ascending id and skips only listed, queued and
+ * locked nodes when it evicts (issue 32.3):
+ *   it0: 2, 5 miss (counts 1, 1).  it1: 5 hits (2), 6 misses (1): full.
+ *   it2: 1 misses: sorted by count descending [5, 2, 6]: 5 is the victim,
+ *        although the step routes it; 5's turn then finds it gone: a miss
+ *        (count restarted: 1), and sorted [1, 2, 6] (all 1) evicts 1, whose
+ *        turn has passed (it still computes).  5 misses in all.
+ * Deciding the step at the gate (before) made 5 a hit of it2: 4 misses. */
+static void test_eam_code_turn(void)
+{
+    static const hand_row rows[3] = {{.ids = {{2, 5}}}, {.ids = {{5, 6}}}, {.ids = {{1, 5}}}};
+    static const uint32_t per_it[3] = {1, 1, 1};
+    write_hand("cm_turn.h5", 1, 8, 2, 3, per_it, rows);
+    char seq[1024];
+    ms_metrics m;
+    run_sequence("cm_turn.h5", "none", "eam:mode=code", "gpu", 3, seq, sizeof seq, &m);
+    CHECK_SEQ(seq, "m0.2 m0.5 | h0.5 m0.6 | m0.1 e0.5 m0.5 e0.1");
+    CHECK_EQ_INT(m.total.misses, 5);
+    CHECK_EQ_INT(m.total.hits, 1);
+    CHECK_EQ_INT(m.demand_copies, 5);
+    ms_metrics_free(&m);
+    /* mixtral-offloading's and HybriMoE's code modes keep lookup_at_turn 0
+     * (an evicted step expert still computes); their hits-first orders look
+     * every hit up before any load of the step anyway. */
+}
+
+/* The code's eviction also skips queued nodes (copies in flight).  L = 2,
+ * J = 4, K = 2, cache of 2, prefetch oracle (distance 1: it lists nothing,
+ * so nothing is protected by a list); rows: it0 l0 [0, 1], l1 [0, 3]; it1
+ * l0 [0, 1], l1 [2, 1].  Every victim below is the first of the residents in
+ * (layer, id) order sorted by count descending (all counts 1 here).  In it1
+ * layer 1 oracle queued (1,2) then (1,1) (activation order): (1,2)'s copy
+ * starts (evicting (0,1)) and is in flight at the gate, (1,1) is still
+ * queued: a miss.  Its turn comes first (ascending): the residents sorted
+ * are (1,2) then (1,3); (1,2) is a copy in flight whose turn has not come:
+ * skipped; (1,3) goes.  (1,2) is then late, not loaded again.  With
+ * in-flight step experts evictable (the planted fault), (1,1) evicts (1,2),
+ * whose turn then finds it gone: "m1.1 e1.2 m1.2 e1.1". */
+static void test_eam_code_inflight(void)
+{
+    static const hand_row rows[2] = {{.ids = {{0, 1}, {0, 3}}}, {.ids = {{0, 1}, {2, 1}}}};
+    static const uint32_t per_it[2] = {1, 1};
+    write_hand("cm_inflight.h5", 2, 4, 2, 2, per_it, rows);
+    char seq[1024];
+    run_sequence("cm_inflight.h5", "oracle", "eam:mode=code", "gpu", 2, seq, sizeof seq, NULL);
+    CHECK_SEQ(seq, "l0.0 m0.1 e0.0 l1.0 m1.3 e1.0 | e0.1 l0.0 m0.1 e0.0 e0.1 m1.1 e1.3 l1.2");
+}
+
 /* ---- eam:mode=code-head (MoE-Infinity HEAD) ---- */
 
 /* L = 2, J = 4, K = 1, cache of 3, no prefetch; routes (l0, l1) = (1, 0),
@@ -356,6 +406,8 @@ int main(void)
     test_sort_ties();
     test_eam_code_overflow();
     test_eam_code_queue();
+    test_eam_code_turn();
+    test_eam_code_inflight();
     test_eam_code_head();
     test_mrs_code();
     test_hybrimoe_path_and_cpu_hits();

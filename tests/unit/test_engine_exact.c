@@ -6,6 +6,7 @@
  * work = 2e6 B / 10 GB/s = 0.2 ms; no launch overheads. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "fixtures.h"
@@ -141,6 +142,92 @@ static void test_demand_behind_inflight(const ms_platform *p)
     ms_metrics_free(&m);
 }
 
+/* Issue 32.13: Belady counts the running layer's own use as still ahead
+ * until the layer ends.  L = 2, routes (0, 0) then (0, 1); oracle at
+ * distance 1, a cache of 2.  it0: (0,0) copied 0-1.5, (1,0) 1.5-3.0 (both
+ * late).  it1 starts at 3.1: layer 0 starts and oracle issues (1,1), whose
+ * copy starts at once and needs room between (0,0), which layer 0 is about
+ * to use (step 2), and (1,0), never used again: (1,0) goes.  (0,0) hits at
+ * the gate 3.3, computed 3.3-3.4; (1,1) copied 3.1-4.6, late, computed
+ * 4.6-4.7.  Counting the running layer's use as past made both "never used
+ * again" and the tie evicted (0,0) (the lower x): a miss at 3.3. */
+static void test_belady_running_layer(const ms_platform *p)
+{
+    static const int routing[2][3] = {{0, 0}, {0, 1}};
+    write_trace("exact_bel.h5", 2, 2, routing);
+    ms_metrics m = run("exact_bel.h5", p, "oracle", "belady", 2, 1, "exact_bel.csv");
+    CHECK_EQ_INT(m.total.hits, 1);
+    CHECK_EQ_INT(m.total.late, 3);
+    CHECK_EQ_INT(m.total.misses, 0);
+    CHECK_EVENT("exact_bel.csv", "evict", 1, 0, 0, 3.1, 3.1);
+    CHECK_EVENT("exact_bel.csv", "compute_gpu", 0, 0, 1, 3.3, 3.4);
+    CHECK_EVENT("exact_bel.csv", "copy_prefetch", 1, 1, 0, 3.1, 4.6);
+    CHECK_NEAR(m.makespan_s, 4.7 * MS, TOL);
+    ms_metrics_free(&m);
+}
+
+/* Three requests (L = 1, expert 0 in both iterations: a prefill row and one
+ * decode), batch 1, arriving at 0, 0 and r2_ms.  Request 0: dense 0-0.2, its
+ * miss copied 0.2-1.7, computed 1.7-1.8 (first token), decode 1.8-2.1.
+ * Request 1 waits for it: prefill 2.1-2.4 (a hit), decode 2.4-2.7.
+ * Request 2 starts at max(2.7, its arrival) and takes 0.3 + 0.3. */
+static void write_arrivals(const char *path, double r2_ms)
+{
+    ms_trace_meta m = ms_fixture_hand_meta("test_engine_exact", 1, 4, 1, 1000000, 2000000);
+    ms_request r[3];
+    for (int k = 0; k < 3; k++) {
+        memset(&r[k], 0, sizeof r[k]);
+        r[k].id = (uint64_t)k;
+        r[k].arrival_s = k == 2 ? r2_ms * MS : 0;
+        r[k].prompt_len = 1;
+        r[k].output_len = 1;
+        r[k].n_iters = 2;
+        r[k].n_rows = 2;
+        ms_request_alloc(&r[k], &m);
+        for (uint32_t i = 0; i < 2; i++) {
+            r[k].iters[i] = (ms_iteration){i ? MS_PHASE_DECODE : MS_PHASE_PREFILL, i, 1};
+            r[k].topk_ids[ms_topk_index(&m, i, 0)] = 0;
+            r[k].topk_w[ms_topk_index(&m, i, 0)] = 1.0f;
+        }
+    }
+    ms_fixture_write_requests(path, &m, r, 3);
+    for (int k = 0; k < 3; k++)
+        ms_request_free(&r[k]);
+    ms_trace_meta_free(&m);
+}
+
+/* Issue 32.4: queueing apart from service, the offered load, the warning. */
+static void test_queueing_and_service(const ms_platform *p)
+{
+    /* request 2 at 1.0 ms: queued 1.7 ms (starts 2.7), first token 3.0, done 3.3 */
+    write_arrivals("exact_q.h5", 1.0);
+    ms_metrics m = run("exact_q.h5", p, "none", "lru", 2, 1, NULL);
+    CHECK_EQ_INT(m.queue_samples, 3);
+    CHECK_NEAR(m.ttft_mean_s, (1.8 + 2.4 + 2.0) / 3 * MS, TOL);          /* from the arrival, as before */
+    CHECK_NEAR(m.latency_mean_s, (2.1 + 2.7 + 2.3) / 3 * MS, TOL);
+    CHECK_NEAR(m.queue_mean_s, (0 + 2.1 + 1.7) / 3 * MS, TOL);
+    CHECK_NEAR(m.queue_p99_s, (1.7 + 0.98 * 0.4) * MS, TOL);              /* gsl: 2 x 0.99 = 1.98 of 0, 1.7, 2.1 */
+    CHECK_NEAR(m.ttft_service_mean_s, (1.8 + 0.3 + 0.3) / 3 * MS, TOL);
+    CHECK_NEAR(m.ttft_service_p50_s, 0.3 * MS, TOL);
+    CHECK_NEAR(m.latency_service_mean_s, (2.1 + 0.6 + 0.6) / 3 * MS, TOL);
+    /* 2 gaps in 1.0 ms: 2000/s; 3 requests in 3.3 ms of service: 909.09/s */
+    CHECK_NEAR(m.arrival_rate, 2000, 1e-6);
+    CHECK_NEAR(m.service_rate, 3 / (3.3 * MS), 1e-6);
+    CHECK_NEAR(m.offered_load, 2.2, 1e-9);
+    CHECK_EQ_INT(m.n_warnings, 1);
+    CHECK_STR_CONTAINS(m.warnings[0], "overloaded: requests arrive at 2e+03/s, the run served 909/s while busy "
+                                      "(offered load 2.20); TTFT and latency include 0.00127 s of mean queueing");
+    ms_metrics_free(&m);
+    /* request 2 at 2.8 ms: the engine idles 2.7-2.8; 2 gaps in 2.8 ms against
+     * 3 requests in 3.3 ms: load 0.786, no warning; request 2 not queued */
+    write_arrivals("exact_q2.h5", 2.8);
+    m = run("exact_q2.h5", p, "none", "lru", 2, 1, NULL);
+    CHECK_NEAR(m.queue_mean_s, 2.1 / 3 * MS, TOL);
+    CHECK_NEAR(m.offered_load, (2 / 2.8) / (3 / 3.3), 1e-9);
+    CHECK_EQ_INT(m.n_warnings, 0);
+    ms_metrics_free(&m);
+}
+
 /* A cache that cannot hold one layer's experts is refused up front. */
 static void test_cache_too_small(const ms_platform *p)
 {
@@ -168,5 +255,7 @@ int main(void)
     test_oracle_late(&p);
     test_demand_behind_inflight(&p);
     test_cache_too_small(&p);
+    test_queueing_and_service(&p);
+    test_belady_running_layer(&p);
     CHECK_DONE();
 }

@@ -72,16 +72,26 @@ int main(void)
     CHECK_NEAR(sem, m.policy_stats.sem_sum, 1e-6 * (double)rows);
     CHECK_NEAR(traj, m.policy_stats.traj_sum, 32e-6 * (double)rows);
 
-    /* requests CSV: one row per finished request; latencies average to the metric */
+    /* requests CSV: one row per finished request; each latency column averages to its metric */
     f = fopen("samples_reqs.csv", "r");
     CHECK(f != NULL);
     CHECK(f && fgets(line, sizeof line, f) && !strncmp(line, "# moesim ", 9));
-    CHECK(f && fgets(line, sizeof line, f) && !strcmp(line, "request,arrival_s,ttft_s,tpot_s,latency_s\n"));
+    CHECK(f && fgets(line, sizeof line, f) &&
+          !strcmp(line, "request,arrival_s,ttft_s,tpot_s,latency_s,queue_s,ttft_service_s,latency_service_s\n"));
     uint64_t nreq = 0;
-    double lat = 0;
+    double lat = 0, queue = 0, ttft_svc = 0, lat_svc = 0;
     while (f && fgets(line, sizeof line, f)) {
-        const char *last = strrchr(line, ',');
-        lat += strtod(last + 1, NULL);
+        double v[8] = {0};
+        const char *p = line;
+        for (int c = 0; c < 8 && p; c++) {
+            v[c] = strtod(p, NULL);
+            p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
+        }
+        lat += v[4];
+        queue += v[5];
+        ttft_svc += v[6];
+        lat_svc += v[7];
+        CHECK_NEAR(v[4], v[5] + v[7], 1e-8); /* latency = queueing + service */
         nreq++;
     }
     if (f)
@@ -89,6 +99,9 @@ int main(void)
     CHECK_EQ_INT(nreq, m.requests);
     CHECK_EQ_INT(nreq, 2); /* 4 requests, the first half trains */
     CHECK_NEAR(lat / (double)nreq, m.latency_mean_s, 1e-6);
+    CHECK_NEAR(queue / (double)nreq, m.queue_mean_s, 1e-6);
+    CHECK_NEAR(ttft_svc / (double)nreq, m.ttft_service_mean_s, 1e-6);
+    CHECK_NEAR(lat_svc / (double)nreq, m.latency_service_mean_s, 1e-6);
     ms_metrics_free(&m);
 
     /* a prefetcher without the hook reports none */
