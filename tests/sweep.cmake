@@ -15,6 +15,7 @@ sweep_case(jobs_identical jobs)
 sweep_case(shards_merge shards)
 sweep_case(kill_resume kill)
 sweep_case(resume_bad resume_bad)
+sweep_case(lock lock)
 # each case writes its own folder, but sweep.bad_* share one: run them in turn
 set(T "trace = @D@/a.h5")
 set(C "cache_experts = 16")

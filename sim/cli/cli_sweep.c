@@ -299,7 +299,7 @@ static int run_sweep(const sweep_flags *f, const ms_sweep_spec *spec)
                    (unsigned long long)mine, path, (unsigned long long)(mine - done), (unsigned long long)done,
                    (unsigned long long)r.errors);
         }
-        close(fd);
+        ms_sweep_csv_close(fd, path);
     }
     free(points);
     free(path);

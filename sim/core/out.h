@@ -14,7 +14,15 @@
  * "-" is standard output (no temporary, no rename; its writes are checked by
  * ms_out_stdout_close at exit).  Writers that create their own file (HDF5)
  * take a registered temporary path from ms_out_tmp_begin and end with
- * ms_out_tmp_end. */
+ * ms_out_tmp_end.
+ *
+ * Locks: a process writing an output holds a lock on it (an fcntl write
+ * lock on ".NAME.lock" beside it, removed when the output is committed or
+ * aborted, and on a signal), so that a second process writing the same
+ * output ends at once with one line naming the holder's pid.  ms_out_open
+ * and ms_out_tmp_begin take it (ms_out_commit / _abort / ms_out_tmp_end
+ * release it); a writer that appends in place (the sweep CSV) takes it with
+ * ms_out_lock. */
 #ifndef MS_OUT_H
 #define MS_OUT_H
 
@@ -67,6 +75,14 @@ void ms_out_abort(ms_out *o);
  * Both return 0, or -1 with one line. */
 int ms_out_tmp_begin(const char *what, const char *path, char *tmp, size_t n, ms_err *err);
 int ms_out_tmp_end(const char *tmp, const char *path, int ok, ms_err *err);
+
+/* Locks path against other processes (above): 0, or -1 with one line
+ * "<what> <path>: is being written by process PID (lock file L); ..." when
+ * another process holds it, or when this process already writes it.  "-"
+ * is not locked.  ms_out_unlock releases the lock and removes the lock file
+ * (a path this process does not hold is a no-op). */
+int ms_out_lock(const char *what, const char *path, ms_err *err);
+void ms_out_unlock(const char *path);
 
 /* For an image another program wrote into a temporary (gnuplot, which may
  * exit 0 after a failed write): 0 when tmp is a whole PNG (it ends with the
