@@ -70,6 +70,9 @@ static void on_signal(int sig)
     for (int i = 0; i < MAX_TMPS; i++)
         if (tmp_table[i][0])
             unlink(tmp_table[i]);
+    for (int i = 0; i < MAX_TMPS; i++) /* scratch folders, once their files are gone */
+        if (tmp_table[i][0])
+            rmdir(tmp_table[i]);
     pid_t me = getpid();
     for (int i = 0; i < MAX_TMPS; i++)
         if (lock_table[i].lock[0] && lock_table[i].owner == me)
@@ -113,6 +116,18 @@ static void unregister_tmp(const char *tmp)
     for (int i = 0; i < MAX_TMPS; i++)
         if (tmp_table[i][0] && !strcmp(tmp_table[i], tmp))
             tmp_table[i][0] = '\0';
+}
+
+int ms_out_remove_on_signal(const char *path, ms_err *err)
+{
+    if (strlen(path) >= PATH_MAX)
+        return ms_fail(err, "%.200s...: path too long", path);
+    return register_tmp(path, err);
+}
+
+void ms_out_forget_on_signal(const char *path)
+{
+    unregister_tmp(path);
 }
 
 /* ---- locks against a second writer -------------------------------------- */

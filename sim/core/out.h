@@ -76,6 +76,14 @@ void ms_out_abort(ms_out *o);
 int ms_out_tmp_begin(const char *what, const char *path, char *tmp, size_t n, ms_err *err);
 int ms_out_tmp_end(const char *tmp, const char *path, int ok, ms_err *err);
 
+/* Registers a file or folder this process made and does not keep (a
+ * command's scratch files) for removal on SIGINT / SIGTERM / SIGHUP, as the
+ * temporaries are: files first, then folders (which must then be empty).
+ * It may not exist yet.  ms_out_forget_on_signal unregisters it (after the
+ * caller removed it itself).  -1 with one line when too many are open. */
+int ms_out_remove_on_signal(const char *path, ms_err *err);
+void ms_out_forget_on_signal(const char *path);
+
 /* Locks path against other processes (above): 0, or -1 with one line
  * "<what> <path>: is being written by process PID (lock file L); ..." when
  * another process holds it, or when this process already writes it.  "-"
