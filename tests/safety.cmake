@@ -3,7 +3,7 @@
 # checked, undefined metrics are null / empty / n/a, results carry
 # provenance.  One ctest per case of tests/cli/safety.sh.
 set(SAFETY_SH ${CMAKE_CURRENT_SOURCE_DIR}/cli/safety.sh)
-foreach(case output_is_input device_output dev_full atomic_events signal_cleanup figures_disk_full undefined_metrics provenance provenance_v1 provenance_unverified)
+foreach(case output_is_input device_output dev_full atomic_events signal_cleanup figures_disk_full events_stdout events_disk_full undefined_metrics provenance provenance_v1 provenance_unverified)
   add_test(NAME safety.${case}
            COMMAND sh ${SAFETY_SH} $<TARGET_FILE:moesim> ${CMAKE_CURRENT_BINARY_DIR}/safety/${case} ${case}
                    ${PROJECT_SOURCE_DIR}/sim/profiles/platforms/rtx3090-pcie4.ini

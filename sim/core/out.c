@@ -1,5 +1,6 @@
 /* Safe outputs (out.h): input identity checks, temporaries beside the
  * target, checked writes, fsync + rename, clean-up on signals. */
+#define _GNU_SOURCE /* fopencookie: the first failed write's errno is kept */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -452,7 +453,33 @@ struct ms_out {
     char *path;
     char tmp[PATH_MAX];
     int is_stdout;
+    int fd;   /* the temporary's */
+    int werr; /* errno of the first failed write, 0 while none failed */
 };
+
+/* The stream's writes: a failed write() keeps its errno (ENOSPC, not the EIO
+ * a later check would guess) and no write is tried after it. */
+static ssize_t cookie_write(void *c, const char *buf, size_t n)
+{
+    ms_out *o = c;
+    size_t done = 0;
+    while (!o->werr && done < n) {
+        ssize_t w = write(o->fd, buf + done, n - done);
+        if (w > 0)
+            done += (size_t)w;
+        else if (w < 0 && errno != EINTR)
+            o->werr = errno;
+        else if (w == 0)
+            o->werr = EIO;
+    }
+    return o->werr ? 0 : (ssize_t)n;
+}
+
+static int cookie_close(void *c)
+{
+    (void)c; /* the fd is closed by ms_out_commit / _abort, after its fsync */
+    return 0;
+}
 
 ms_out *ms_out_open(const char *what, const char *path, ms_err *err)
 {
@@ -478,7 +505,8 @@ ms_out *ms_out_open(const char *what, const char *path, ms_err *err)
         return NULL;
     }
     set_mode(fd, path);
-    o->fp = fdopen(fd, "w");
+    o->fd = fd;
+    o->fp = fopencookie(o, "w", (cookie_io_functions_t){.write = cookie_write, .close = cookie_close});
     if (!o->fp) {
         ms_fail(err, "%s %s: %s", what, path, strerror(errno));
         close(fd);
@@ -502,6 +530,15 @@ const char *ms_out_path(const ms_out *o)
     return o->path;
 }
 
+int ms_out_check_writes(ms_out *o, ms_err *err)
+{
+    if (o->is_stdout)
+        return ferror(stdout) ? ms_fail(err, "standard output: write failed") : 0;
+    if (o->werr)
+        return ms_fail(err, "%s: write failed: %s", o->path, strerror(o->werr));
+    return ferror(o->fp) ? ms_fail(err, "%s: write failed", o->path) : 0;
+}
+
 int ms_out_commit(ms_out *o, ms_err *err)
 {
     int rc = 0;
@@ -509,15 +546,17 @@ int ms_out_commit(ms_out *o, ms_err *err)
         if (fflush(stdout) != 0 || ferror(stdout))
             rc = ms_fail(err, "standard output: %s", strerror(errno ? errno : EIO));
     } else {
-        errno = 0;
-        int bad = ferror(o->fp);
-        int e = errno;
+        int bad = ferror(o->fp), e = 0;
         if (!bad && fflush(o->fp) != 0)
-            bad = 1, e = errno;
-        if (!bad && fsync(fileno(o->fp)) != 0)
+            bad = 1;
+        if (!bad && fsync(o->fd) != 0)
             bad = 1, e = errno;
         if (fclose(o->fp) != 0 && !bad)
             bad = 1, e = errno;
+        if (close(o->fd) != 0 && !bad)
+            bad = 1, e = errno;
+        if (o->werr) /* the first failed write says why */
+            e = o->werr;
         if (bad) {
             unlink(o->tmp);
             unregister_tmp(o->tmp);
@@ -538,6 +577,7 @@ void ms_out_abort(ms_out *o)
         return;
     if (!o->is_stdout) {
         fclose(o->fp);
+        close(o->fd);
         unlink(o->tmp);
         unregister_tmp(o->tmp);
         ms_out_unlock(o->path);

@@ -60,6 +60,11 @@ typedef struct ms_out ms_out;
 ms_out *ms_out_open(const char *what, const char *path, ms_err *err);
 FILE *ms_out_fp(ms_out *o);
 const char *ms_out_path(const ms_out *o);
+/* -1 with one line ("PATH: write failed: No space left on device", the
+ * errno of the first write that failed) once a write to o failed, else 0.
+ * No write is tried after the first failure: a long writer calls this now
+ * and then (the engine: after every iteration) to stop at once. */
+int ms_out_check_writes(ms_out *o, ms_err *err);
 /* Flushes, checks every earlier write (ferror), fsyncs, closes and renames
  * the temporary over the path (keeping an existing file's mode).  -1 with
  * one line on any failure, the temporary removed and the path untouched.

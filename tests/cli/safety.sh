@@ -140,6 +140,32 @@ figures_disk_full)
     left=$(ls -A full | grep '\.tmp\.' || true)
     [ -z "$left" ] || fail "temporaries left in full/: $left"
     ;;
+events_stdout)
+    # --events - would put the CSV and the table (or JSON) on one standard output: refused
+    trace
+    expect_refused 2 "^moesim: run: --events -: the run prints its table to standard output; write the events to a file$" \
+        "$M" run --trace t.h5 --cache-experts 64 --events -
+    expect_refused 2 "^moesim: run: --events -: the run prints its JSON to standard output" \
+        "$M" run --trace t.h5 --cache-experts 64 --events - --json
+    expect_refused 2 "^moesim: validate: --iterations-csv -: validate prints its report to standard output" \
+        "$M" validate --backend host --trace t.h5 --model mixtral-8x7b --platform "$4" --cache-experts 64 \
+        --expert-scale 0.00390625 --iterations-csv - ;;
+events_disk_full)
+    # --events on a full disk: the run stops at the first failed write and says why (ENOSPC, not
+    # EIO), leaving no file and no temporary
+    [ "$(id -u)" = 0 ] || { echo "mounting a small tmpfs needs root: skipped"; exit 77; }
+    trace
+    mkdir -p full
+    mount -t tmpfs -o size=64k tmpfs full 2>/dev/null || { echo "cannot mount a tmpfs here: skipped"; exit 77; }
+    trap 'umount "$W/full" 2>/dev/null' EXIT
+    expect_refused 1 "^moesim: full/e.csv: write failed: No space left on device$" \
+        "$M" run --trace t.h5 --cache-experts 64 --events full/e.csv
+    [ -z "$(ls -A full)" ] || fail "left in full/: $(ls -A full)"
+    # one failed write() only (strace, when there is one: the run used to go on and fail 47 more)
+    if command -v strace >/dev/null 2>&1 && strace -o /dev/null true 2>/dev/null; then
+        strace -f -e trace=write -o st.log "$M" run --trace t.h5 --cache-experts 64 --events full/e.csv 2>/dev/null
+        [ "$(grep -c ENOSPC st.log)" = 1 ] || fail "$(grep -c ENOSPC st.log) writes failed with ENOSPC, expected 1"
+    fi ;;
 undefined_metrics)
     # a prefill-only trace: TPOT and the decode hit rate have no sample
     "$M" trace gen --model mixtral-8x7b -o p.h5 --seed 5 --requests 2 --set prompt_max=16 --set output_min=0 \
