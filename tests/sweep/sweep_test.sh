@@ -92,6 +92,20 @@ lock)      # a second sweep on an output being written ends at once naming the f
   [ ! -e "$W/e.csv" ] || die "e.csv was written"
   "$M" run --trace "$D/a.h5" --cache-experts 16 --events "$W/e.csv" >/dev/null || die "--events after the holder ended"
   echo "ok: locked";;
+strict)    # a failed point: its row is written and the sweep exits 0; with --strict it exits 1
+  W=$D/strict; rm -rf "$W"; mkdir -p "$W"
+  printf '[sweep]\noutput = s.csv\ntrace = %s/a.h5\ncache_experts = 1, 16\n' "$D" > "$W/s.ini"
+  out=$("$M" sweep "$W/s.ini") || die "a sweep with a failed point exited $? without --strict"
+  [ "$out" = "sweep: 2 points in $W/s.csv (2 run now, 0 already there; 1 failed)" ] || die "summary: $out"
+  [ "$(rows "$W/s.csv")" = 3 ] || die "s.csv has $(rows "$W/s.csv") lines"
+  rm -f "$W/s.csv"
+  sh "$FAIL_SH" 1 "^moesim: sweep: 1 of the 2 points run now failed \\(--strict; their rows hold the errors\\)$" \
+    "$M" sweep "$W/s.ini" --strict || die "--strict exited 0 with a failed point"
+  [ "$(rows "$W/s.csv")" = 3 ] || die "--strict: s.csv has $(rows "$W/s.csv") lines"
+  rm -f "$W/s.csv"
+  printf '[sweep]\noutput = s.csv\ntrace = %s/a.h5\ncache_experts = 16\n' "$D" > "$W/ok.ini"
+  "$M" sweep "$W/ok.ini" --strict >/dev/null || die "--strict failed a sweep without failed points"
+  echo "ok: strict";;
 resume_bad) # a file that is not ours, or rows of another spec
   W=$D/resume_bad; rm -rf "$W"; mkdir -p "$W"
   printf 'a,b,c\n1,2,3\n' > "$W/other.csv"
