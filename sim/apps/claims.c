@@ -10,6 +10,7 @@
 #include "sim/apps/claims_table.h"
 #include "sim/apps/claims_serverless.h"
 #include "sim/apps/claims_verdict.h"
+#include "sim/apps/sweep_pool.h"
 #include "sim/core/profile.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/report.h"
@@ -433,6 +434,80 @@ static int run_claim(cl_ctx *c, const cl_claim *cl, ms_claim_result *r)
     return 0;
 }
 
+/* ---- the claims as jobs of a worker pool (sweep_pool.h) ---- */
+
+/* Every synthetic trace the selected claims use, made before any claim
+ * runs: workers then only read them (no two write one file), and a claim's
+ * trace is the same file whichever process runs it. */
+static int prepare_traces(cl_ctx *c, const size_t *idx, size_t n)
+{
+    if (c->o->trace)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        const cl_claim *cl = &cl_claims[idx[i]];
+        if (cl->kind == CL_HOST_TIME)
+            continue;
+        ms_model model;
+        const char *path;
+        if (ms_model_load(cl->model, &model, c->err))
+            return ms_fail_prefix(c->err, "claim %s", cl->id);
+        if (synthetic_trace(c, &model, cl, &path))
+            return cl->kind == CL_SERVERLESS ? ms_fail_prefix(c->err, "claim %s", cl->id) : -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    cl_ctx *c;
+    const size_t *idx;    /* the selected claims' indices in cl_claims, in table order */
+    ms_claim_result *res; /* job j's result */
+    FILE *progress;
+} cl_jobs;
+
+/* Runs claim idx[job]; its result as "R" and the struct's bytes in hex (the
+ * processes are forks of one program: the same layout, and `id` points into
+ * the same table), or "E" and the error. */
+static char *claim_job(void *ctx, uint64_t job)
+{
+    cl_jobs *j = ctx;
+    ms_claim_result r;
+    ms_err err;
+    j->c->err = &err;
+    if (run_claim(j->c, &cl_claims[j->idx[job]], &r)) {
+        char *row = ms_xcalloc(strlen(err.msg) + 2, 1);
+        row[0] = 'E';
+        strcpy(row + 1, err.msg);
+        return row;
+    }
+    const unsigned char *b = (const unsigned char *)&r;
+    char *row = ms_xcalloc(2 * sizeof r + 2, 1);
+    row[0] = 'R';
+    for (size_t i = 0; i < sizeof r; i++)
+        snprintf(row + 1 + 2 * i, 3, "%02x", b[i]);
+    return row;
+}
+
+/* Takes job's result, in job order (the pool's promise). */
+static int claim_sink(void *ctx, uint64_t job, const char *row, size_t len, ms_err *err)
+{
+    cl_jobs *j = ctx;
+    if (row[0] == 'E')
+        return ms_fail(err, "%s", row + 1);
+    ms_claim_result *r = &j->res[job];
+    if (row[0] != 'R' || len != 1 + 2 * sizeof *r)
+        return ms_fail(err, "claims: a worker sent a malformed result for claim %s", cl_claims[j->idx[job]].id);
+    unsigned char *b = (unsigned char *)r;
+    for (size_t i = 0; i < sizeof *r; i++) {
+        unsigned v;
+        if (sscanf(row + 1 + 2 * i, "%2x", &v) != 1)
+            return ms_fail(err, "claims: a worker sent a malformed result for claim %s", cl_claims[j->idx[job]].id);
+        b[i] = (unsigned char)v;
+    }
+    if (j->progress)
+        fprintf(j->progress, "claims: %s done\n", r->id);
+    return 0;
+}
+
 int ms_claims_run(const ms_claims_opts *o, ms_claim_result **res, size_t *n, ms_err *err)
 {
     if (o->only)
@@ -448,22 +523,23 @@ int ms_claims_run(const ms_claims_opts *o, ms_claim_result **res, size_t *n, ms_
             s += len + (e != NULL);
         }
     cl_ctx c = {.o = o, .err = err};
+    size_t *idx = ms_xcalloc(cl_n_claims, sizeof *idx), m = 0;
+    for (size_t i = 0; i < cl_n_claims; i++)
+        if (selected(o, &cl_claims[i]))
+            idx[m++] = i;
     *res = ms_xcalloc(cl_n_claims, sizeof **res);
-    *n = 0;
-    for (size_t i = 0; i < cl_n_claims; i++) {
-        if (!selected(o, &cl_claims[i]))
-            continue;
-        if (o->progress)
-            fprintf(o->progress, "claims: %s ...\n", cl_claims[i].id);
-        if (run_claim(&c, &cl_claims[i], &(*res)[(*n)++])) {
-            free(c.memo);
-            free(*res);
-            *res = NULL;
-            return -1;
-        }
+    *n = m;
+    cl_jobs j = {.c = &c, .idx = idx, .res = *res, .progress = o->progress};
+    ms_sweep_pool pool = {.ctx = &j, .job = claim_job, .sink = claim_sink};
+    int rc = prepare_traces(&c, idx, m) ? -1 : ms_sweep_pool_run(&pool, m, o->jobs, err);
+    free(c.memo); /* this process's; each worker had its own */
+    free(idx);
+    if (rc) {
+        free(*res);
+        *res = NULL;
+        *n = 0;
     }
-    free(c.memo);
-    return 0;
+    return rc;
 }
 
 const char *ms_verdict_name(ms_verdict v)
