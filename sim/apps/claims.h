@@ -61,8 +61,9 @@ typedef struct {
 void ms_claims_list(FILE *out);
 /* Runs the selected claims; *res (n of them, free with free()) in table
  * order.  0, or -1 with err (an unknown id, a failed run, an unwritable
- * output).  The synthetic traces are written first; then the claims run as
- * independent jobs (o->jobs workers), each on its own memo of runs. */
+ * output).  The synthetic traces are written first; then the groups of
+ * claims on one trace and testbed (which share runs through a memo) run as
+ * independent jobs (o->jobs workers), each worker on its own memo. */
 int ms_claims_run(const ms_claims_opts *o, ms_claim_result **res, size_t *n, ms_err *err);
 /* The table on a terminal, the JSON array, and the CSVs + figure in out_dir. */
 void ms_claims_table(FILE *out, const ms_claim_result *r, size_t n);
