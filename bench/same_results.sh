@@ -33,11 +33,13 @@
 #                 the file before 2026-11-25, the stored content digest
 #                 after; both runs read the same file: two builds that name
 #                 it the same way must give the same digest),
+#                 provenance.trace.verified (new in issue 32; the trace
+#                 object's lines are compared without their trailing comma),
 #                 provenance.model.path and provenance.platform.path
 #                 (where each build found its data folder: its own build tree
 #                 unless MOESIM_DATA_DIR is set).  There is no "build" key.
 #   --events CSV: the same fields in its first line (`# moesim V commit C;
-#                 trace P DIGEST H; [model P sha256 H; ]platform P sha256 H`
+#                 trace P DIGEST H[ (stored, unverified)]; [model P sha256 H; ]platform P sha256 H`
 #                 becomes `# moesim; trace P; [model sha256 H; ]platform
 #                 sha256 H`); every other line exactly.
 #   stderr:       exactly.
@@ -133,7 +135,9 @@ json_filter() {
         if ($0 ~ /[{[]$/) stack[n] = (key == "" ? "[]" : key)
         if (path == "provenance.moesim" || path == "provenance.commit" ||
             path == "provenance.model.path" || path == "provenance.platform.path") next
+        if (path == "provenance.trace.verified") next
         if (!keep_digest && (path == "provenance.trace.sha256" || path == "provenance.trace.content_sha256")) next
+        if (path ~ /^provenance\.trace\./) sub(/,$/, "")
         print
     }' keep_digest="$KEEP_DIGEST" "$1"
 }
@@ -149,6 +153,7 @@ events_filter() {
     [ "$KEEP_DIGEST" = 1 ] && digest=
     sed "1{
 s/^# moesim [^ ]* commit [^;]*;/# moesim;/
+s/ (stored, unverified);/;/
 $digest
 s/; model [^;]* sha256 /; model sha256 /
 s/; platform [^;]* sha256 /; platform sha256 /

@@ -3,6 +3,9 @@
 # benchmark (bench/claims.sh; its table is in docs/claims.md).
 add_test(NAME claims.list COMMAND sh -c "[ $($<TARGET_FILE:moesim> claims --list | grep -c '^[a-z]') -ge 16 ] && $<TARGET_FILE:moesim> claims --list | grep -q '^fmoe-tpot  *fMoE  *§6.2 Fig. 9'")
 add_test(NAME claims.small COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/claims_small.sh $<TARGET_FILE:moesim> ${CMAKE_CURRENT_BINARY_DIR}/claims_small)
+# --jobs 3 (claims in worker processes) gives the bytes of --jobs 1
+add_test(NAME claims.jobs COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/claims_jobs.sh $<TARGET_FILE:moesim> ${CMAKE_CURRENT_BINARY_DIR}/claims_jobs)
+set_tests_properties(claims.jobs PROPERTIES TIMEOUT 600)
 set(CLAIMS_FAIL ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_fail.sh)
 add_test(NAME claims.bad_only COMMAND ${CLAIMS_FAIL} 1 "^moesim: claims: --only nosuch: no such claim or paper" $<TARGET_FILE:moesim> claims --only fmoe-tpot,nosuch --out ${CMAKE_CURRENT_BINARY_DIR}/claims_bad)
 add_test(NAME claims.bad_requests COMMAND ${CLAIMS_FAIL} 2 "claims: --requests 2: expected a whole number in .4, 100000." $<TARGET_FILE:moesim> claims --requests 2)

@@ -30,6 +30,7 @@ import_cli_test(jsonl_fields 0
 set(_bad_json_cases
   "bad_json|{\"request_id\": 0, \"token_idx\": 0,, }|bad_json.jsonl:1: bad JSON at column"
   "bad_weight|{\"request_id\": 0, \"token_idx\": 0, \"layer\": 0, \"topk_ids\": [1, 2], \"topk_weights\": [0.5, \"x\"], \"is_prompt\": true}|bad_weight.jsonl:1: field topk_weights: value \"x\" is not a number in .0, 1."
+  "huge_weight|{\"request_id\": 0, \"token_idx\": 0, \"layer\": 0, \"topk_ids\": [1, 2], \"topk_weights\": [1e400, 0.5], \"is_prompt\": true}|huge_weight.jsonl:1: field topk_weights: value 1e309 or more \\(out of range\\) is not a number in .0, 1.$"
   "bad_expert|{\"request_id\": 0, \"token_idx\": 0, \"layer\": 0, \"topk_ids\": [1, 4], \"topk_weights\": [0.5, 0.5], \"is_prompt\": true}|bad_expert.jsonl:1: field topk_ids: expert id 4 out of range .0, 4\\)"
   "bad_count|{\"request_id\": 0, \"token_idx\": 0, \"layer\": 0, \"topk_ids\": [1, 2], \"topk_weights\": [0.5, 0.5], \"is_prompt\": true}\n{\"request_id\": 0, \"token_idx\": 0, \"layer\": 1, \"topk_ids\": [1], \"topk_weights\": [1], \"is_prompt\": true}|bad_count.jsonl:2: field topk_ids: 1 entries, expected K=2"
   "bad_sum|{\"request_id\": 0, \"token_idx\": 0, \"layer\": 0, \"topk_ids\": [1, 2], \"topk_weights\": [0.5, 0.2], \"is_prompt\": true}|bad_sum.jsonl:1: field topk_weights: weights sum to 0.7, expected 1"

@@ -35,6 +35,9 @@ add_test(NAME regress.improvement_fails_by_default COMMAND ${EXPECT} 1 "0 regres
   ${M} regress --golden ${REGRESS_BAD}/improvement.csv)
 add_test(NAME regress.json COMMAND sh -c "${M} regress --golden ${TOL} --json | tr -d ' \\t\\n' | grep -q '\"cache\":\"lru\",\"sched\":\"gpu\",\"cache_experts\":\"64\",\"distance\":1,\"train\":\"auto\",\"status\":\"regressed\",\"golden\":{\"hit_rate\":0.293285,\"hits\":10211.*\"summary\":{\"same\":1,\"regressed\":1,\"improved\":1,\"changed\":0,\"failed\":0,\"new\":0},\"verdict\":\"FAIL\"'")
 add_test(NAME regress.update COMMAND sh ${REGRESS_BAD}/check_update.sh ${M} ${TOL} ${REGRESS_OUT})
+# SIGTERM mid-run: the temp folder and its generated source are removed
+add_test(NAME regress.signal_cleanup COMMAND sh ${REGRESS_BAD}/check_signal.sh ${M}
+  ${REGRESS_DATA}/regress_synthetic.csv ${REGRESS_OUT}/signal)
 
 # ---- a worsened LFU: moesim_worse ----
 # policies/cache/lfu.c with its eviction order flipped (evict the MOST
@@ -77,6 +80,7 @@ regress_bad(unknown_policy 1 "bad_unknown_policy.csv:4: field cache: unknown cac
 regress_bad(bad_param 1 "bad_param.csv:3: field cache: cache policy 'lfu': unknown parameter 'rest'" --golden ${REGRESS_BAD}/bad_param.csv)
 regress_bad(missing_trace 1 "bad_missing_trace.csv:3: field trace: cannot read trace 'no-such-trace.h5'" --golden ${REGRESS_BAD}/bad_missing_trace.csv)
 regress_bad(missing_routecsv 1 "bad_missing_routecsv.csv:3: field trace: cannot read trace '\\$\\{MOESIM_SHARED\\}/traces/none.route.csv'" --golden ${REGRESS_BAD}/bad_missing_routecsv.csv)
+regress_bad(gen_huge 1 "^moesim: regress: .*bad_gen_huge.csv: trace gen:model=mixtral-8x7b,requests=100000000: estimated size [0-9.]+ TiB \\(uncompressed, from the knobs' expected lengths\\) is more than the .* free in .*; use fewer requests or set TMPDIR to a larger folder$" --golden ${REGRESS_BAD}/bad_gen_huge.csv)
 regress_bad(field_count 1 "bad_field_count.csv:4: expected 13 fields separated by ';' \\(as the header\\), got 12" --golden ${REGRESS_BAD}/bad_field_count.csv)
 regress_bad(cache_size 1 "bad_cache_size.csv:3: field cache_bytes: '64 experts': expected a size such as 4000MiB" --golden ${REGRESS_BAD}/bad_cache_size.csv)
 regress_bad(train 1 "bad_train.csv:3: field train: '1.5': expected auto or a fraction" --golden ${REGRESS_BAD}/bad_train.csv)
@@ -92,3 +96,5 @@ add_test(NAME regress.run_error COMMAND ${EXPECT} 1 "^line 3: GPU expert cache \
   ${M} regress --golden ${REGRESS_BAD}/run_error.csv)
 add_test(NAME regress.update_refuses_on_error COMMAND sh -c
   "cp ${REGRESS_BAD}/run_error.csv ${REGRESS_OUT}/run_error.csv && sh ${REGRESS_BAD}/expect.sh 1 '1 failed.*FAIL \\(not updated: points failed to run\\)$' ${M} regress --golden ${REGRESS_OUT}/run_error.csv --update && cmp ${REGRESS_BAD}/run_error.csv ${REGRESS_OUT}/run_error.csv")
+# without the guard it would run for hours: fail fast instead
+set_tests_properties(regress.bad_gen_huge PROPERTIES TIMEOUT 60)

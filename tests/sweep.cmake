@@ -15,6 +15,8 @@ sweep_case(jobs_identical jobs)
 sweep_case(shards_merge shards)
 sweep_case(kill_resume kill)
 sweep_case(resume_bad resume_bad)
+sweep_case(lock lock)
+sweep_case(strict strict)
 # each case writes its own folder, but sweep.bad_* share one: run them in turn
 set(T "trace = @D@/a.h5")
 set(C "cache_experts = 16")
@@ -42,7 +44,11 @@ set(SWEEP_BAD_CASES
   "bad_fill|1|bad.ini:5: topk_fill = half: expected one of zero.even|${T}\\n${C}\\ntopk_fill = half"
   "unwritable_output|1|sweep: output /no/such/dir/out.csv: folder /no/such/dir: No such file or directory|${T}\\n${C}|-o|/no/such/dir/out.csv"
   "shard_out_of_range|2|--shard 2/2: shard index 2 out of range|${T}\\n${C}|--shard|2/2"
-  "bad_jobs|2|--jobs 0: expected a whole number|${T}\\n${C}|--jobs|0")
+  "bad_jobs|2|--jobs 0: expected a whole number|${T}\\n${C}|--jobs|0"
+  "dry_output_is_spec|1|^moesim: sweep: output ${SWEEP_DIR}/bad/bad.ini: is the input file .*bad.ini. refusing to overwrite it$|${T}\\n${C}|--dry-run|-o|${SWEEP_DIR}/bad/bad.ini"
+  "dry_output_is_trace|1|^moesim: sweep: output ${SWEEP_DIR}/a.h5: is the input file .*a.h5. refusing to overwrite it$|${T}\\n${C}|--dry-run|-o|${SWEEP_DIR}/a.h5"
+  "dry_output_is_folder|1|^moesim: sweep: output ${SWEEP_DIR}: is a directory|${T}\\n${C}|--dry-run|-o|${SWEEP_DIR}"
+  "dry_output_exists|1|^moesim: ${SWEEP_DIR}/full.csv exists. use --resume or remove it$|${T}\\n${C}|--dry-run|-o|${SWEEP_DIR}/full.csv")
 set(prev "")
 foreach(c IN LISTS SWEEP_BAD_CASES)
   string(REPLACE "|" ";" parts "${c}")

@@ -10,6 +10,7 @@
 #include "sim/apps/claims_table.h"
 #include "sim/apps/claims_serverless.h"
 #include "sim/apps/claims_verdict.h"
+#include "sim/apps/sweep_pool.h"
 #include "sim/core/profile.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/report.h"
@@ -227,16 +228,24 @@ static int evaluate(cl_ctx *c, const cl_claim *cl, const cl_setting *s, const ms
  * the claims that ask for the same): ShareGPT lengths and --requests, or, for
  * a claim with short_requests, QA-like short requests and requests_x times
  * as many (docs/claims.md). */
+/* Its name: the model, with -qa<N> or -r<N> when the request shape is not
+ * --requests ShareGPT-like requests. */
+static void trace_name(const cl_ctx *c, const char *model, const cl_claim *cl, char *name, size_t cap)
+{
+    unsigned n = c->o->requests * (cl->requests_x ? cl->requests_x : 1);
+    if (cl->short_requests)
+        snprintf(name, cap, "%s-qa%u", model, n);
+    else if (n != c->o->requests)
+        snprintf(name, cap, "%s-r%u", model, n);
+    else
+        snprintf(name, cap, "%s", model);
+}
+
 static int synthetic_trace(cl_ctx *c, const ms_model *model, const cl_claim *cl, const char **path)
 {
     char name[MS_NAME_MAX + 32];
     unsigned n = c->o->requests * (cl->requests_x ? cl->requests_x : 1);
-    if (cl->short_requests)
-        snprintf(name, sizeof name, "%s-qa%u", model->name, n);
-    else if (n != c->o->requests)
-        snprintf(name, sizeof name, "%s-r%u", model->name, n);
-    else
-        snprintf(name, sizeof name, "%s", model->name);
+    trace_name(c, model->name, cl, name, sizeof name);
     for (int i = 0; i < c->ntraces; i++)
         if (!strcmp(c->trace_models[i], name)) {
             *path = c->traces[i];
@@ -434,6 +443,149 @@ static int run_claim(cl_ctx *c, const cl_claim *cl, ms_claim_result *r)
     return 0;
 }
 
+/* ---- the claims as jobs of a worker pool (sweep_pool.h) ---- */
+
+/* Every synthetic trace the selected claims use, made before any claim
+ * runs: workers then only read them (no two write one file), and a claim's
+ * trace is the same file whichever process runs it. */
+static int prepare_traces(cl_ctx *c, const size_t *idx, size_t n)
+{
+    if (c->o->trace)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        const cl_claim *cl = &cl_claims[idx[i]];
+        if (cl->kind == CL_HOST_TIME)
+            continue;
+        ms_model model;
+        const char *path;
+        if (ms_model_load(cl->model, &model, c->err))
+            return ms_fail_prefix(c->err, "claim %s", cl->id);
+        if (synthetic_trace(c, &model, cl, &path))
+            return cl->kind == CL_SERVERLESS ? ms_fail_prefix(c->err, "claim %s", cl->id) : -1;
+    }
+    return 0;
+}
+
+/* The group of a claim: claims on the same trace and testbed share most of
+ * their runs (the memo), so they run in one process, one after the other;
+ * groups run in parallel.  The serverless and host-time claims run no
+ * engine run: each is a group of its own.  Into key (cap bytes). */
+static void group_key(const cl_ctx *c, const cl_claim *cl, char *key, size_t cap)
+{
+    if (cl->kind == CL_SERVERLESS || cl->kind == CL_HOST_TIME) {
+        snprintf(key, cap, "claim %s", cl->id);
+        return;
+    }
+    const char *trace = c->o->trace;
+    char name[MS_NAME_MAX + 32];
+    if (!trace) { /* the claim's synthetic trace */
+        trace_name(c, cl->model, cl, name, sizeof name);
+        trace = name;
+    }
+    snprintf(key, cap, "%s|%s", trace, c->o->platform ? c->o->platform : cl->platform);
+}
+
+typedef struct {
+    cl_ctx *c;
+    const size_t *idx;    /* the selected claims' indices in cl_claims, in table order */
+    const size_t *group;  /* the group of each selected claim */
+    size_t n;             /* selected claims */
+    ms_claim_result *res; /* in table order */
+    char **errs;          /* the error of a claim that could not run, else NULL */
+    FILE *progress;
+} cl_jobs;
+
+/* Runs the claims of group `job` in table order, up to the first that
+ * cannot run; one line per claim: "R" and the result struct's bytes in hex
+ * (the processes are forks of one program: the same layout, and `id` points
+ * into the same table), or "E" and the error. */
+static char *claim_job(void *ctx, uint64_t job)
+{
+    cl_jobs *j = ctx;
+    size_t cap = 64, len = 0;
+    char *out = ms_xcalloc(cap, 1);
+    for (size_t k = 0; k < j->n; k++) {
+        if (j->group[k] != job)
+            continue;
+        ms_claim_result r;
+        ms_err err;
+        j->c->err = &err;
+        int failed = run_claim(j->c, &cl_claims[j->idx[k]], &r) != 0;
+        size_t need = len + (failed ? strlen(err.msg) : 2 * sizeof r) + 3;
+        if (need > cap) {
+            cap = 2 * need;
+            out = ms_xrealloc(out, cap, 1);
+        }
+        out[len++] = failed ? 'E' : 'R';
+        if (failed) {
+            len += (size_t)sprintf(out + len, "%s", err.msg);
+        } else {
+            const unsigned char *b = (const unsigned char *)&r;
+            for (size_t i = 0; i < sizeof r; i++)
+                len += (size_t)sprintf(out + len, "%02x", b[i]);
+        }
+        out[len++] = '\n';
+        out[len] = '\0';
+        if (failed)
+            break;
+    }
+    return out;
+}
+
+/* Takes group job's lines (the pool calls this in group order); the first
+ * error in table order is reported once every group is done, as the claims
+ * run one by one would report it. */
+static int claim_sink(void *ctx, uint64_t job, const char *row, size_t len, ms_err *err)
+{
+    cl_jobs *j = ctx;
+    const char *p = row, *end = row + len;
+    for (size_t k = 0; k < j->n && p < end; k++) {
+        if (j->group[k] != job)
+            continue;
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            break;
+        if (*p == 'E') {
+            j->errs[k] = ms_xcalloc((size_t)(nl - p), 1);
+            memcpy(j->errs[k], p + 1, (size_t)(nl - p - 1));
+            return 0;
+        }
+        ms_claim_result *r = &j->res[k];
+        unsigned char *b = (unsigned char *)r;
+        if (*p != 'R' || (size_t)(nl - p) != 1 + 2 * sizeof *r)
+            return ms_fail(err, "claims: a worker sent a malformed result for claim %s", cl_claims[j->idx[k]].id);
+        for (size_t i = 0; i < sizeof *r; i++) {
+            unsigned v;
+            if (sscanf(p + 1 + 2 * i, "%2x", &v) != 1)
+                return ms_fail(err, "claims: a worker sent a malformed result for claim %s", cl_claims[j->idx[k]].id);
+            b[i] = (unsigned char)v;
+        }
+        if (j->progress)
+            fprintf(j->progress, "claims: %s done\n", r->id);
+        p = nl + 1;
+    }
+    return 0;
+}
+
+/* Numbers the groups in order of their first claim; returns how many. */
+static size_t make_groups(const cl_ctx *c, const size_t *idx, size_t n, size_t *group)
+{
+    char (*keys)[1400] = ms_xcalloc(n ? n : 1, sizeof *keys);
+    size_t ng = 0;
+    for (size_t k = 0; k < n; k++) {
+        char key[1400];
+        group_key(c, &cl_claims[idx[k]], key, sizeof key);
+        size_t g = 0;
+        while (g < ng && strcmp(keys[g], key))
+            g++;
+        if (g == ng)
+            memcpy(keys[ng++], key, sizeof key);
+        group[k] = g;
+    }
+    free(keys);
+    return ng;
+}
+
 int ms_claims_run(const ms_claims_opts *o, ms_claim_result **res, size_t *n, ms_err *err)
 {
     if (o->only)
@@ -449,22 +601,33 @@ int ms_claims_run(const ms_claims_opts *o, ms_claim_result **res, size_t *n, ms_
             s += len + (e != NULL);
         }
     cl_ctx c = {.o = o, .err = err};
+    size_t *idx = ms_xcalloc(cl_n_claims, sizeof *idx), *group = ms_xcalloc(cl_n_claims, sizeof *group), m = 0;
+    for (size_t i = 0; i < cl_n_claims; i++)
+        if (selected(o, &cl_claims[i]))
+            idx[m++] = i;
     *res = ms_xcalloc(cl_n_claims, sizeof **res);
-    *n = 0;
-    for (size_t i = 0; i < cl_n_claims; i++) {
-        if (!selected(o, &cl_claims[i]))
-            continue;
-        if (o->progress)
-            fprintf(o->progress, "claims: %s ...\n", cl_claims[i].id);
-        if (run_claim(&c, &cl_claims[i], &(*res)[(*n)++])) {
-            free(c.memo);
-            free(*res);
-            *res = NULL;
-            return -1;
-        }
+    *n = m;
+    cl_jobs j = {.c = &c, .idx = idx, .group = group, .n = m, .res = *res,
+                 .errs = ms_xcalloc(cl_n_claims, sizeof *j.errs), .progress = o->progress};
+    ms_sweep_pool pool = {.ctx = &j, .job = claim_job, .sink = claim_sink};
+    int rc = prepare_traces(&c, idx, m);
+    if (rc == 0)
+        rc = ms_sweep_pool_run(&pool, make_groups(&c, idx, m, group), o->jobs, err);
+    for (size_t k = 0; k < m; k++)
+        if (rc == 0 && j.errs[k])
+            rc = ms_fail(err, "%s", j.errs[k]);
+    for (size_t k = 0; k < m; k++)
+        free(j.errs[k]);
+    free(j.errs);
+    free(c.memo); /* this process's; each worker had its own */
+    free(idx);
+    free(group);
+    if (rc) {
+        free(*res);
+        *res = NULL;
+        *n = 0;
     }
-    free(c.memo);
-    return 0;
+    return rc;
 }
 
 const char *ms_verdict_name(ms_verdict v)

@@ -53,13 +53,17 @@ typedef struct {
     unsigned seed;
     int sensitivity;         /* 0: skip the sensitivity runs */
     FILE *progress;          /* a line per claim, or NULL */
+    int jobs;                /* claims run at once, each in a worker process (sweep_pool.h); <= 1: in
+                              * this process.  The results are the same bytes at any count */
 } ms_claims_opts;
 
 /* Names the claims, one per line: id, paper, where, statement. */
 void ms_claims_list(FILE *out);
 /* Runs the selected claims; *res (n of them, free with free()) in table
  * order.  0, or -1 with err (an unknown id, a failed run, an unwritable
- * output). */
+ * output).  The synthetic traces are written first; then the groups of
+ * claims on one trace and testbed (which share runs through a memo) run as
+ * independent jobs (o->jobs workers), each worker on its own memo. */
 int ms_claims_run(const ms_claims_opts *o, ms_claim_result **res, size_t *n, ms_err *err);
 /* The table on a terminal, the JSON array, and the CSVs + figure in out_dir. */
 void ms_claims_table(FILE *out, const ms_claim_result *r, size_t n);

@@ -13,6 +13,7 @@
 #include "sim/engine/metric_list.h"
 #include "sim/engine/report.h"
 #include "sim/apps/sweep_csv.h"
+#include "sim/core/out.h"
 #include "sim/core/version.h"
 
 /* ---- text building ---- */
@@ -252,10 +253,31 @@ static int resume_existing(int fd, const char *path, const ms_sweep_spec *s, con
     return rc;
 }
 
+static int open_locked(const char *path, int resume, const ms_sweep_spec *s, const uint64_t *points,
+                       uint64_t npoints, uint64_t *done, ms_err *err);
+
 int ms_sweep_csv_open(const char *path, int resume, const ms_sweep_spec *s, const uint64_t *points,
                       uint64_t npoints, uint64_t *done, ms_err *err)
 {
     *done = 0;
+    if (ms_out_lock("sweep: output", path, err))
+        return -1;
+    int fd = open_locked(path, resume, s, points, npoints, done, err);
+    if (fd < 0)
+        ms_out_unlock(path);
+    return fd;
+}
+
+void ms_sweep_csv_close(int fd, const char *path)
+{
+    close(fd);
+    ms_out_unlock(path);
+}
+
+/* ms_sweep_csv_open once this process holds the output's lock. */
+static int open_locked(const char *path, int resume, const ms_sweep_spec *s, const uint64_t *points,
+                       uint64_t npoints, uint64_t *done, ms_err *err)
+{
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0 && errno == EEXIST) {
         if (!resume)
@@ -339,7 +361,7 @@ int ms_sweep_csv_merge(const char *out, char **inputs, int n, ms_err *err)
         else if (rows[i].point > i)
             rc = ms_fail(err, "point %" PRIu64 " is in none of the inputs (a shard missing or unfinished?)", i);
     }
-    int fd = -1;
+    int fd = -1, locked = rc == 0 && (rc = ms_out_lock("sweep: --merge", out, err)) == 0;
     if (rc == 0) {
         fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0)
@@ -357,6 +379,8 @@ int ms_sweep_csv_merge(const char *out, char **inputs, int n, ms_err *err)
     }
     if (fd >= 0)
         close(fd);
+    if (locked)
+        ms_out_unlock(out);
     for (int i = 0; i < n; i++)
         free(texts[i]);
     free(texts);

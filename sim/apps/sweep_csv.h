@@ -6,7 +6,7 @@
  * metric without samples is an empty cell, never 0), the provenance
  * (`moesim_version`, `moesim_commit`, the trace's digest: `trace_sha256`,
  * the SHA-256 of its bytes, for a v1 trace, `trace_content_sha256`, its
- * stored content digest, for a v2 trace (the other cell empty; taken when
+ * stored content digest (the file's claim, not recomputed by the run), for a v2 trace (the other cell empty; taken when
  * the point's run opened the trace: trace.h ms_reader_trace_digest), and
  * the SHA-256 of the model and platform files:
  * `model_sha256`, `platform_sha256`), and
@@ -39,7 +39,9 @@ char *ms_sweep_csv_row(uint64_t point, const ms_sweep_point *p, const ms_run_con
 /* The key column of a point. */
 void ms_sweep_csv_key(const ms_sweep_point *p, char out[17]);
 
-/* Opens the output for appending.  Without resume the file must not exist:
+/* Opens the output for appending, holding its lock (out.h ms_out_lock: a
+ * second process on the same output ends with one line naming this one's
+ * pid) until ms_sweep_csv_close.  Without resume the file must not exist:
  * it is created with the header.  With resume an existing file is checked:
  * its trailing partial line is truncated, its header must be ours, and its
  * rows must be, in order, the first rows of `points` (npoints indices into
@@ -47,6 +49,8 @@ void ms_sweep_csv_key(const ms_sweep_point *p, char out[17]);
  * Returns the fd or -1. */
 int ms_sweep_csv_open(const char *path, int resume, const ms_sweep_spec *s, const uint64_t *points,
                       uint64_t npoints, uint64_t *done, ms_err *err);
+/* Closes the output and releases its lock. */
+void ms_sweep_csv_close(int fd, const char *path);
 /* Appends one whole line with a single write() (a process killed at any
  * moment, kill -9 included, leaves whole lines only: the kernel has the row
  * once write() returns). */
@@ -56,7 +60,7 @@ int ms_sweep_csv_sync(int fd, const char *path, ms_err *err);
 /* write() then fsync(). */
 int ms_sweep_csv_append(int fd, const char *path, const char *line, size_t len, ms_err *err);
 
-/* Merges shard CSVs into out (which must not exist): same header in every
+/* Merges shard CSVs into out (which must not exist; locked while written): same header in every
  * file, rows sorted by point, no point twice, no point missing from
  * 0..max. */
 int ms_sweep_csv_merge(const char *out, char **inputs, int n, ms_err *err);

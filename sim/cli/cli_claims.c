@@ -14,7 +14,7 @@
 
 static const char claims_usage[] =
     "usage: moesim claims [--only ID|PAPER[,...]] [--out DIR] [--trace FILE [--model M]] [--platform P]\n"
-    "                     [--requests N] [--seed N] [--no-sensitivity] [--json] [--list]\n"
+    "                     [--requests N] [--seed N] [--no-sensitivity] [--jobs N] [--json] [--list]\n"
     "\n"
     "Runs every quantitative claim of the seed papers (fMoE, MoE-Infinity, HybriMoE, serverless MoE)\n"
     "that moesim can check, on the paper's testbed profile and model, and says whether it holds\n"
@@ -27,7 +27,9 @@ static const char claims_usage[] =
     "lacks).  Writes DIR/claims.csv, DIR/claims_values.csv and DIR/claims.png\n"
     "(paper vs moesim).  docs/claims.md holds each claim's source and the measured table.\n"
     "Defaults: --out moesim-claims --requests 8 --seed 1; each claim's testbed (--platform replaces it;\n"
-    "the serverless claim keeps its serverless profile and says so).\n";
+    "the serverless claim keeps its serverless profile and says so).\n"
+    "--jobs N runs N claims at once, each in its own worker process (default 1); the traces are made\n"
+    "first, and the table, JSON and files are byte-identical at any N.\n";
 
 typedef struct {
     ms_claims_opts o;
@@ -74,6 +76,11 @@ static int parse_claims_flags(int argc, char **argv, claims_flags *f)
         else if (!strcmp(a, "--requests")) {
             if (parse_u(a, val, 4, 100000, &f->o.requests)) /* 4: the 7:3 split leaves one to replay */
                 return 2;
+        } else if (!strcmp(a, "--jobs") || !strcmp(a, "-j")) {
+            unsigned jobs = 1;
+            if (parse_u(a, val, 1, 4096, &jobs))
+                return 2;
+            f->o.jobs = (int)jobs;
         } else if (!strcmp(a, "--seed")) {
             if (parse_u(a, val, 0, 4294967294ULL, &f->o.seed))
                 return 2;
@@ -88,7 +95,7 @@ static int parse_claims_flags(int argc, char **argv, claims_flags *f)
 
 int ms_cli_claims(int argc, char **argv)
 {
-    claims_flags f = {.o = {.out_dir = "moesim-claims", .requests = 8, .seed = 1, .sensitivity = 1}};
+    claims_flags f = {.o = {.out_dir = "moesim-claims", .requests = 8, .seed = 1, .sensitivity = 1, .jobs = 1}};
     int rc = parse_claims_flags(argc, argv, &f);
     if (rc)
         return rc;

@@ -11,11 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "traces/synth/gen.h"
 #include "traces/import/import.h"
 #include "sim/cli/cli.h"
+#include "sim/cli/cli_trace_common.h"
+#include "sim/core/out.h"
 #include "sim/engine/engine.h"
 #include "sim/apps/golden.h"
 #include "sim/core/params.h"
@@ -89,12 +92,18 @@ static int parse_regress_flags(int argc, char **argv, regress_flags *f)
 
 /* ---- temp dir with the prepared traces ---- */
 
+/* The temp folder, removed on a signal (out.h ms_out_remove_on_signal) as
+ * is every source written into it. */
 static int make_work_dir(char *dir, size_t cap, ms_err *err)
 {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, cap, "%s/moesim-regress-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir))
         return ms_fail(err, "regress: cannot create a temp folder %s: %s", dir, strerror(errno));
+    if (ms_out_remove_on_signal(dir, err)) {
+        rmdir(dir);
+        return -1;
+    }
     return 0;
 }
 
@@ -107,11 +116,37 @@ static void remove_work_dir(const char *dir)
     char path[8192];
     while ((e = readdir(d)))
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
+            if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path) {
                 unlink(path);
+                ms_out_forget_on_signal(path);
+            }
         }
     closedir(d);
     rmdir(dir);
+    ms_out_forget_on_signal(dir);
+}
+
+/* The size guard of a gen: source: its estimated size (as `trace gen`'s)
+ * must fit in the free space of the temp folder. */
+static int check_gen_size(const ms_golden *g, const ms_golden_source *s, const char *dir, ms_err *err)
+{
+    ms_trace_meta meta;
+    if (ms_gen_meta(&s->gen, &s->gen_model, &meta, err))
+        return ms_fail_prefix(err, "regress: %s: trace %s", g->path, s->spec);
+    uint64_t est = ms_trace_cli_gen_estimate(&s->gen, &meta);
+    ms_trace_meta_free(&meta);
+    struct statvfs vfs;
+    if (statvfs(dir, &vfs) != 0)
+        return ms_fail(err, "regress: %s: cannot read the free space of %s: %s", g->path, dir, strerror(errno));
+    uint64_t free_bytes = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize;
+    char a[32], b[32], parent[4096];
+    ms_out_dir_of(dir, parent, sizeof parent);
+    if (est > free_bytes)
+        return ms_fail(err, "regress: %s: trace %s: estimated size %s (uncompressed, from the knobs' expected "
+                       "lengths) is more than the %s free in %s; use fewer requests or set TMPDIR to a larger folder",
+                       g->path, s->spec, ms_trace_cli_bytes(est, a, sizeof a),
+                       ms_trace_cli_bytes(free_bytes, b, sizeof b), parent);
+    return 0;
 }
 
 /* Generates or imports every source that is not a trace file already. */
@@ -123,6 +158,10 @@ static int prepare_sources(ms_golden *g, const char *dir, ms_err *err)
             continue;
         char path[4200];
         snprintf(path, sizeof path, "%s/source%zu.h5", dir, i);
+        if (s->kind == MS_SRC_GEN && check_gen_size(g, s, dir, err))
+            return -1;
+        if (ms_out_remove_on_signal(path, err))
+            return -1;
         int rc = s->kind == MS_SRC_GEN ? ms_gen_write(&s->gen, &s->gen_model, path, NULL, err)
                                        : ms_import_routecsv(s->input, path, NULL, err);
         if (rc)

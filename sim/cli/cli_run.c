@@ -240,6 +240,9 @@ int ms_cli_run(int argc, char **argv)
     ms_platform platform;
     if (ms_cli_load_profiles(&f, &cfg, &model, &platform, &err))
         return ms_cli_error(err.msg);
+    if (cfg.events_path && !strcmp(cfg.events_path, "-")) /* the CSV and the result would mix */
+        return ms_cli_usage("run: --events -: the run prints its %s to standard output; write the events to a file",
+                            f.json ? "JSON" : "table");
     if (cfg.events_path && ms_out_check("--events", cfg.events_path, &err))
         return ms_cli_error(err.msg);
     ms_metrics m;

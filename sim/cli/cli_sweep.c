@@ -20,13 +20,15 @@
 #endif
 
 static const char sweep_usage[] =
-    "usage: moesim sweep SPEC [--jobs N] [--shard I/N] [--resume] [-o FILE] [--dry-run]\n"
+    "usage: moesim sweep SPEC [--jobs N] [--shard I/N] [--resume] [-o FILE] [--strict] [--dry-run]\n"
     "       mpirun -np N moesim sweep SPEC --mpi [--shard I/N] [--resume] [-o FILE]\n"
     "       moesim sweep --merge OUT SHARD.csv...\n"
     "\n"
     "Runs every point of SPEC (an INI file) and appends one CSV row per point, in point\n"
     "order: point index, key, every parameter, every metric, and `error` (the one-line\n"
-    "message of a point whose run failed; the sweep goes on).\n"
+    "message of a point whose run failed; the sweep goes on).  Exit status: 0 when every\n"
+    "point has its row, failed points included (the summary line counts them); 1 on an error\n"
+    "that stops the sweep; with --strict, 1 as well when any point failed.\n"
     "\n"
     "  --jobs N, -j N  run N simulations at once, each in its own worker process (default 1);\n"
     "                  the CSV is byte-identical at any N\n"
@@ -39,7 +41,9 @@ static const char sweep_usage[] =
     "  --resume        keep the rows an interrupted run finished (a partial last line is cut)\n"
     "                  and run the rest; without it an existing output is an error\n"
     "  -o FILE         write FILE instead of the spec's output\n"
-    "  --dry-run       check the spec and print the number of points; run nothing\n"
+    "  --strict        exit 1 when any point failed (its row is still written)\n"
+    "  --dry-run       check the spec and the output as a real run would; print the number of\n"
+    "                  points and run nothing\n"
     "  --merge OUT F.. join shard CSVs into OUT (rows sorted by point; every point exactly once)\n"
     "\n"
     "SPEC:\n"
@@ -77,7 +81,7 @@ static const char sweep_usage[] =
 
 typedef struct {
     const char *spec, *output, *merge_out;
-    int jobs, resume, dry_run, mpi;
+    int jobs, resume, dry_run, mpi, strict;
     int shard_i, shard_n;
 } sweep_flags;
 
@@ -131,6 +135,10 @@ static int parse_sweep_flags(int argc, char **argv, sweep_flags *f)
         }
         if (!strcmp(a, "--dry-run")) {
             f->dry_run = 1;
+            continue;
+        }
+        if (!strcmp(a, "--strict")) {
+            f->strict = 1;
             continue;
         }
         if (!strcmp(a, "--merge")) {
@@ -267,6 +275,19 @@ static int run_jobs(const sweep_flags *f, const ms_sweep_pool *pool, uint64_t nj
     return ms_sweep_pool_run(pool, njobs, f->jobs, err);
 }
 
+/* What the real run refuses before it starts, --dry-run included: an
+ * output that is an input (the spec, a trace, a profile), a folder or a
+ * device, in a missing or unwritable folder, or that exists without
+ * --resume. */
+static int check_output(const sweep_flags *f, const char *path, ms_err *err)
+{
+    if (ms_out_check("sweep: output", path, err))
+        return -1;
+    if (!f->resume && access(path, F_OK) == 0)
+        return ms_fail(err, "%s exists; use --resume or remove it", path);
+    return 0;
+}
+
 static int run_sweep(const sweep_flags *f, const ms_sweep_spec *spec)
 {
     uint64_t n = ms_sweep_npoints(spec), mine;
@@ -274,17 +295,21 @@ static int run_sweep(const sweep_flags *f, const ms_sweep_spec *spec)
     char *path = f->output ? ms_xstrdup(f->output)
                  : f->shard_n > 1 ? shard_output(ms_sweep_output(spec), f->shard_i, f->shard_n)
                                   : ms_xstrdup(ms_sweep_output(spec));
+    ms_err err;
+    uint64_t done;
+    ms_out_input(f->spec);
+    if (check_output(f, path, &err)) {
+        free(points);
+        free(path);
+        return ms_cli_error(err.msg);
+    }
     if (f->dry_run) {
         printf("%llu points (%llu in this shard) -> %s\n", (unsigned long long)n, (unsigned long long)mine, path);
         free(points);
         free(path);
         return 0;
     }
-    ms_err err;
-    uint64_t done;
-    ms_out_input(f->spec);
-    int fd = ms_out_check("sweep: output", path, &err) ? -1
-             : ms_sweep_csv_open(path, f->resume, spec, points, mine, &done, &err);
+    int fd = ms_sweep_csv_open(path, f->resume, spec, points, mine, &done, &err);
     int rc = fd < 0 ? ms_cli_error(err.msg) : 0;
     if (fd >= 0) {
         sweep_run r = {.spec = spec, .points = points + done, .fd = fd, .path = path, .written = done,
@@ -298,8 +323,14 @@ static int run_sweep(const sweep_flags *f, const ms_sweep_spec *spec)
             printf("sweep: %llu points in %s (%llu run now, %llu already there; %llu failed)\n",
                    (unsigned long long)mine, path, (unsigned long long)(mine - done), (unsigned long long)done,
                    (unsigned long long)r.errors);
+            if (f->strict && r.errors) {
+                snprintf(err.msg, sizeof err.msg, "sweep: %llu of the %llu points run now failed (--strict; "
+                         "their rows hold the errors)", (unsigned long long)r.errors,
+                         (unsigned long long)(mine - done));
+                rc = ms_cli_error(err.msg);
+            }
         }
-        close(fd);
+        ms_sweep_csv_close(fd, path);
     }
     free(points);
     free(path);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "traces/format/trace.h"
+#include "traces/synth/gen.h"
 
 /* Prints "moesim: note: PATH is trace format v1: no checksums ..." on
  * stderr when m says v1 (once per path and process). */
@@ -26,6 +27,12 @@ void ms_trace_cli_note_v1_file(const char *path);
  * from, for the messages. */
 int ms_trace_cli_space(const char *what, const char *out, uint64_t estimate, const char *basis, int force,
                        ms_err *err);
+
+/* The uncompressed bytes a generated trace (`trace gen`, regress's gen:
+ * sources) will hold, from the knobs' expected lengths and request count
+ * (an upper bound of the file but for HDF5's few KiB of structure: zstd
+ * only shrinks the data); m: ms_gen_meta's shape of it. */
+uint64_t ms_trace_cli_gen_estimate(const ms_gen_params *p, const ms_trace_meta *m);
 
 /* {"moesim": version, "commit": ..., "trace": {"path", "content_sha256"}}
  * for the JSON the trace commands print (docs/safety.md; "sha256", the

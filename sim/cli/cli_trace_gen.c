@@ -165,10 +165,7 @@ static double clipped_lognormal_mean(double m, double s, double lo, double hi)
     return lo * below + hi * above + inside;
 }
 
-/* The uncompressed bytes the trace will hold, from the knobs' expected
- * lengths and request count (an upper bound of the file but for HDF5's few
- * KiB of structure: zstd only shrinks the data). */
-static uint64_t estimate_bytes(const ms_gen_params *p, const ms_trace_meta *m)
+uint64_t ms_trace_cli_gen_estimate(const ms_gen_params *p, const ms_trace_meta *m)
 {
     double prompt = clipped_lognormal_mean(p->prompt_median, p->prompt_sigma, p->prompt_min, p->prompt_max);
     double output = clipped_lognormal_mean(p->output_median, p->output_sigma, p->output_min, p->output_max);
@@ -251,7 +248,7 @@ int ms_cli_trace_gen(int argc, char **argv)
         ms_gen_file_free(&file);
         return ms_cli_error(err.msg);
     }
-    uint64_t est = estimate_bytes(&p, &meta);
+    uint64_t est = ms_trace_cli_gen_estimate(&p, &meta);
     ms_trace_meta_free(&meta);
     if (ms_trace_cli_space("-o", a.out, est, "uncompressed, from the knobs' expected lengths", a.force, &err)) {
         ms_gen_file_free(&file);

@@ -278,8 +278,12 @@ int ms_cli_validate(int argc, char **argv)
         return ms_cli_error(err.msg);
     const char *outs[][2] = {{"--events", cfg.events_path}, {"--iterations-csv", v.csv.iterations},
                              {"--layers-csv", v.csv.layers}, {"--ops-csv", v.csv.ops}};
-    for (size_t i = 0; i < sizeof outs / sizeof *outs; i++)
+    for (size_t i = 0; i < sizeof outs / sizeof *outs; i++) {
+        if (outs[i][1] && !strcmp(outs[i][1], "-")) /* the CSV and the report would mix */
+            return ms_cli_usage("validate: %s -: validate prints its report to standard output; write the CSV to a file",
+                                outs[i][0]);
         if (outs[i][1] && ms_out_check(outs[i][0], outs[i][1], &err))
             return ms_cli_error(err.msg);
+    }
     return run_validation(&cfg, &model, &v);
 }

@@ -103,13 +103,37 @@ static int section_line(ms_ini *ini, const char *s)
 
 /* fgets for ini_parse_stream: counts lines, refuses over-long ones, notes
  * continuation lines, checks section lines, stops after the first error. */
+/* fgets that also reports a NUL byte (-2; strlen would end the line there
+ * and drop the rest of it unseen): the line's length, or -1 at the end. */
+static long get_line(char *str, int num, FILE *fp)
+{
+    long n = 0;
+    int c = EOF;
+    while (n < num - 1 && (c = getc(fp)) != EOF) {
+        if (c == '\0')
+            return -2;
+        str[n++] = (char)c;
+        if (c == '\n')
+            break;
+    }
+    str[n] = '\0';
+    return n == 0 && c == EOF ? -1 : n;
+}
+
 static char *read_line(char *str, int num, void *stream)
 {
     ms_ini *ini = stream;
-    if (ini->failed || !fgets(str, num, ini->fp))
+    if (ini->failed)
+        return NULL;
+    long got = get_line(str, num, ini->fp);
+    if (got == -1)
         return NULL;
     ini->line++;
-    size_t n = strlen(str);
+    if (got == -2) {
+        ms_ini_fail(ini, "a NUL byte in the line (is this a text file?)");
+        return NULL;
+    }
+    size_t n = (size_t)got;
     if (n > 0 && n == (size_t)num - 1 && str[n - 1] != '\n' && !feof(ini->fp)) {
         ms_ini_fail(ini, "line longer than %d characters (continue a list on indented lines)", num - 2);
         return NULL;

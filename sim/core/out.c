@@ -1,5 +1,6 @@
 /* Safe outputs (out.h): input identity checks, temporaries beside the
  * target, checked writes, fsync + rename, clean-up on signals. */
+#define _GNU_SOURCE /* fopencookie: the first failed write's errno is kept */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -53,11 +54,30 @@ void ms_out_inputs_clear(void)
 static char tmp_table[MAX_TMPS][PATH_MAX];
 static volatile sig_atomic_t handlers_installed;
 
+/* The lock files this process holds (ms_out_lock), in the same kind of
+ * table; `owner` keeps a forked worker, which inherits the table but not the
+ * locks, from removing its parent's lock files. */
+typedef struct {
+    char lock[PATH_MAX]; /* the lock file; the slot is in use while lock[0] != 0 */
+    int fd;
+    pid_t owner;
+    dev_t dev;
+    ino_t ino;
+} held_lock;
+static held_lock lock_table[MAX_TMPS];
+
 static void on_signal(int sig)
 {
     for (int i = 0; i < MAX_TMPS; i++)
         if (tmp_table[i][0])
             unlink(tmp_table[i]);
+    for (int i = 0; i < MAX_TMPS; i++) /* scratch folders, once their files are gone */
+        if (tmp_table[i][0])
+            rmdir(tmp_table[i]);
+    pid_t me = getpid();
+    for (int i = 0; i < MAX_TMPS; i++)
+        if (lock_table[i].lock[0] && lock_table[i].owner == me)
+            unlink(lock_table[i].lock);
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -97,6 +117,135 @@ static void unregister_tmp(const char *tmp)
     for (int i = 0; i < MAX_TMPS; i++)
         if (tmp_table[i][0] && !strcmp(tmp_table[i], tmp))
             tmp_table[i][0] = '\0';
+}
+
+int ms_out_remove_on_signal(const char *path, ms_err *err)
+{
+    if (strlen(path) >= PATH_MAX)
+        return ms_fail(err, "%.200s...: path too long", path);
+    return register_tmp(path, err);
+}
+
+void ms_out_forget_on_signal(const char *path)
+{
+    unregister_tmp(path);
+}
+
+/* ---- locks against a second writer -------------------------------------- */
+
+/* "<dir>/.<name>.lock" beside path. */
+static int lock_file_name(const char *path, char *lock, size_t n)
+{
+    char dir[PATH_MAX];
+    ms_out_dir_of(path, dir, sizeof dir);
+    const char *slash = strrchr(path, '/');
+    return snprintf(lock, n, "%s/.%s.lock", dir, slash ? slash + 1 : path) >= (int)n ? -1 : 0;
+}
+
+/* Opens and write-locks the lock file: its fd; -2 when another process
+ * holds it (*holder: its pid, 0 when the kernel does not say); -1 on any
+ * other failure (errno).  A file its holder removed while this process
+ * locked it is not the lock any more: it opens the new one again. */
+static int take_lock(const char *lock, pid_t *holder)
+{
+    for (int tries = 0; tries < 100; tries++) {
+        int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return -1;
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+        if (fcntl(fd, F_SETLK, &fl) != 0) {
+            int e = errno;
+            struct flock q = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+            int held = (e == EACCES || e == EAGAIN) && fcntl(fd, F_GETLK, &q) == 0 && q.l_type != F_UNLCK;
+            close(fd);
+            if (held) {
+                *holder = q.l_pid;
+                return -2;
+            }
+            if (e == EACCES || e == EAGAIN)
+                continue; /* released meanwhile */
+            errno = e;
+            return -1;
+        }
+        struct stat a, b;
+        if (fstat(fd, &a) == 0 && stat(lock, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            return fd;
+        close(fd);
+    }
+    errno = EAGAIN;
+    return -1;
+}
+
+/* The slot of a lock this process holds on the file at `lock` (same device
+ * and inode), else -1.  Checked before locking: a second fcntl lock of this
+ * process would succeed, and closing it would drop the first. */
+static int held_slot(const char *lock)
+{
+    struct stat st;
+    if (stat(lock, &st) != 0)
+        return -1;
+    pid_t me = getpid();
+    for (int i = 0; i < MAX_TMPS; i++)
+        if (lock_table[i].lock[0] && lock_table[i].owner == me && lock_table[i].dev == st.st_dev &&
+            lock_table[i].ino == st.st_ino)
+            return i;
+    return -1;
+}
+
+int ms_out_lock(const char *what, const char *path, ms_err *err)
+{
+    char lock[PATH_MAX];
+    if (!path || !strcmp(path, "-"))
+        return 0;
+    if (lock_file_name(path, lock, sizeof lock))
+        return ms_fail(err, "%s %s: path too long", what, path);
+    if (held_slot(lock) >= 0)
+        return ms_fail(err, "%s %s: is already an output of this command; give each output its own file", what,
+                       path);
+    int slot = -1;
+    for (int i = 0; i < MAX_TMPS && slot < 0; i++)
+        if (!lock_table[i].lock[0])
+            slot = i;
+    if (slot < 0)
+        return ms_fail(err, "%s %s: more than %d outputs open at once", what, path, MAX_TMPS);
+    install_handlers();
+    pid_t holder = 0;
+    int fd = take_lock(lock, &holder);
+    if (fd == -2 && holder > 0)
+        return ms_fail(err, "%s %s: is being written by process %ld (lock file %s); wait for it to end or stop it",
+                       what, path, (long)holder, lock);
+    if (fd == -2)
+        return ms_fail(err, "%s %s: is being written by another process (lock file %s); wait for it to end", what,
+                       path, lock);
+    if (fd < 0)
+        return ms_fail(err, "%s %s: cannot lock it (lock file %s): %s", what, path, lock, strerror(errno));
+    struct stat st;
+    held_lock *h = &lock_table[slot];
+    h->fd = fd;
+    h->owner = getpid();
+    h->dev = fstat(fd, &st) == 0 ? st.st_dev : 0;
+    h->ino = fstat(fd, &st) == 0 ? st.st_ino : 0;
+    size_t n = strlen(lock); /* the first byte last: it makes the slot live */
+    memcpy(h->lock + 1, lock + 1, n);
+    h->lock[0] = lock[0];
+    return 0;
+}
+
+void ms_out_unlock(const char *path)
+{
+    char lock[PATH_MAX];
+    if (!path || !strcmp(path, "-") || lock_file_name(path, lock, sizeof lock))
+        return;
+    pid_t me = getpid();
+    for (int i = 0; i < MAX_TMPS; i++) {
+        held_lock *h = &lock_table[i];
+        if (h->lock[0] && h->owner == me && !strcmp(h->lock, lock)) {
+            unlink(h->lock); /* before the lock goes: a waiting process then locks a fresh file */
+            h->lock[0] = '\0';
+            close(h->fd);
+            return;
+        }
+    }
 }
 
 /* ---- checks ------------------------------------------------------------- */
@@ -258,15 +407,19 @@ int ms_out_tmp_begin(const char *what, const char *path, char *tmp, size_t n, ms
         return -1;
     if (!strcmp(path, "-"))
         return ms_fail(err, "%s: cannot write this output to standard output", what);
-    int fd = make_tmp(what, path, tmp, n, err);
-    if (fd < 0)
+    if (ms_out_lock(what, path, err))
         return -1;
+    int fd = make_tmp(what, path, tmp, n, err);
+    if (fd < 0) {
+        ms_out_unlock(path);
+        return -1;
+    }
     set_mode(fd, path);
     close(fd);
     return 0;
 }
 
-int ms_out_tmp_end(const char *tmp, const char *path, int ok, ms_err *err)
+static int tmp_finish(const char *tmp, const char *path, int ok, ms_err *err)
 {
     if (!ok) {
         unlink(tmp);
@@ -286,6 +439,13 @@ int ms_out_tmp_end(const char *tmp, const char *path, int ok, ms_err *err)
     return place(tmp, path, err);
 }
 
+int ms_out_tmp_end(const char *tmp, const char *path, int ok, ms_err *err)
+{
+    int rc = tmp_finish(tmp, path, ok, err);
+    ms_out_unlock(path);
+    return rc;
+}
+
 /* ---- stream outputs ----------------------------------------------------- */
 
 struct ms_out {
@@ -293,7 +453,33 @@ struct ms_out {
     char *path;
     char tmp[PATH_MAX];
     int is_stdout;
+    int fd;   /* the temporary's */
+    int werr; /* errno of the first failed write, 0 while none failed */
 };
+
+/* The stream's writes: a failed write() keeps its errno (ENOSPC, not the EIO
+ * a later check would guess) and no write is tried after it. */
+static ssize_t cookie_write(void *c, const char *buf, size_t n)
+{
+    ms_out *o = c;
+    size_t done = 0;
+    while (!o->werr && done < n) {
+        ssize_t w = write(o->fd, buf + done, n - done);
+        if (w > 0)
+            done += (size_t)w;
+        else if (w < 0 && errno != EINTR)
+            o->werr = errno;
+        else if (w == 0)
+            o->werr = EIO;
+    }
+    return o->werr ? 0 : (ssize_t)n;
+}
+
+static int cookie_close(void *c)
+{
+    (void)c; /* the fd is closed by ms_out_commit / _abort, after its fsync */
+    return 0;
+}
 
 ms_out *ms_out_open(const char *what, const char *path, ms_err *err)
 {
@@ -306,19 +492,27 @@ ms_out *ms_out_open(const char *what, const char *path, ms_err *err)
         o->is_stdout = 1;
         return o;
     }
+    if (ms_out_lock(what, path, err)) {
+        free(o->path);
+        free(o);
+        return NULL;
+    }
     int fd = make_tmp(what, path, o->tmp, sizeof o->tmp, err);
     if (fd < 0) {
+        ms_out_unlock(path);
         free(o->path);
         free(o);
         return NULL;
     }
     set_mode(fd, path);
-    o->fp = fdopen(fd, "w");
+    o->fd = fd;
+    o->fp = fopencookie(o, "w", (cookie_io_functions_t){.write = cookie_write, .close = cookie_close});
     if (!o->fp) {
         ms_fail(err, "%s %s: %s", what, path, strerror(errno));
         close(fd);
         unlink(o->tmp);
         unregister_tmp(o->tmp);
+        ms_out_unlock(path);
         free(o->path);
         free(o);
         return NULL;
@@ -336,6 +530,15 @@ const char *ms_out_path(const ms_out *o)
     return o->path;
 }
 
+int ms_out_check_writes(ms_out *o, ms_err *err)
+{
+    if (o->is_stdout)
+        return ferror(stdout) ? ms_fail(err, "standard output: write failed") : 0;
+    if (o->werr)
+        return ms_fail(err, "%s: write failed: %s", o->path, strerror(o->werr));
+    return ferror(o->fp) ? ms_fail(err, "%s: write failed", o->path) : 0;
+}
+
 int ms_out_commit(ms_out *o, ms_err *err)
 {
     int rc = 0;
@@ -343,15 +546,17 @@ int ms_out_commit(ms_out *o, ms_err *err)
         if (fflush(stdout) != 0 || ferror(stdout))
             rc = ms_fail(err, "standard output: %s", strerror(errno ? errno : EIO));
     } else {
-        errno = 0;
-        int bad = ferror(o->fp);
-        int e = errno;
+        int bad = ferror(o->fp), e = 0;
         if (!bad && fflush(o->fp) != 0)
-            bad = 1, e = errno;
-        if (!bad && fsync(fileno(o->fp)) != 0)
+            bad = 1;
+        if (!bad && fsync(o->fd) != 0)
             bad = 1, e = errno;
         if (fclose(o->fp) != 0 && !bad)
             bad = 1, e = errno;
+        if (close(o->fd) != 0 && !bad)
+            bad = 1, e = errno;
+        if (o->werr) /* the first failed write says why */
+            e = o->werr;
         if (bad) {
             unlink(o->tmp);
             unregister_tmp(o->tmp);
@@ -359,6 +564,7 @@ int ms_out_commit(ms_out *o, ms_err *err)
         } else {
             rc = place(o->tmp, o->path, err);
         }
+        ms_out_unlock(o->path);
     }
     free(o->path);
     free(o);
@@ -371,8 +577,10 @@ void ms_out_abort(ms_out *o)
         return;
     if (!o->is_stdout) {
         fclose(o->fp);
+        close(o->fd);
         unlink(o->tmp);
         unregister_tmp(o->tmp);
+        ms_out_unlock(o->path);
     }
     free(o->path);
     free(o);

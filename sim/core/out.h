@@ -14,7 +14,15 @@
  * "-" is standard output (no temporary, no rename; its writes are checked by
  * ms_out_stdout_close at exit).  Writers that create their own file (HDF5)
  * take a registered temporary path from ms_out_tmp_begin and end with
- * ms_out_tmp_end. */
+ * ms_out_tmp_end.
+ *
+ * Locks: a process writing an output holds a lock on it (an fcntl write
+ * lock on ".NAME.lock" beside it, removed when the output is committed or
+ * aborted, and on a signal), so that a second process writing the same
+ * output ends at once with one line naming the holder's pid.  ms_out_open
+ * and ms_out_tmp_begin take it (ms_out_commit / _abort / ms_out_tmp_end
+ * release it); a writer that appends in place (the sweep CSV) takes it with
+ * ms_out_lock. */
 #ifndef MS_OUT_H
 #define MS_OUT_H
 
@@ -52,6 +60,11 @@ typedef struct ms_out ms_out;
 ms_out *ms_out_open(const char *what, const char *path, ms_err *err);
 FILE *ms_out_fp(ms_out *o);
 const char *ms_out_path(const ms_out *o);
+/* -1 with one line ("PATH: write failed: No space left on device", the
+ * errno of the first write that failed) once a write to o failed, else 0.
+ * No write is tried after the first failure: a long writer calls this now
+ * and then (the engine: after every iteration) to stop at once. */
+int ms_out_check_writes(ms_out *o, ms_err *err);
 /* Flushes, checks every earlier write (ferror), fsyncs, closes and renames
  * the temporary over the path (keeping an existing file's mode).  -1 with
  * one line on any failure, the temporary removed and the path untouched.
@@ -67,6 +80,22 @@ void ms_out_abort(ms_out *o);
  * Both return 0, or -1 with one line. */
 int ms_out_tmp_begin(const char *what, const char *path, char *tmp, size_t n, ms_err *err);
 int ms_out_tmp_end(const char *tmp, const char *path, int ok, ms_err *err);
+
+/* Registers a file or folder this process made and does not keep (a
+ * command's scratch files) for removal on SIGINT / SIGTERM / SIGHUP, as the
+ * temporaries are: files first, then folders (which must then be empty).
+ * It may not exist yet.  ms_out_forget_on_signal unregisters it (after the
+ * caller removed it itself).  -1 with one line when too many are open. */
+int ms_out_remove_on_signal(const char *path, ms_err *err);
+void ms_out_forget_on_signal(const char *path);
+
+/* Locks path against other processes (above): 0, or -1 with one line
+ * "<what> <path>: is being written by process PID (lock file L); ..." when
+ * another process holds it, or when this process already writes it.  "-"
+ * is not locked.  ms_out_unlock releases the lock and removes the lock file
+ * (a path this process does not hold is a no-op). */
+int ms_out_lock(const char *what, const char *path, ms_err *err);
+void ms_out_unlock(const char *path);
 
 /* For an image another program wrote into a temporary (gnuplot, which may
  * exit 0 after a failed write): 0 when tmp is a whole PNG (it ends with the

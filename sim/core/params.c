@@ -7,14 +7,27 @@
 
 #include "sim/core/params.h"
 
+/* 1 for a hexadecimal number ("0x1", "-0X1p3"): strtod reads them, moesim
+ * takes decimal numbers only. */
+static int is_hex(const char *s)
+{
+    if (*s == '+' || *s == '-')
+        s++;
+    return s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+}
+
 int ms_parse_double(const char *s, double *out)
 {
-    if (!s || !*s || isspace((unsigned char)*s))
+    if (!s || !*s || isspace((unsigned char)*s) || is_hex(s))
         return -1;
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || *end || !isfinite(v))
+    if (end == s || *end)
+        return -1;
+    if (errno == ERANGE) /* a well-formed number a double cannot hold: 1e400, 1e-400 */
+        return -2;
+    if (errno || !isfinite(v))
         return -1;
     *out = v;
     return 0;
@@ -39,7 +52,7 @@ int ms_parse_bytes(const char *s, double *out)
         {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
         {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1.0},
     };
-    if (!s || !*s || isspace((unsigned char)*s))
+    if (!s || !*s || isspace((unsigned char)*s) || is_hex(s))
         return -1;
     char *end;
     errno = 0;
@@ -119,7 +132,13 @@ static int set_value(const ms_param_spec *s, int i, const char *value, const cha
         return 0;
     }
     double v;
-    if (ms_parse_double(value, &v))
+    int bad = ms_parse_double(value, &v);
+    if (bad == -2)
+        return ms_fail(err, "%s: %s=%s is out of range [%g, %g] (beyond what a double holds)", who, s->name, value,
+                       s->min, s->max);
+    if (bad && is_hex(value))
+        return ms_fail(err, "%s: %s=%s is not a number (decimal numbers only, no hex)", who, s->name, value);
+    if (bad)
         return ms_fail(err, "%s: %s=%s is not a number", who, s->name, value);
     if (s->type == MS_PARAM_INT && v != floor(v))
         return ms_fail(err, "%s: %s=%s is not an integer", who, s->name, value);

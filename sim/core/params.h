@@ -37,7 +37,9 @@ int ms_params_parse(const ms_param_spec *specs, const char *kv, const char *who,
 double ms_param_num(const ms_params *p, const char *name);  /* aborts on unknown name (a bug) */
 const char *ms_param_str(const ms_params *p, const char *name);
 
-/* Strict numeric parsing for flags and INI values; 0 ok, -1 malformed. */
+/* Strict numeric parsing for flags and INI values, decimal only (no hex,
+ * inf or nan); 0 ok, -1 malformed.  ms_parse_double returns -2 for a
+ * well-formed number a double cannot hold (1e400, 1e-400): out of range. */
 int ms_parse_double(const char *s, double *out);
 int ms_parse_u64(const char *s, unsigned long long *out);
 /* "4000MiB", "3.5GB", "1048576" -> bytes (B, KB, MB, GB, TB decimal; KiB, MiB, GiB, TiB binary). */

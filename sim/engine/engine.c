@@ -25,6 +25,10 @@ static int replay(ms_view *v, ms_trace_reader *rd)
         v->served_s += v->now - t_start;
         ms_batcher_complete(&b, v->now, eng_request_done, v);
         v->iter++;
+        if (eng_check_outputs(v)) { /* a full disk stops the run at its first failed write */
+            rc = -1;
+            break;
+        }
     }
     ms_batcher_free(&b);
     v->batch = NULL;

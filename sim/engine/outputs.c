@@ -186,3 +186,12 @@ int eng_close_outputs(ms_view *v, int rc)
     v->ev = v->iter_csv = v->req_csv = NULL;
     return rc;
 }
+
+int eng_check_outputs(ms_view *v)
+{
+    ms_out *outs[] = {v->ev_out, v->iter_out, v->req_out};
+    for (size_t i = 0; i < sizeof outs / sizeof *outs; i++)
+        if (outs[i] && ms_out_check_writes(outs[i], v->err))
+            return -1;
+    return 0;
+}

@@ -184,7 +184,10 @@ static void add_trace(cJSON *prov, const char *role, const char *path, const ms_
     if (!path || !*path)
         return;
     ms_report_trace_digest(path, taken, &d);
-    cJSON_AddItemToObject(prov, role, input_json(path, ms_trace_digest_name(&d), d.hex));
+    cJSON *o = input_json(path, ms_trace_digest_name(&d), d.hex);
+    /* a v2 digest is the one stored in the file, which only `trace validate` checks against its content */
+    cJSON_AddBoolToObject(o, "verified", !d.content && d.hex[0]);
+    cJSON_AddItemToObject(prov, role, o);
 }
 
 void ms_report_provenance_add_trace(cJSON *prov, const char *role, const char *path)
@@ -209,8 +212,8 @@ static void write_line_head(FILE *f, const char *trace_path, const ms_trace_dige
 {
     ms_trace_digest d;
     int known = ms_report_trace_digest(trace_path, taken, &d) == 0;
-    fprintf(f, "# moesim %s commit %s; trace %s %s %s", ms_version(), ms_commit(), trace_path,
-            ms_trace_digest_name(&d), known ? d.hex : "unknown");
+    fprintf(f, "# moesim %s commit %s; trace %s %s %s%s", ms_version(), ms_commit(), trace_path,
+            ms_trace_digest_name(&d), known ? d.hex : "unknown", known && d.content ? " (stored, unverified)" : "");
 }
 
 void ms_report_provenance_line_head(FILE *f, const char *trace_path)

@@ -18,18 +18,20 @@ cJSON *ms_report_metrics(const ms_metrics *m);
  * iterations}) to a config object. */
 void ms_report_split(cJSON *config, const ms_metrics *m);
 /* Provenance (docs/safety.md): {"moesim": version, "commit": ...,
- * "trace": {"path", "content_sha256"}, "model": {"path", "sha256"},
+ * "trace": {"path", "content_sha256", "verified"}, "model": {"path", "sha256"},
  * "platform": ...}: a digest of every input (null when unreadable); the
- * trace's is its stored content digest when it is format v2, else the
- * SHA-256 of its bytes under "sha256" (trace.h ms_trace_digest_of).  `trace`
+ * trace's is its stored content digest when it is format v2 ("verified":
+ * false: the run does not recompute it, `trace validate` does), else the
+ * SHA-256 of its bytes under "sha256" ("verified": true: moesim computed
+ * it; false when null) (trace.h ms_trace_digest_of).  `trace`
  * is the digest the run took when it opened the trace (ms_metrics.trace),
  * so that a trace replaced since is not named for the result; NULL, or hex
  * "", digests the file now.  _base holds the version and commit only; _add
  * adds one input file under `role` with the SHA-256 of its bytes (sha256
  * NULL: digest the file now, remembered per file); _add_trace adds a trace
  * file as it is now.  The _line form is the first line of every CSV the
- * engine writes: "# moesim V commit C; trace P content_sha256 H; model P
- * sha256 H; ..." ("trace P sha256 H" for a v1 trace).  _line_head writes
+ * engine writes: "# moesim V commit C; trace P content_sha256 H (stored,
+ * unverified); model P sha256 H; ..." ("trace P sha256 H" for a v1 trace).  _line_head writes
  * its start, up to the trace's digest (no newline), for every other CSV
  * that names a trace (figures, demo, serverless), with the file's digest
  * now; the digest is "unknown" when the trace cannot be read now, as the

@@ -346,5 +346,7 @@ void eng_summarise_service(ms_view *v);
 void eng_summarise(ms_dvec *d, uint64_t *n, double *mean, double *p50, double *p90, double *p99);
 int eng_open_outputs(ms_view *v);
 int eng_close_outputs(ms_view *v, int rc);
+/* -1 with err once a write to a CSV output failed (out.h ms_out_check_writes). */
+int eng_check_outputs(ms_view *v);
 
 #endif

@@ -141,6 +141,32 @@ figures_disk_full)
     left=$(ls -A full | grep '\.tmp\.' || true)
     [ -z "$left" ] || fail "temporaries left in full/: $left"
     ;;
+events_stdout)
+    # --events - would put the CSV and the table (or JSON) on one standard output: refused
+    trace
+    expect_refused 2 "^moesim: run: --events -: the run prints its table to standard output; write the events to a file$" \
+        "$M" run --trace t.h5 --cache-experts 64 --events -
+    expect_refused 2 "^moesim: run: --events -: the run prints its JSON to standard output" \
+        "$M" run --trace t.h5 --cache-experts 64 --events - --json
+    expect_refused 2 "^moesim: validate: --iterations-csv -: validate prints its report to standard output" \
+        "$M" validate --backend host --trace t.h5 --model mixtral-8x7b --platform "$4" --cache-experts 64 \
+        --expert-scale 0.00390625 --iterations-csv - ;;
+events_disk_full)
+    # --events on a full disk: the run stops at the first failed write and says why (ENOSPC, not
+    # EIO), leaving no file and no temporary
+    [ "$(id -u)" = 0 ] || { echo "mounting a small tmpfs needs root: skipped"; exit 77; }
+    trace
+    mkdir -p full
+    mount -t tmpfs -o size=64k tmpfs full 2>/dev/null || { echo "cannot mount a tmpfs here: skipped"; exit 77; }
+    trap 'umount "$W/full" 2>/dev/null' EXIT
+    expect_refused 1 "^moesim: full/e.csv: write failed: No space left on device$" \
+        "$M" run --trace t.h5 --cache-experts 64 --events full/e.csv
+    [ -z "$(ls -A full)" ] || fail "left in full/: $(ls -A full)"
+    # one failed write() only (strace, when there is one: the run used to go on and fail 47 more)
+    if command -v strace >/dev/null 2>&1 && strace -o /dev/null true 2>/dev/null; then
+        strace -f -e trace=write -o st.log "$M" run --trace t.h5 --cache-experts 64 --events full/e.csv 2>/dev/null
+        [ "$(grep -c ENOSPC st.log)" = 1 ] || fail "$(grep -c ENOSPC st.log) writes failed with ENOSPC, expected 1"
+    fi ;;
 undefined_metrics)
     # a prefill-only trace: TPOT and the decode hit rate have no sample
     "$M" trace gen --model mixtral-8x7b -o p.h5 --seed 5 --requests 2 --set prompt_max=16 --set output_min=0 \
@@ -175,20 +201,20 @@ provenance)
     csum=$("$M" trace info t.h5 --json | tr -d ' \t\n' | sed -n 's/.*"version":2,"content_sha256":"\([0-9a-f]\{64\}\)".*/\1/p')
     [ -n "$csum" ] || fail "trace info --json reports no content_sha256"
     j=$("$M" run --trace t.h5 --cache-experts 64 --json | tr -d ' \t\n') || fail "run failed"
-    echo "$j" | grep -q "\"provenance\":{\"moesim\":\"[0-9][^\"]*\",\"commit\":\"[^\"]*\",\"trace\":{\"path\":\"t.h5\",\"content_sha256\":\"$csum\"}" ||
+    echo "$j" | grep -q "\"provenance\":{\"moesim\":\"[0-9][^\"]*\",\"commit\":\"[^\"]*\",\"trace\":{\"path\":\"t.h5\",\"content_sha256\":\"$csum\",\"verified\":false}" ||
         fail "no provenance with the trace's content_sha256 $csum: $j"
     psum=$(sha256sum "$4" | cut -d' ' -f1)
     "$M" run --trace t.h5 --platform "$4" --cache-experts 64 --json | tr -d ' \t\n' |
         grep -q "\"platform\":{\"path\":\"$4\",\"sha256\":\"$psum\"}" || fail "no platform sha256 $psum"
     "$M" run --trace t.h5 --platform "$4" --cache-experts 64 --events ev.csv >/dev/null || fail "run --events failed"
-    head -1 ev.csv | grep -q "^# moesim [^;]* commit [^;]*; trace t.h5 content_sha256 $csum; platform $4 sha256 $psum\$" ||
+    head -1 ev.csv | grep -q "^# moesim [^;]* commit [^;]*; trace t.h5 content_sha256 $csum (stored, unverified); platform $4 sha256 $psum\$" ||
         fail "events CSV's first line does not name the content digest $csum: $(head -1 ev.csv)"
     sweep_digests t.h5 64 "" "$csum"
     "$M" figures --trace t.h5 --model mixtral-8x7b --out fg --only entropy-layer >/dev/null || fail "figures failed"
-    head -1 fg/entropy_layer.csv | grep -q "^# moesim [^;]* commit [^;]*; trace t.h5 content_sha256 $csum; platform [^;]* sha256 [0-9a-f]\{64\}\$" ||
+    head -1 fg/entropy_layer.csv | grep -q "^# moesim [^;]* commit [^;]*; trace t.h5 content_sha256 $csum (stored, unverified); platform [^;]* sha256 [0-9a-f]\{64\}\$" ||
         fail "figures CSV's first line does not name the content digest $csum: $(head -1 fg/entropy_layer.csv)"
     for c in info stats; do
-        "$M" trace $c t.h5 --json | tr -d ' \t\n' | grep -q "\"provenance\":{\"moesim\":\"[^\"]*\",\"commit\":\"[^\"]*\",\"trace\":{\"path\":\"t.h5\",\"content_sha256\":\"$csum\"}}" ||
+        "$M" trace $c t.h5 --json | tr -d ' \t\n' | grep -q "\"provenance\":{\"moesim\":\"[^\"]*\",\"commit\":\"[^\"]*\",\"trace\":{\"path\":\"t.h5\",\"content_sha256\":\"$csum\",\"verified\":false}}" ||
             fail "trace $c --json has no provenance with content_sha256 $csum"
     done
     v=$("$M" --version) || fail "--version failed"
@@ -200,16 +226,35 @@ provenance_v1)
     cp "$7" v1.h5 || fail "no v1 fixture $7"
     sum=$(sha256sum v1.h5 | cut -d' ' -f1)
     j=$("$M" run --trace v1.h5 --cache-experts 4 --json 2>/dev/null | tr -d ' \t\n') || fail "run failed"
-    echo "$j" | grep -q "\"provenance\":{\"moesim\":\"[0-9][^\"]*\",\"commit\":\"[^\"]*\",\"trace\":{\"path\":\"v1.h5\",\"sha256\":\"$sum\"}" ||
+    echo "$j" | grep -q "\"provenance\":{\"moesim\":\"[0-9][^\"]*\",\"commit\":\"[^\"]*\",\"trace\":{\"path\":\"v1.h5\",\"sha256\":\"$sum\",\"verified\":true}" ||
         fail "no provenance with the v1 trace's sha256 $sum: $j"
     "$M" run --trace v1.h5 --cache-experts 4 --events ev.csv >/dev/null 2>&1 || fail "run --events failed"
     head -1 ev.csv | grep -q "^# moesim [^;]* commit [^;]*; trace v1.h5 sha256 $sum; platform " ||
         fail "events CSV's first line does not name the file's sha256 $sum: $(head -1 ev.csv)"
     sweep_digests v1.h5 4 "$sum" ""
     for c in info stats; do
-        "$M" trace $c v1.h5 --json 2>/dev/null | tr -d ' \t\n' | grep -q "\"provenance\":{\"moesim\":\"[^\"]*\",\"commit\":\"[^\"]*\",\"trace\":{\"path\":\"v1.h5\",\"sha256\":\"$sum\"}}" ||
+        "$M" trace $c v1.h5 --json 2>/dev/null | tr -d ' \t\n' | grep -q "\"provenance\":{\"moesim\":\"[^\"]*\",\"commit\":\"[^\"]*\",\"trace\":{\"path\":\"v1.h5\",\"sha256\":\"$sum\",\"verified\":true}}" ||
             fail "trace $c --json has no provenance with sha256 $sum"
     done ;;
+provenance_unverified)
+    # a trace whose content no longer matches its stored digest (a value rewritten with h5py, which
+    # recomputes the chunk checksums): run does not read the whole trace to recompute it, so its
+    # results say the digest is the stored, unverified one; `trace validate` is what verifies it
+    PY=${8:-}
+    [ -n "$PY" ] && "$PY" -c 'import h5py, hdf5plugin' 2>/dev/null || { echo "no python with h5py: skipped"; exit 77; }
+    trace
+    csum=$("$M" trace info t.h5 --json | tr -d ' \t\n' | sed -n 's/.*"version":2,"content_sha256":"\([0-9a-f]\{64\}\)".*/\1/p')
+    cp t.h5 x.h5
+    "$PY" -c 'import sys, h5py, hdf5plugin
+f = h5py.File(sys.argv[1], "r+"); d = f["rows/topk_ids"]; a = d[...]
+a[0, 0, 0] = next(e for e in range(8) if e not in a[0, 0]); d[...] = a; f.close()' x.h5 || fail "cannot rewrite x.h5"
+    expect_refused 1 "^moesim: x.h5: " "$M" trace validate x.h5
+    j=$("$M" run --trace x.h5 --cache-experts 64 --json | tr -d ' \t\n') || fail "run failed"
+    echo "$j" | grep -q "\"trace\":{\"path\":\"x.h5\",\"content_sha256\":\"$csum\",\"verified\":false}" ||
+        fail "run --json names the stored digest $csum without saying it is unverified: $j"
+    "$M" run --trace x.h5 --cache-experts 64 --events ev.csv >/dev/null || fail "run --events failed"
+    head -1 ev.csv | grep -q "; trace x.h5 content_sha256 $csum (stored, unverified); " ||
+        fail "events CSV's first line does not say the digest is unverified: $(head -1 ev.csv)" ;;
 *) fail "unknown case" ;;
 esac
 echo "ok: $CASE"

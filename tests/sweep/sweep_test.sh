@@ -64,6 +64,48 @@ kill)      # killed twice with kill -9, resumed: the uninterrupted bytes
   "$M" sweep "$D/big.ini" -o "$W/p.csv" --resume >/dev/null || die "resume after a partial line"
   cmp "$D/full.csv" "$W/p.csv" || die "partial-line resume differs"
   echo "ok: resumed";;
+lock)      # a second sweep on an output being written ends at once naming the first's pid;
+           # a lock left by a killed sweep (kill -9) does not stop --resume
+  W=$D/lock; rm -rf "$W"; mkdir -p "$W"; O=$W/l.csv
+  "$M" sweep "$D/big.ini" -o "$O" >/dev/null &
+  pid=$!; n=0
+  while [ "$(rows "$O")" -lt 3 ] && [ $n -lt 20000 ]; do sleep 0.002; n=$((n + 1)); done
+  kill -0 $pid 2>/dev/null || die "the first sweep ended before the second started"
+  sh "$FAIL_SH" 1 "^moesim: sweep: output $O: is being written by process $pid \\(lock file $W/\\.l\\.csv\\.lock\\); wait for it to end or stop it$" \
+    "$M" sweep "$D/big.ini" -o "$O" --resume || { kill -9 $pid; die "a second --resume ran beside the first"; }
+  kill -0 $pid 2>/dev/null || die "the first sweep ended before the check (make big.ini larger)"
+  kill -9 $pid; wait $pid 2>/dev/null
+  [ -e "$W/.l.csv.lock" ] || die "kill -9 removed the lock file (the case below tests nothing)"
+  "$M" sweep "$D/big.ini" -o "$O" --resume >/dev/null || die "resume after a killed holder"
+  cmp "$D/full.csv" "$O" || die "resumed CSV differs from the uninterrupted one"
+  [ ! -e "$W/.l.csv.lock" ] || die "the lock file was left behind"
+  # the outputs written through a temporary are locked too: a lock held by another process (python's
+  # fcntl.lockf, the same kind of lock) refuses --events, naming that process
+  command -v python3 >/dev/null || { echo "ok: sweep (no python3: --events not checked)"; exit 0; }
+  python3 -c 'import fcntl,os,sys,time; f=open(sys.argv[1],"w"); fcntl.lockf(f,fcntl.LOCK_EX); print(os.getpid(),flush=True); time.sleep(60)' \
+    "$W/.e.csv.lock" > "$W/holder" &
+  hp=$!; n=0
+  while [ ! -s "$W/holder" ] && [ $n -lt 5000 ]; do sleep 0.002; n=$((n + 1)); done
+  sh "$FAIL_SH" 1 "^moesim: --events $W/e.csv: is being written by process $(cat "$W/holder") " \
+    "$M" run --trace "$D/a.h5" --cache-experts 16 --events "$W/e.csv" || { kill $hp; die "--events ignored the lock"; }
+  kill $hp; wait $hp 2>/dev/null
+  [ ! -e "$W/e.csv" ] || die "e.csv was written"
+  "$M" run --trace "$D/a.h5" --cache-experts 16 --events "$W/e.csv" >/dev/null || die "--events after the holder ended"
+  echo "ok: locked";;
+strict)    # a failed point: its row is written and the sweep exits 0; with --strict it exits 1
+  W=$D/strict; rm -rf "$W"; mkdir -p "$W"
+  printf '[sweep]\noutput = s.csv\ntrace = %s/a.h5\ncache_experts = 1, 16\n' "$D" > "$W/s.ini"
+  out=$("$M" sweep "$W/s.ini") || die "a sweep with a failed point exited $? without --strict"
+  [ "$out" = "sweep: 2 points in $W/s.csv (2 run now, 0 already there; 1 failed)" ] || die "summary: $out"
+  [ "$(rows "$W/s.csv")" = 3 ] || die "s.csv has $(rows "$W/s.csv") lines"
+  rm -f "$W/s.csv"
+  sh "$FAIL_SH" 1 "^moesim: sweep: 1 of the 2 points run now failed \\(--strict; their rows hold the errors\\)$" \
+    "$M" sweep "$W/s.ini" --strict || die "--strict exited 0 with a failed point"
+  [ "$(rows "$W/s.csv")" = 3 ] || die "--strict: s.csv has $(rows "$W/s.csv") lines"
+  rm -f "$W/s.csv"
+  printf '[sweep]\noutput = s.csv\ntrace = %s/a.h5\ncache_experts = 16\n' "$D" > "$W/ok.ini"
+  "$M" sweep "$W/ok.ini" --strict >/dev/null || die "--strict failed a sweep without failed points"
+  echo "ok: strict";;
 resume_bad) # a file that is not ours, or rows of another spec
   W=$D/resume_bad; rm -rf "$W"; mkdir -p "$W"
   printf 'a,b,c\n1,2,3\n' > "$W/other.csv"

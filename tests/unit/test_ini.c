@@ -96,6 +96,14 @@ static void test_errors(void)
     CHECK_EQ_INT(parse("ini_long.ini", &r4, &err), -1);
     CHECK_STR_CONTAINS(err.msg, "ini_long.ini:2: line longer than ");
 
+    /* a NUL byte: an error naming the line, not the rest of the line dropped unseen */
+    rec r6 = {0};
+    FILE *nf = fopen("ini_nul.ini", "wb");
+    fwrite("[a]\nx = 1\nlist = 1\0, 2\n", 1, 23, nf);
+    fclose(nf);
+    CHECK_EQ_INT(parse("ini_nul.ini", &r6, &err), -1);
+    CHECK(!strcmp(err.msg, "ini_nul.ini:3: a NUL byte in the line (is this a text file?)"));
+
     rec r5 = {0};
     CHECK_EQ_INT(parse("ini_missing.ini", &r5, &err), -1);
     CHECK(!strcmp(err.msg, "ini_missing.ini: cannot open test file: No such file or directory"));

@@ -38,6 +38,20 @@ int main(void)
     CHECK(ms_params_parse(specs, "k=2,", "x", &p, &err) == -1);
     CHECK(ms_params_parse(specs, "k", "x", &p, &err) == -1);
     CHECK(ms_params_parse(specs, "k=nan", "x", &p, &err) == -1);
+    /* decimal only: strtod reads hex, moesim refuses it and says why */
+    CHECK(ms_params_parse(specs, "k=0x1", "lfu", &p, &err) == -1);
+    CHECK_STR_CONTAINS(err.msg, "lfu: k=0x1 is not a number (decimal numbers only, no hex)");
+    CHECK(ms_params_parse(specs, "alpha=-0X1p-2", "x", &p, &err) == -1);
+    CHECK_STR_CONTAINS(err.msg, "no hex");
+    /* a number a double cannot hold is out of range, not "not a number" */
+    CHECK(ms_params_parse(specs, "alpha=1e-400", "mrs", &p, &err) == -1);
+    CHECK_STR_CONTAINS(err.msg, "mrs: alpha=1e-400 is out of range [0, 1] (beyond what a double holds)");
+    CHECK(ms_params_parse(specs, "k=1e400", "x", &p, &err) == -1);
+    CHECK_STR_CONTAINS(err.msg, "k=1e400 is out of range [1, 64]");
+    double d;
+    CHECK_EQ_INT(ms_parse_double("1e400", &d), -2);
+    CHECK_EQ_INT(ms_parse_double("0x10", &d), -1);
+    CHECK_EQ_INT(ms_parse_double("1e-3", &d), 0);
 
     char name[32];
     const char *kv;
@@ -55,6 +69,7 @@ int main(void)
     CHECK(ms_parse_bytes("12 MB", &b) == -1);
     CHECK(ms_parse_bytes("-5MB", &b) == -1);
     CHECK(ms_parse_bytes("5XB", &b) == -1);
+    CHECK(ms_parse_bytes("0x10MiB", &b) == -1);
     unsigned long long u;
     CHECK(ms_parse_u64("42", &u) == 0 && u == 42);
     CHECK(ms_parse_u64("-1", &u) == -1);

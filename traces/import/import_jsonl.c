@@ -51,9 +51,15 @@ static int parse_fields(jl_state *s, ms_err *err)
     return 0;
 }
 
-/* Short text of a JSON value for messages. */
+/* Short text of a JSON value for messages.  A number beyond a double's
+ * range (1e400), which cJSON holds as infinite and would print as null, is
+ * named as out of range. */
 static void value_text(const cJSON *v, char *buf, size_t cap)
 {
+    if (cJSON_IsNumber(v) && isinf(v->valuedouble)) {
+        snprintf(buf, cap, "%s (out of range)", v->valuedouble > 0 ? "1e309 or more" : "-1e309 or less");
+        return;
+    }
     char *t = cJSON_PrintUnformatted(v);
     snprintf(buf, cap, "%.40s%s", t ? t : "?", t && strlen(t) > 40 ? "..." : "");
     free(t);
