@@ -105,6 +105,20 @@ static int accumulate(ms_trace_reader *rd, ms_stats *s, const char *path, ms_err
     return rc;
 }
 
+/* Adds the trace's provenance to o, prints it and frees it; 0, or the
+ * error's exit status. */
+static int print_json(cJSON *o, const char *path)
+{
+    cJSON_AddItemToObject(o, "provenance", ms_trace_cli_provenance(path));
+    char *txt = cJSON_Print(o);
+    cJSON_Delete(o);
+    if (!txt)
+        return ms_cli_error("trace stats: cannot format the JSON report");
+    puts(txt);
+    cJSON_free(txt);
+    return 0;
+}
+
 static int print_report(const ms_stats *s, const char *path, int json)
 {
     if (!json) {
@@ -114,14 +128,7 @@ static int print_report(const ms_stats *s, const char *path, int json)
     }
     cJSON *o = ms_stats_to_json(s);
     cJSON_AddStringToObject(o, "file", path);
-    cJSON_AddItemToObject(o, "provenance", ms_trace_cli_provenance(path));
-    char *txt = cJSON_Print(o);
-    cJSON_Delete(o);
-    if (!txt)
-        return ms_cli_error("trace stats: cannot format the JSON report");
-    puts(txt);
-    cJSON_free(txt);
-    return 0;
+    return print_json(o, path);
 }
 
 /* The trace against its model's targets: a table, or JSON with one object per
@@ -161,14 +168,8 @@ static int report_against(const ms_stats *s, const char *path, const ms_targets 
         cJSON_AddItemToArray(arr, x);
     }
     cJSON_AddNumberToObject(o, "missed", missed);
-    cJSON_AddItemToObject(o, "provenance", ms_trace_cli_provenance(path));
-    char *txt = cJSON_Print(o);
-    cJSON_Delete(o);
-    if (!txt)
-        return ms_cli_error("trace stats: cannot format the JSON report");
-    puts(txt);
-    cJSON_free(txt);
-    return missed ? 1 : 0;
+    int rc = print_json(o, path);
+    return rc ? rc : missed ? 1 : 0;
 }
 
 int ms_cli_trace_stats(int argc, char **argv)

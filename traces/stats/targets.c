@@ -19,6 +19,11 @@ static const char *const key_names[N_KEYS] = {"statistic", "granularity", "scope
                                               "slots",     "fraction",    "value",     "tolerance",
                                               "source",    "read",        "workload",  "note"};
 
+/* ms_target_stat's names, in its order */
+static const char *const stat_names[] = {"lru_hit", "lru_miss", "reuse_prev", "reuse_w8", "h_req", "h_iter",
+                                         "h_trace", "h_req_decode"};
+#define N_STATS ((int)(sizeof stat_names / sizeof stat_names[0]))
+
 typedef struct {
     ms_targets *ts;
     ms_err *err;
@@ -183,14 +188,12 @@ static int target_value(ms_ini *ini, read_ctx *c, const char *key, const char *v
     if (c->seen[k])
         return ms_ini_fail(ini, "[target %s] %s: given twice", t->name, key);
     c->seen[k] = 1;
-    static const char *const stats[] = {"lru_hit", "lru_miss", "reuse_prev", "reuse_w8", "h_req", "h_iter", "h_trace",
-                                        "h_req_decode"};
     static const char *const grans[] = {"layer", "global"}, *const scopes[] = {"decode", "all"},
                              *const resets[] = {"request", "none"}, *const reads[] = {"text", "table", "plot"};
     int i;
     switch (k) {
     case K_STATISTIC:
-        if ((i = pick(v, stats, 8)) < 0)
+        if ((i = pick(v, stat_names, N_STATS)) < 0)
             return ms_ini_fail(ini, "[target %s] statistic = %s: unknown (lru_hit, lru_miss, reuse_prev, reuse_w8, "
                                     "h_req, h_iter, h_trace, h_req_decode)", t->name, v);
         t->stat = (ms_target_stat)i;
@@ -345,13 +348,11 @@ int ms_target_met(const ms_target *t, double measured)
 
 void ms_target_describe(const ms_target *t, uint32_t L, uint32_t J, char *buf, size_t cap)
 {
-    static const char *const names[] = {"lru_hit", "lru_miss", "reuse_prev", "reuse_w8", "h_req", "h_iter", "h_trace",
-                                        "h_req_decode"};
     if (!(t->stat == MS_TGT_LRU_HIT || t->stat == MS_TGT_LRU_MISS)) {
-        snprintf(buf, cap, "%s", names[t->stat]);
+        snprintf(buf, cap, "%s", stat_names[t->stat]);
         return;
     }
-    snprintf(buf, cap, "%s %s %s reset=%s %llu %s", names[t->stat], ms_loc_granularity_name(t->gran),
+    snprintf(buf, cap, "%s %s %s reset=%s %llu %s", stat_names[t->stat], ms_loc_granularity_name(t->gran),
              ms_loc_scope_name(t->scope), ms_loc_reset_name(t->reset),
              (unsigned long long)ms_target_entries(t, L, J), t->gran == MS_LOC_LAYER ? "slots/layer" : "entries");
 }
