@@ -72,21 +72,21 @@ function(eng_fail name rc msg)
   add_test(NAME cli.import.engine_bad_${name} COMMAND sh ${ENG_FAIL} ${rc} "${msg}" $<TARGET_FILE:moesim> ${ARGN})
 endfunction()
 eng_fail(id_range 1 "sglang_chat.json:1: response c1: row 0 engine layer 0: expert id 3 out of range \\[0, 3\\)"
-  trace import --format sglang --layers 2 --topk 2 --experts 3 --expert-bytes 1 ${ENG_DATA}/sglang_chat.json ${ENG_OUT}/x.h5)
+  trace import --format sglang --layers 2 --topk 2 --experts 3 --expert-bytes 1 ${ENG_DATA}/sglang_chat.json ${ENG_OUT}/x_l75.h5)
 eng_fail(start_len 1 "sglang_chat.json:1: response c1: --start-len 1 leaves no prompt rows \\(prompt 1\\)"
-  trace import --format sglang --layers 2 --topk 2 --experts 4 --expert-bytes 1 --start-len 1 ${ENG_DATA}/sglang_chat.json ${ENG_OUT}/x.h5)
+  trace import --format sglang --layers 2 --topk 2 --experts 4 --expert-bytes 1 --start-len 1 ${ENG_DATA}/sglang_chat.json ${ENG_OUT}/x_l77.h5)
 eng_fail(engine_layers 1 "sglang_chat.json:1: routed_experts: 32 bytes, not a multiple of 4 x 3 layers x K 2 = 24"
-  trace import --format sglang --layers 2 --topk 2 --experts 4 --expert-bytes 1 --engine-layers 3 ${ENG_DATA}/sglang_chat.json ${ENG_OUT}/x.h5)
+  trace import --format sglang --layers 2 --topk 2 --experts 4 --expert-bytes 1 --engine-layers 3 ${ENG_DATA}/sglang_chat.json ${ENG_OUT}/x_l79.h5)
 eng_fail(no_shape 1 "--format sglang: the payload has no shape: give --model PROFILE"
-  trace import --format sglang --experts 4 --expert-bytes 1 ${ENG_DATA}/sglang_chat.json ${ENG_OUT}/x.h5)
+  trace import --format sglang --experts 4 --expert-bytes 1 ${ENG_DATA}/sglang_chat.json ${ENG_OUT}/x_l81.h5)
 eng_fail(vllm_layers 1 "vllm_chat.json:1: routed_experts: .npy shape \\(2, 2, 2\\), expected 3 layers on axis 1"
-  trace import --format vllm --experts 4 --expert-bytes 1 --engine-layers 3 ${ENG_DATA}/vllm_chat.json ${ENG_OUT}/x.h5)
+  trace import --format vllm --experts 4 --expert-bytes 1 --engine-layers 3 ${ENG_DATA}/vllm_chat.json ${ENG_OUT}/x_l83.h5)
 eng_fail(vllm_no_prompt 1 "vllm_generate.json:1: response r1#0: prompt length unknown \\(no usage.prompt_tokens\\): give --prompt-len P"
-  trace import --format vllm --experts 4 --expert-bytes 1 ${ENG_DATA}/vllm_generate.json ${ENG_OUT}/x.h5)
+  trace import --format vllm --experts 4 --expert-bytes 1 ${ENG_DATA}/vllm_generate.json ${ENG_OUT}/x_l85.h5)
 eng_fail(vllm_npy_dtype 1 "hf_router_logits.npy: .npy descr '<f4' is not an integer type"
-  trace import --format vllm --experts 4 --expert-bytes 1 --prompt-len 1 ${ENG_DATA}/hf_router_logits.npy ${ENG_OUT}/x.h5)
+  trace import --format vllm --experts 4 --expert-bytes 1 --prompt-len 1 ${ENG_DATA}/hf_router_logits.npy ${ENG_OUT}/x_l87.h5)
 eng_fail(opt_other_format 2 "--engine-layers does not apply to --format jsonl \\(only sglang, vllm\\)"
-  trace import --format jsonl --engine-layers 3 x ${ENG_OUT}/x.h5)
+  trace import --format jsonl --engine-layers 3 x ${ENG_OUT}/x_l89.h5)
 # garbage: a sparse 2 GiB file is refused by its size before any read
 add_test(NAME cli.import.garbage_2gb_sglang COMMAND sh -c
   "truncate -s 2G ${ENG_OUT}/garbage_sglang && sh ${ENG_FAIL} 1 'garbage_sglang: 2048.0 MiB, more than the 256 MiB' $<TARGET_FILE:moesim> trace import --format sglang --layers 2 --topk 2 --experts 4 --expert-bytes 1 ${ENG_OUT}/garbage_sglang ${ENG_OUT}/g.h5; rc=$?; rm -f ${ENG_OUT}/garbage_sglang; exit $rc")
@@ -103,11 +103,11 @@ add_test(NAME cli.import.validate_hf_logits_npy COMMAND moesim trace validate "$
 set_tests_properties(cli.import.validate_hf_logits_npy PROPERTIES FIXTURES_REQUIRED eng_hf
   PASS_REGULAR_EXPRESSION ": ok \\(1 requests, 2 iterations, 2 rows, 0 missing cells\\)")
 eng_fail(hf_prompt_len 1 "hf_router_logits.npy: --prompt-len 5 but only 2 token rows"
-  trace import --format hf-logits --experts 4 --topk 2 --expert-bytes 1 --prompt-len 5 ${ENG_DATA}/hf_router_logits.npy ${ENG_OUT}/x.h5)
+  trace import --format hf-logits --experts 4 --topk 2 --expert-bytes 1 --prompt-len 5 ${ENG_DATA}/hf_router_logits.npy ${ENG_OUT}/x_l106.h5)
 eng_fail(hf_not_tensor 1 "sglang_chat.json: neither a .npy, a .npz nor a torch.save file"
-  trace import --format hf-logits --experts 4 --topk 2 --expert-bytes 1 ${ENG_DATA}/sglang_chat.json ${ENG_OUT}/x.h5)
+  trace import --format hf-logits --experts 4 --topk 2 --expert-bytes 1 ${ENG_DATA}/sglang_chat.json ${ENG_OUT}/x_l108.h5)
 eng_fail(hf_layout 2 "--layout: 'LJT' is not LTJ or TLJ"
-  trace import --format hf-logits --experts 4 --topk 2 --expert-bytes 1 --layout LJT ${ENG_DATA}/hf_router_logits.npy ${ENG_OUT}/x.h5)
+  trace import --format hf-logits --experts 4 --topk 2 --expert-bytes 1 --layout LJT ${ENG_DATA}/hf_router_logits.npy ${ENG_OUT}/x_l110.h5)
 set_tests_properties(cli.import.engine_bad_hf_prompt_len cli.import.engine_bad_hf_not_tensor
   PROPERTIES ENVIRONMENT "MOESIM_PYTHON=${MOESIM_PYTHON}")
 add_test(NAME cli.import.hf_logits_torch

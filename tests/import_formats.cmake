@@ -55,11 +55,11 @@ file(WRITE "${FMT_OUT}/empty.jsonl" "\n\n")
 add_test(NAME cli.import.jsonl_empty COMMAND sh ${FMT_FAIL} 1 "empty.jsonl: empty file \\(no JSON lines\\)"
   $<TARGET_FILE:moesim> trace import --format jsonl --experts 4 --expert-bytes 1 ${FMT_OUT}/empty.jsonl ${FMT_OUT}/empty.h5)
 import_cli_test(jsonl_no_experts 1 "number of experts is unknown: give --model PROFILE or --experts J"
-  "trace|import|--format|jsonl|--expert-bytes|1|${FMT_DATA}/jsonl/small.jsonl|${FMT_OUT}/x.h5")
+  "trace|import|--format|jsonl|--expert-bytes|1|${FMT_DATA}/jsonl/small.jsonl|${FMT_OUT}/x_l58.h5")
 import_cli_test(jsonl_model_conflict 1 "--experts 4 contradicts model mixtral-8x7b (8)"
-  "trace|import|--format|jsonl|--model|mixtral-8x7b|--experts|4|${FMT_DATA}/jsonl/small.jsonl|${FMT_OUT}/x.h5")
+  "trace|import|--format|jsonl|--model|mixtral-8x7b|--experts|4|${FMT_DATA}/jsonl/small.jsonl|${FMT_OUT}/x_l60.h5")
 import_cli_test(routecsv_no_opts 2 "--format route-csv takes no model or field options"
-  "trace|import|--format|route-csv|--experts|4|${FMT_DATA}/routecsv/small.csv|${FMT_OUT}/x.h5")
+  "trace|import|--format|route-csv|--experts|4|${FMT_DATA}/routecsv/small.csv|${FMT_OUT}/x_l62.h5")
 
 # 2 GB of garbage: a sparse file (no disk), each reader must stop at byte 1
 # (a 1 MiB line cap guards non-NUL garbage); TIMEOUT 10 s proves it is not read whole.
@@ -179,7 +179,7 @@ foreach(c ${_wl_cases})
   set_tests_properties(cli.import.workload_bad_${name} PROPERTIES FIXTURES_REQUIRED fmt_jsonl)
 endforeach()
 import_cli_test(workload_both 2 "give exactly one of --azure CSV and --poisson RATE"
-  "trace|workload|${FMT_OUT}/jsonl_small.h5|--azure|code|--poisson|1|-o|${FMT_OUT}/x.h5")
+  "trace|workload|${FMT_OUT}/jsonl_small.h5|--azure|code|--poisson|1|-o|${FMT_OUT}/x_l182.h5")
 
 # ---- robust readers (issue 5 part 6): route-csv error paths at the CLI ----
 # The same one-line error contract as the other formats: empty file,

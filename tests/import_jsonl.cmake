@@ -68,7 +68,7 @@ jlm_fail(restart_hint 1 "per_step.jsonl:7: field layer: request 0 token 0 layer 
   --prompt-len 2 ${JLM_DATA}/per_step.jsonl)
 add_test(NAME cli.import.opt_not_for_format COMMAND sh ${JLM_FAIL} 2
   "--token-pos does not apply to --format dense-csv \\(only jsonl\\)"
-  $<TARGET_FILE:moesim> trace import --format dense-csv --token-pos per-step x ${JLM_OUT}/x.h5)
+  $<TARGET_FILE:moesim> trace import --format dense-csv --token-pos per-step x ${JLM_OUT}/x_l71.h5)
 file(WRITE "${JLM_OUT}/plen_conflict.jsonl"
   "{\"request_id\": 1, \"token_idx\": 0, \"layer\": 0, \"topk_ids\": [1, 2], \"topk_weights\": [0.5, 0.5], \"is_prompt\": false, \"P\": 3}\n"
   "{\"request_id\": 1, \"token_idx\": 1, \"layer\": 0, \"topk_ids\": [1, 2], \"topk_weights\": [0.5, 0.5], \"is_prompt\": false, \"P\": 4}\n")
