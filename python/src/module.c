@@ -178,69 +178,31 @@ static int key_error(const char *key, const char *val, const char *why)
 }
 
 /* One run key from its text, as `moesim run`'s flag of the same name
- * (sim/cli/cli_run.c set_run_key): 0, or -1 with ArgumentError. */
+ * (ms_runkey_apply, sim/engine/runkeys.h): 0, or -1 with ArgumentError. */
 static int set_key(ms_run_config *cfg, run_extra *x, int id, const char *val)
 {
     const ms_runkey *k = &ms_runkeys[id];
-    double v = 0;
+    double v;
     char why[128];
-    if (k->kind == MS_RKV_INT || k->kind == MS_RKV_BYTES || k->kind == MS_RKV_GB || k->kind == MS_RKV_POS ||
-        (k->kind == MS_RKV_TRAIN && strcmp(val, "auto"))) {
-        if (ms_runkey_parse(id, val, &v)) {
-            snprintf(why, sizeof why, "expected %s", ms_runkey_expected(id));
-            return key_error(k->key, val, why);
-        }
-        if (ms_runkey_check(id, v, why, sizeof why))
-            return key_error(k->key, val, why);
-    }
-    switch ((ms_runkey_id)id) {
-    case MS_RK_TRACE: cfg->trace_path = val; break;
+    int rc = ms_runkey_apply(cfg, id, val, &v, why, sizeof why);
+    if (rc < 0)
+        return key_error(k->key, val, why);
+    if (id == MS_RK_CACHE_EXPERTS || id == MS_RK_CACHE_BYTES || id == MS_RK_CACHE_GB)
+        x->caps++;
+    if (rc == 0)
+        return 0;
+    switch ((ms_runkey_id)id) { /* the keys that are not fields of ms_run_config */
     case MS_RK_MODEL: x->model = strcmp(val, "none") ? val : NULL; break;
     case MS_RK_PLATFORM: x->platform = val; break;
-    case MS_RK_PREFETCH: cfg->prefetch_spec = val; break;
-    case MS_RK_CACHE: cfg->cache_spec = val; break;
-    case MS_RK_SCHED: cfg->sched_spec = val; break;
-    case MS_RK_EVENTS: cfg->events_path = val; break;
-    case MS_RK_CACHE_EXPERTS:
-    case MS_RK_CACHE_BYTES:
-    case MS_RK_CACHE_GB:
-        x->caps++;
-        cfg->cap_kind = id == MS_RK_CACHE_EXPERTS ? MS_CAP_EXPERTS : MS_CAP_BYTES;
-        cfg->cap_value = id == MS_RK_CACHE_GB ? v * 1e9 : v;
-        break;
-    case MS_RK_DISTANCE: cfg->distance = (uint32_t)v; break;
-    case MS_RK_BATCH: cfg->max_batch = (uint32_t)v; break;
-    case MS_RK_HOST_BYTES: cfg->host_bytes = v; break;
-    case MS_RK_SEED: cfg->seed = (uint64_t)v; break;
-    case MS_RK_TRAIN:
-        cfg->train_set = strcmp(val, "auto") != 0;
-        cfg->train_frac = v;
-        break;
-    case MS_RK_TOPK_FILL:
-        if (strcmp(val, "zero") && strcmp(val, "even"))
-            return key_error(k->key, val, "expected zero or even");
-        cfg->topk_fill = !strcmp(val, "even") ? MS_FILL_EVEN : MS_FILL_ZERO;
-        break;
-    case MS_RK_OFFLINE:
-        if (strcmp(val, "0") && strcmp(val, "1"))
-            return key_error(k->key, val, "expected 0 or 1");
-        cfg->offline = !strcmp(val, "1");
-        break;
+    case MS_RK_FRAMEWORK: x->framework = val; break;
     case MS_RK_H2D_GBPS:
         if (x->n_platform_sets == MAX_SETS)
             return key_error(k->key, val, "too many platform overrides");
         snprintf(x->h2d, sizeof x->h2d, "%.17gGB/s", v);
         x->platform_sets[x->n_platform_sets++] = (ms_profile_set){"h2d_bw", x->h2d, NULL};
         break;
-    case MS_RK_GPUS: cfg->gpus = (uint32_t)v; break;
-    case MS_RK_PLACEMENT: cfg->placement = val; break;
-    case MS_RK_CACHE_PER_GPU:
-        if (strcmp(val, "0") && strcmp(val, "1"))
-            return key_error(k->key, val, "expected 0 or 1");
-        cfg->cache_per_gpu = !strcmp(val, "1");
+    default:
         break;
-    case MS_RK_FRAMEWORK: x->framework = val; break;
-    case MS_RK_N: break;
     }
     return 0;
 }

@@ -108,55 +108,24 @@ int ms_cli_load_profiles(ms_run_flags *f, ms_run_config *cfg, ms_model *model, m
     return 0;
 }
 
-/* A numeric key's value from a flag: 0, or 2 after a usage error worded
- * as the key table's check (runkeys.h). */
-static int flag_number(const ms_run_flags *f, int id, const char *flag, const char *val, double *x)
-{
-    char why[128];
-    if (ms_runkey_parse(id, val, x))
-        return ms_cli_usage("%s: %s %s: expected %s", f->cmd, flag, val, ms_runkey_expected(id));
-    if (ms_runkey_check(id, *x, why, sizeof why))
-        return ms_cli_usage("%s: %s %s: %s", f->cmd, flag, val, why);
-    return 0;
-}
-
 /* One key of the run configuration from its flag (runkeys.h): 0 or 2. */
 static int set_run_key(ms_run_config *cfg, ms_run_flags *f, int id, const char *flag, const char *val)
 {
-    double x = 0;
-    const ms_runkey *k = &ms_runkeys[id];
-    if ((k->kind == MS_RKV_INT || k->kind == MS_RKV_BYTES || k->kind == MS_RKV_GB || k->kind == MS_RKV_POS ||
-         (k->kind == MS_RKV_TRAIN && strcmp(val, "auto"))) &&
-        flag_number(f, id, flag, val, &x))
-        return 2;
-    switch ((ms_runkey_id)id) {
-    case MS_RK_TRACE: cfg->trace_path = val; break;
+    double x;
+    char why[128];
+    if (id == MS_RK_OFFLINE) /* a flag without a value: handled before */
+        return ms_cli_usage("%s: %s takes no value", f->cmd, flag);
+    int rc = ms_runkey_apply(cfg, id, val, &x, why, sizeof why);
+    if (rc < 0)
+        return ms_cli_usage("%s: %s %s: %s", f->cmd, flag, val, why);
+    if (id == MS_RK_CACHE_EXPERTS || id == MS_RK_CACHE_BYTES || id == MS_RK_CACHE_GB)
+        f->cap_flags++;
+    if (rc == 0)
+        return 0;
+    switch ((ms_runkey_id)id) { /* the keys that are not fields of ms_run_config */
     case MS_RK_MODEL: f->model = val; break;
     case MS_RK_PLATFORM: f->platform = val; break;
-    case MS_RK_PREFETCH: cfg->prefetch_spec = val; break;
-    case MS_RK_CACHE: cfg->cache_spec = val; break;
-    case MS_RK_SCHED: cfg->sched_spec = val; break;
-    case MS_RK_EVENTS: cfg->events_path = val; break;
-    case MS_RK_CACHE_EXPERTS:
-    case MS_RK_CACHE_BYTES:
-    case MS_RK_CACHE_GB:
-        f->cap_flags++;
-        cfg->cap_kind = id == MS_RK_CACHE_EXPERTS ? MS_CAP_EXPERTS : MS_CAP_BYTES;
-        cfg->cap_value = id == MS_RK_CACHE_GB ? x * 1e9 : x;
-        break;
-    case MS_RK_DISTANCE: cfg->distance = (uint32_t)x; break;
-    case MS_RK_BATCH: cfg->max_batch = (uint32_t)x; break;
-    case MS_RK_HOST_BYTES: cfg->host_bytes = x; break;
-    case MS_RK_SEED: cfg->seed = (uint64_t)x; break;
-    case MS_RK_TRAIN:
-        cfg->train_set = strcmp(val, "auto") != 0;
-        cfg->train_frac = x;
-        break;
-    case MS_RK_TOPK_FILL:
-        if (strcmp(val, "zero") && strcmp(val, "even"))
-            return ms_cli_usage("%s: %s %s: expected zero or even", f->cmd, flag, val);
-        cfg->topk_fill = !strcmp(val, "even") ? MS_FILL_EVEN : MS_FILL_ZERO;
-        break;
+    case MS_RK_FRAMEWORK: f->framework = val; break;
     case MS_RK_H2D_GBPS: {
         /* the platform's link, as the sweep key does: an override of h2d_bw */
         static char bw[64];
@@ -166,16 +135,7 @@ static int set_run_key(ms_run_config *cfg, ms_run_flags *f, int id, const char *
         f->platform_sets[f->n_platform_sets++] = (ms_profile_set){"h2d_bw", bw, NULL};
         break;
     }
-    case MS_RK_GPUS: cfg->gpus = (uint32_t)x; break;
-    case MS_RK_PLACEMENT: cfg->placement = val; break;
-    case MS_RK_CACHE_PER_GPU:
-        if (strcmp(val, "0") && strcmp(val, "1"))
-            return ms_cli_usage("%s: %s %s: expected 0 or 1", f->cmd, flag, val);
-        cfg->cache_per_gpu = !strcmp(val, "1");
-        break;
-    case MS_RK_FRAMEWORK: f->framework = val; break;
-    case MS_RK_OFFLINE: /* a flag without a value: handled before */
-    case MS_RK_N:
+    default:
         return ms_cli_usage("%s: %s takes no value", f->cmd, flag);
     }
     return 0;

@@ -5,6 +5,7 @@
 
 #include "policies/policy.h"
 #include "sim/core/params.h"
+#include "sim/engine/engine.h"
 #include "sim/engine/runkeys.h"
 
 const ms_runkey ms_runkeys[MS_RK_N] = {
@@ -122,4 +123,68 @@ const char *ms_runkey_expected(int id)
     default:
         return "a number";
     }
+}
+
+/* A numeric key's value: 0, or -1 with why. */
+static int runkey_number(int id, const char *val, double *x, char *why, size_t n)
+{
+    if (ms_runkey_parse(id, val, x))
+        return snprintf(why, n, "expected %s", ms_runkey_expected(id)), -1;
+    return ms_runkey_check(id, *x, why, n);
+}
+
+/* "0" or "1" into *flag: 0, or -1 with why. */
+static int runkey_bool(const char *val, int *flag, char *why, size_t n)
+{
+    if (strcmp(val, "0") && strcmp(val, "1"))
+        return snprintf(why, n, "expected 0 or 1"), -1;
+    *flag = !strcmp(val, "1");
+    return 0;
+}
+
+int ms_runkey_apply(ms_run_config *cfg, int id, const char *val, double *x, char *why, size_t n)
+{
+    const ms_runkey *k = &ms_runkeys[id];
+    *x = 0;
+    if ((k->kind == MS_RKV_INT || k->kind == MS_RKV_BYTES || k->kind == MS_RKV_GB || k->kind == MS_RKV_POS ||
+         (k->kind == MS_RKV_TRAIN && strcmp(val, "auto"))) &&
+        runkey_number(id, val, x, why, n))
+        return -1;
+    switch ((ms_runkey_id)id) {
+    case MS_RK_TRACE: cfg->trace_path = val; return 0;
+    case MS_RK_PREFETCH: cfg->prefetch_spec = val; return 0;
+    case MS_RK_CACHE: cfg->cache_spec = val; return 0;
+    case MS_RK_SCHED: cfg->sched_spec = val; return 0;
+    case MS_RK_EVENTS: cfg->events_path = val; return 0;
+    case MS_RK_CACHE_EXPERTS:
+    case MS_RK_CACHE_BYTES:
+    case MS_RK_CACHE_GB:
+        cfg->cap_kind = id == MS_RK_CACHE_EXPERTS ? MS_CAP_EXPERTS : MS_CAP_BYTES;
+        cfg->cap_value = id == MS_RK_CACHE_GB ? *x * 1e9 : *x;
+        return 0;
+    case MS_RK_DISTANCE: cfg->distance = (uint32_t)*x; return 0;
+    case MS_RK_BATCH: cfg->max_batch = (uint32_t)*x; return 0;
+    case MS_RK_HOST_BYTES: cfg->host_bytes = *x; return 0;
+    case MS_RK_SEED: cfg->seed = (uint64_t)*x; return 0;
+    case MS_RK_TRAIN:
+        cfg->train_set = strcmp(val, "auto") != 0;
+        cfg->train_frac = *x;
+        return 0;
+    case MS_RK_TOPK_FILL:
+        if (strcmp(val, "zero") && strcmp(val, "even"))
+            return snprintf(why, n, "expected zero or even"), -1;
+        cfg->topk_fill = !strcmp(val, "even") ? MS_FILL_EVEN : MS_FILL_ZERO;
+        return 0;
+    case MS_RK_OFFLINE: return runkey_bool(val, &cfg->offline, why, n);
+    case MS_RK_GPUS: cfg->gpus = (uint32_t)*x; return 0;
+    case MS_RK_PLACEMENT: cfg->placement = val; return 0;
+    case MS_RK_CACHE_PER_GPU: return runkey_bool(val, &cfg->cache_per_gpu, why, n);
+    case MS_RK_MODEL:
+    case MS_RK_PLATFORM:
+    case MS_RK_FRAMEWORK:
+    case MS_RK_H2D_GBPS:
+    case MS_RK_N:
+        break;
+    }
+    return 1;
 }

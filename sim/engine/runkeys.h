@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 
+#include "sim/engine/engine.h"
+
 /* In this order the sweep's parameters (sweep_spec.h MS_SW_*) come first
  * (the last four: several GPUs and the framework, ms_run_config's gpus,
  * placement, cache_per_gpu, framework); cache_gb (a cache_bytes in 1e9
@@ -67,5 +69,14 @@ int ms_runkey_parse(int id, const char *text, double *x);
 int ms_runkey_check(int id, double x, char *why, size_t n);
 /* What a value of the key must look like, for "not a number" messages. */
 const char *ms_runkey_expected(int id);
+
+/* Sets the ms_run_config field of key id from its text (numbers parsed and
+ * checked as ms_runkey_parse / ms_runkey_check do; strings kept, not
+ * copied): 0; 1 for a key that is not a field of ms_run_config (model,
+ * platform, framework, h2d_gbps: the caller's, with *x its number where it
+ * has one); -1 with the reason in why ("expected zero or even"), which every
+ * reader puts after its own "where".  The CLI's flags and Python's
+ * moesim.run keys both go through it. */
+int ms_runkey_apply(ms_run_config *cfg, int id, const char *val, double *x, char *why, size_t n);
 
 #endif
