@@ -86,15 +86,21 @@ static int fit_against(const char *model, const char *in, const char *out, int t
     if (!out || !*out)
         return ms_cli_usage("trace fit: missing -o ROUTING.ini");
     ms_err err;
-    if (ms_out_check("-o", out, &err))
-        return ms_cli_error(err.msg);
     ms_model m;
-    if (ms_model_load(model, &m, &err))
-        return ms_cli_error(err.msg);
     ms_targets *ts = ms_xcalloc(1, sizeof *ts);
+    if (ms_model_load(model, &m, &err) || ms_targets_load(m.name, ts, &err)) {
+        free(ts);
+        return ms_cli_error(err.msg);
+    }
+    /* the profile and the targets are inputs: -o may name neither (checked before minutes of fitting) */
+    ms_out_input(m.file);
+    ms_out_input(ts->file);
+    if (ms_out_check("-o", out, &err)) {
+        free(ts);
+        return ms_cli_error(err.msg);
+    }
     ms_fit_targets_result *r = ms_xcalloc(1, sizeof *r);
-    int rc = ms_targets_load(m.name, ts, &err) || ms_fit_targets(&m, ts, o, r, &err) ||
-             ms_fit_targets_write(&m, ts, o, r, out, &err);
+    int rc = ms_fit_targets(&m, ts, o, r, &err) || ms_fit_targets_write(&m, ts, o, r, out, &err);
     if (!rc) {
         printf("wrote %s: %s, %d targets, %u evaluations, %u trial generations; cost %.4g -> %.4g\n", out, m.name,
                ts->n, r->evals, r->generations, r->start_cost, r->cost);

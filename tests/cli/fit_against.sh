@@ -38,5 +38,9 @@ one 2 "--trial-requests '0' is not an integer in [1, 4096]" --against mixtral-8x
 one 1 "no-such-model" --against no-such-model -o a.ini
 one 1 "targets/olmoe-1b-7b.ini" --against olmoe-1b-7b -o a.ini
 [ ! -e a.ini ] || { echo "FAIL: a.ini written by a failed fit"; fail=1; }
+# the model profile is an input: -o naming it is refused before any work, the file unchanged
+cp "$base" own.ini && cp own.ini own.bak
+one 1 "own.ini: is the input file" --against "$work/own.ini" -o "$work/own.ini"
+cmp -s own.ini own.bak || { echo "FAIL: the profile was changed"; fail=1; }
 [ "$fail" = 0 ] && echo "fit_against: all checks passed"
 exit $fail
