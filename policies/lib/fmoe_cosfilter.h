@@ -40,7 +40,7 @@
  * terms: the float sums cost every term for every entry, while the staged
  * searches (fmoe_dedup_fstaged, fmoe_dedup_pruned) drop most entries after
  * their first stage.  Measured on the 1M-step bench traces
- * (docs/performance.md, "seventh round"): Mixtral-8x7B's 256-term maps gain
+ * (docs/performance.md, "fMoE map store"): Mixtral-8x7B's 256-term maps gain
  * (dedup 791 -> 332 M instructions), Qwen1.5-MoE's 1,440-term maps lose
  * (fmoe+fmoe 4.3 -> 5.1 s).  Either way the result is the same entry. */
 #define FMOE_COSF_DEDUP_MAX_TERMS 512u
