@@ -13,12 +13,14 @@
 #include "sim/core/profile.h"
 
 static const char *const shipped_models[] = {
-    "bert-moe-4e", "deepseek-v2-lite", "gpt-oss-120b", "mixtral-8x7b", "nllb-moe-128", "olmoe-1b-7b",
-    "phi-3.5-moe", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "switch-base-128", "switch-large-128",
+    "bert-moe-4e", "deepseek-v2-lite", "deepseek-v3", "gpt-oss-120b", "mixtral-8x7b", "nllb-moe-128",
+    "olmoe-1b-7b", "phi-3.5-moe", "qwen1.5-moe-a2.7b", "qwen2-57b-a14b", "qwen3-30b-a3b", "switch-base-128",
+    "switch-large-128",
 };
 static const char *const shipped_platforms[] = {
-    "a5000-pcie4", "fmoe-6x3090", "gh200", "h100-pcie5", "h200", "host-ci", "hybrimoe-ktransformers",
-    "moeinf-6x4v100", "moeinf-8xa5000", "rtx3090-pcie4", "v100-pcie3",
+    "a100-80gb-pcie", "a100-80gb-sxm", "a5000-pcie4", "fmoe-6x3090", "gh200", "h100-pcie5", "h200", "host-ci",
+    "hybrimoe-ktransformers", "l4", "moeinf-6x4v100", "moeinf-8xa5000", "quadro-rtx6000", "rtx-a6000", "rtx2080",
+    "rtx3060-12gb", "rtx3080m-16gb", "rtx3090-pcie4", "rtx4090", "t4", "v100-pcie3",
 };
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -325,10 +327,10 @@ static void test_unknown_name(void)
     ms_platform p;
     ms_err err = {{0}};
     CHECK(ms_model_load("foo", &m, &err) == -1);
-    CHECK_STR_CONTAINS(err.msg, "unknown model 'foo' (known: bert-moe-4e, deepseek-v2-lite, gpt-oss-120b, mixtral-8x7b,");
+    CHECK_STR_CONTAINS(err.msg, "unknown model 'foo' (known: bert-moe-4e, deepseek-v2-lite, deepseek-v3, gpt-oss-120b,");
     CHECK_STR_CONTAINS(err.msg, "switch-base-128, switch-large-128)");
-    CHECK(ms_platform_load("rtx4090", &p, &err) == -1);
-    CHECK_STR_CONTAINS(err.msg, "unknown platform 'rtx4090' (known: a5000-pcie4, fmoe-6x3090, gh200, h100-pcie5, h200,");
+    CHECK(ms_platform_load("rtx5090", &p, &err) == -1);
+    CHECK_STR_CONTAINS(err.msg, "unknown platform 'rtx5090' (known: a100-80gb-pcie, a100-80gb-sxm, a5000-pcie4,");
     /* a model name is not a platform */
     CHECK(ms_platform_load("mixtral-8x7b", &p, &err) == -1);
     CHECK_STR_CONTAINS(err.msg, "unknown platform 'mixtral-8x7b'");
