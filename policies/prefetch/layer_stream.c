@@ -15,6 +15,8 @@
  *   vLLM cpu_offload_gb (maybe_offload_to_cpu: the offloaded parameters of
  *   the first layers are copied to the GPU at every forward): ahead=0,
  *   layers=N with `--cache pin-layers:first=N` (docs/policies.md).
+ * When layer l starts, the previous layer's experts are freed (if it is a
+ * streamed one), as the frameworks free a layer's weights after its forward.
  * The cache must hold (ahead + 1) x J experts besides what it keeps
  * resident, or copies find no room and are dropped (prefetch.dropped). */
 #include <stdlib.h>
@@ -54,9 +56,23 @@ static void stream_layer(const stream_state *s, ms_view *v, uint32_t t)
             ms_view_prefetch(v, t, e, 0.0);
 }
 
+/* The weights of the layer that ran before l are freed after its forward
+ * (DeepSpeed releases a module's gathered parameters, Accelerate's
+ * post_forward moves them back to "meta", vLLM's copies are temporaries):
+ * every expert of a streamed layer is copied again at its next run. */
+static void free_layer(const stream_state *s, ms_view *v, uint32_t l)
+{
+    uint32_t prev = (l + s->L - 1) % s->L;
+    if (prev >= s->layers)
+        return;
+    for (uint32_t e = 0; e < s->J; e++)
+        ms_view_release(v, prev, e);
+}
+
 static void stream_layer_start(void *st, ms_view *v, uint32_t l)
 {
     const stream_state *s = st;
+    free_layer(s, v, l);
     for (uint32_t i = 0; i <= s->ahead; i++) {
         uint32_t t = (l + i) % s->L;
         if (t < s->layers)

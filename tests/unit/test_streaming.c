@@ -3,7 +3,8 @@
  * dequantisation (ms_t_expert_cpu_on), the schedulers cpu-all and
  * cpu-layers (and their `threads`, through the engine's cpu_threads hook),
  * the whole-layer prefetcher layer-stream (every expert of a layer copied,
- * the layer waiting for all of them) and the pin-layers cache (vLLM
+ * the layer waiting for all of them, freed when the next layer starts) and
+ * the pin-layers cache (vLLM
  * cpu_offload_gb: the first layers streamed, the rest resident).
  * Platform: ms_fixture_exact_platform (copy 1.5 ms per 1 MB expert, GPU
  * expert 0.1 ms, dense 0.2 ms) with 4 CPU cores of 1 GFLOP/s: a one-token
@@ -208,16 +209,21 @@ static void test_layer_stream(void)
     CHECK_NEAR(m.makespan_s, 36.6 * MS, TOL);
     ms_metrics_free(&m);
 
-    /* ahead=1 over 8 slots (the whole model): iteration 0 streams both
-     * layers (layer 0: 0-6.0, GPU 6.0-6.1; layer 1: (1,0) 6.0-7.5, (1,1)
-     * demand 7.5-9.0, (1,2) 9.0-10.5, (1,3) 10.5-12.0, GPU 12.0-12.1), then
-     * every expert stays: 4 hits of 0.2 + 0.1: makespan 13.3; 8 copies. */
-    m = run("st_a.h5", &p, "layer-stream", "lru", "gpu", 8, NULL);
-    CHECK_EQ_INT(m.total.hits, 4);
-    CHECK_EQ_INT(m.total.late, 1);
-    CHECK_EQ_INT(m.total.misses, 1);
-    CHECK_NEAR(m.pcie_bytes, 8e6, 0);
-    CHECK_NEAR(m.makespan_s, 13.3 * MS, TOL);
+    /* ahead=1 over 8 slots (the whole model fits, but each layer's experts
+     * are freed when the next layer starts, so nothing stays): the copies
+     * run back to back from t = 0 (layer 1's from layer 0's end, the next
+     * iteration's layer 0 from layer 1's): 24 copies of 1.5 end at 36.0,
+     * the last GPU expert 36.0-36.1.  Iteration 1's layer 0: (0,0) 12.0-13.5
+     * (queued at 6.1, the wrap), late; (0,3) of iteration 2 is a demand load
+     * 25.5-27.0.  One more copy (next iteration's (0,0)) starts at 36.0. */
+    m = run("st_a.h5", &p, "layer-stream", "lru", "gpu", 8, "st_ls1.csv");
+    CHECK_EQ_INT(m.total.hits, 0);
+    CHECK_EQ_INT(m.total.late, 2);
+    CHECK_EQ_INT(m.total.misses, 4);
+    CHECK_EVENT("st_ls1.csv", "copy_prefetch", 0, 0, 1, 12.0, 13.5);
+    CHECK_EVENT("st_ls1.csv", "copy_demand", 0, 3, 0, 25.5, 27.0);
+    CHECK_NEAR(m.pcie_bytes, 25e6, 0);
+    CHECK_NEAR(m.makespan_s, 36.1 * MS, TOL);
     ms_metrics_free(&m);
 }
 
@@ -247,6 +253,26 @@ static void test_partial_stream(void)
     ms_metrics_free(&m);
 }
 
+/* One streamed layer (N = 1): layer-stream:ahead=0,layers=1 + pin-layers:
+ * first=1 over 4 + 4 slots on route_a: layer 1 preloaded (3 hits of 0.2 +
+ * 0.1), layer 0's four experts copied at every iteration and freed when
+ * layer 1 starts.  Iteration 0: layer 0 0-6.1, layer 1 6.1-6.4; iteration
+ * 1: (0,0) 6.4-7.9 late, (0,3) ends 12.4, GPU 12.4-12.5, layer 1 -12.8;
+ * iteration 2: (0,0) 12.8-14.3, (0,3) demand 14.3-15.8, (0,1), (0,2) to
+ * 18.8, GPU 18.8-18.9, layer 1 -19.2.  12 copies. */
+static void test_one_streamed_layer(void)
+{
+    ms_platform p = cpu_platform();
+    ms_metrics m = run("st_a.h5", &p, "layer-stream:ahead=0,layers=1", "pin-layers:first=1", "gpu", 8, "st_v1.csv");
+    CHECK_EQ_INT(m.total.hits, 3);
+    CHECK_EQ_INT(m.total.late, 2);
+    CHECK_EQ_INT(m.total.misses, 1);
+    CHECK_NEAR(m.pcie_bytes, 12e6, 0);
+    CHECK_EVENT("st_v1.csv", "copy_demand", 0, 3, 0, 14.3, 15.8);
+    CHECK_NEAR(m.makespan_s, 19.2 * MS, TOL);
+    ms_metrics_free(&m);
+}
+
 /* Bad parameters: one line naming the parameter and its value. */
 static void test_bad_params(void)
 {
@@ -269,6 +295,7 @@ int main(void)
     test_cpu_layers();
     test_layer_stream();
     test_partial_stream();
+    test_one_streamed_layer();
     test_bad_params();
     CHECK_DONE();
 }
