@@ -21,7 +21,7 @@
 
 /* Bumped whenever ms_policy_desc, the ops tables, ms_view_ops, ms_params or
  * a type they hold changes layout. */
-#define MS_POLICY_ABI 1
+#define MS_POLICY_ABI 2
 
 #define MS_POLICY_PLUGIN                                                                    \
     __attribute__((visibility("default"))) extern const unsigned ms_policy_abi;             \

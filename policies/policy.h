@@ -164,6 +164,10 @@ typedef struct {
      * cached[i] says whether its weights hold a GPU slot. */
     void (*place)(void *st, ms_view *v, uint32_t l, uint32_t n, const ms_act *acts,
                   const uint8_t *cached, uint8_t *on_cpu);
+    /* Threads of the host's CPU expert stream in this run: the engine times
+     * every CPU expert with them in place of the platform's cpu_cores
+     * (ms_t_expert_cpu_on).  Optional; NULL or 0 = the platform's cpu_cores. */
+    uint32_t (*cpu_threads)(const void *st);
 } ms_sched_ops;
 
 typedef struct {
@@ -182,6 +186,11 @@ typedef struct {
     int uses_distance;             /* reads the prefetch distance (--distance); a run that sets
                                     * another distance than 1 for a prefetcher without one is warned */
     int uses_training;             /* learns from the training split: --train auto becomes 0.7 */
+    int whole_layer;               /* a prefetcher whose requests are whole-layer fetches (DeepSpeed ZeRO-3,
+                                    * HF Accelerate, vLLM cpu_offload_gb): its queued requests for layer l
+                                    * never expire; at layer l's gate every one still queued starts at once
+                                    * and l's expert compute waits for all of them (sim/engine/whole_layer.c;
+                                    * docs/policies.md "layer-stream").  One GPU only. */
     int (*learns)(const ms_params *p); /* optional: decides uses_training from the parameters */
     const ms_prefetch_ops *prefetch;
     const ms_cache_ops *cache;

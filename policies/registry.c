@@ -15,6 +15,8 @@ extern const ms_policy_desc ms_policy_sched_gpu;
 extern const ms_policy_desc ms_policy_prefetch_eam, ms_policy_cache_eam;
 extern const ms_policy_desc ms_policy_prefetch_hybrimoe, ms_policy_cache_mrs, ms_policy_sched_hybrid,
     ms_policy_sched_fiddler;
+extern const ms_policy_desc ms_policy_prefetch_layer_stream, ms_policy_cache_pin_layers, ms_policy_sched_cpu_layers,
+    ms_policy_sched_cpu_all;
 
 const ms_policy_desc *const ms_policy_registry[] = {
     &ms_policy_prefetch_none,
@@ -26,6 +28,7 @@ const ms_policy_desc *const ms_policy_registry[] = {
     &ms_policy_prefetch_transition,
     &ms_policy_prefetch_hybrimoe,
     &ms_policy_prefetch_eam,
+    &ms_policy_prefetch_layer_stream,
     &ms_policy_cache_lru,
     &ms_policy_cache_lfu,
     &ms_policy_cache_fifo,
@@ -36,9 +39,12 @@ const ms_policy_desc *const ms_policy_registry[] = {
     &ms_policy_cache_neighbor,
     &ms_policy_cache_mrs,
     &ms_policy_cache_eam,
+    &ms_policy_cache_pin_layers,
     &ms_policy_sched_gpu,
     &ms_policy_sched_hybrid,
     &ms_policy_sched_fiddler,
+    &ms_policy_sched_cpu_layers,
+    &ms_policy_sched_cpu_all,
     NULL,
 };
 

@@ -63,6 +63,7 @@ typedef struct ms_view_ops {
     void (*clear_prefetches)(ms_view *v);
     void (*charge_sync)(ms_view *v, double seconds);
     void (*charge_async)(ms_view *v, double seconds);
+    void (*release)(ms_view *v, uint32_t l, uint32_t e);
 } ms_view_ops;
 
 static inline const ms_view_ops *ms_view_ops_of(const ms_view *v) { return *(const ms_view_ops *const *)v; }
@@ -166,5 +167,10 @@ static inline void ms_view_clear_prefetches(ms_view *v) { ms_view_ops_of(v)->cle
  * asynchronous one delays only the prefetches issued after it in this hook. */
 static inline void ms_view_charge_sync(ms_view *v, double seconds) { ms_view_ops_of(v)->charge_sync(v, seconds); }
 static inline void ms_view_charge_async(ms_view *v, double seconds) { ms_view_ops_of(v)->charge_async(v, seconds); }
+/* Frees (l, e)'s GPU slot now when ms_view_evictable holds (else nothing):
+ * weights a framework frees after their layer's forward (a whole-layer
+ * fetch's, docs/policies.md "layer-stream").  The cache policy sees an
+ * eviction (on_evict); an unused prefetched copy counts as wasted. */
+static inline void ms_view_release(ms_view *v, uint32_t l, uint32_t e) { ms_view_ops_of(v)->release(v, l, e); }
 
 #endif

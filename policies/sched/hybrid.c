@@ -21,21 +21,25 @@
 #include <string.h>
 
 #include "sim/core/timing.h"
+#include "policies/lib/cpu_threads.h"
 #include "policies/lib/hybrimoe_hss.h"
 #include "policies/policy.h"
 
 typedef struct {
     int code;
+    uint32_t threads;
     ms_hss_opts opts;
     ms_hss_code_costs costs;
 } hybrid_state;
 
 static void *hybrid_create(const ms_params *p, const ms_policy_env *env, ms_err *err)
 {
-    (void)env;
-    (void)err;
+    uint32_t threads;
+    if (ms_cpu_threads_read(p, env, &threads, err))
+        return NULL;
     hybrid_state *s = ms_xcalloc(1, sizeof *s);
     s->code = !strcmp(ms_param_str(p, "mode"), "code");
+    s->threads = threads;
     s->opts.cpu_first = ms_param_num(p, "cpu_first");
     s->opts.guard = (int)ms_param_num(p, "guard");
     s->costs = (ms_hss_code_costs){
@@ -64,7 +68,7 @@ static void place_paper(hybrid_state *s, ms_view *v, uint32_t l, uint32_t n, con
         int late = cached[i] && !ms_view_resident(v, l, acts[i].expert);
         if (i == 0 || acts[i].tokens != acts[i - 1].tokens) { /* one-row steps: 1 token each */
             t_gpu = ms_t_expert_gpu(pf, bytes, params, acts[i].tokens);
-            t_cpu = ms_t_expert_cpu(pf, bytes, params, acts[i].tokens);
+            t_cpu = ms_t_expert_cpu_on(pf, bytes, params, acts[i].tokens, s->threads, 0.0);
         }
         x[i] = (ms_hss_expert){
             .load = acts[i].tokens, .cached = cached[i], .ready = late ? link : 0.0,
@@ -102,6 +106,11 @@ static void hybrid_place(void *st, ms_view *v, uint32_t l, uint32_t n, const ms_
         place_paper(s, v, l, n, acts, cached, on_cpu);
 }
 
+static uint32_t hybrid_threads(const void *st)
+{
+    return ((const hybrid_state *)st)->threads;
+}
+
 static const ms_param_spec hybrid_params[] = {
     {"mode", MS_PARAM_ENUM, "paper", 0, 0, "paper|code", "paper: three-timeline simulation; code: kTransformers head/tail greedy"},
     {"cpu_first", MS_PARAM_DOUBLE, "0", 0, 1e3, NULL, "paper: extra seconds of the first CPU expert in the plan"},
@@ -111,10 +120,11 @@ static const ms_param_spec hybrid_params[] = {
     {"code_cpu", MS_PARAM_DOUBLE, "1.0", 0, 1e9, NULL, "code: CPU cost per token"},
     {"code_cpu_first", MS_PARAM_DOUBLE, "0.79", 0, 1e9, NULL, "code: CPU intercept when its queue is empty"},
     {"code_move", MS_PARAM_DOUBLE, "0.41791011235117914", 0, 1e9, NULL, "code: one transfer"},
+    MS_CPU_THREADS_PARAM,
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 static const ms_sched_ops hybrid_ops = {
-    .create = hybrid_create, .destroy = hybrid_destroy, .place = hybrid_place,
+    .create = hybrid_create, .destroy = hybrid_destroy, .place = hybrid_place, .cpu_threads = hybrid_threads,
 };
 const ms_policy_desc ms_policy_sched_hybrid = {
     .name = "hybrid", .kind = MS_KIND_SCHED, .params = hybrid_params, .sched = &hybrid_ops,

@@ -32,8 +32,17 @@ static inline double ms_t_dense_gpu(const ms_platform *p, double bytes, double p
 {
     return ms_t_max2(bytes / p->hbm_bw, 2.0 * params * tokens / p->gpu_flops) + p->launch_s;
 }
-/* Expert FFN on the host CPU (Fiddler / HybriMoE): roofline over DRAM
- * bandwidth and all cores' FLOP/s, plus a dispatch overhead. */
+/* Expert FFN on the host CPU (Fiddler, HybriMoE, llama.cpp --n-cpu-moe,
+ * KTransformers), docs/policies.md "CPU expert compute":
+ *   max(bytes / dram_bw, 2 x params x tokens / (threads x cpu_flops_per_core))
+ *   + bytes / (threads x dequant_bw) + cpu_launch_s
+ * bytes are the expert's stored (possibly quantised) bytes: DRAM moves them
+ * once; the FLOPs are the unquantised matmuls'.  threads 0 = the platform's
+ * cpu_cores.  dequant_bw: bytes per second one thread dequantises (the
+ * framework's cpu_dequant_bw), 0 = free (an unquantised expert). */
+double ms_t_expert_cpu_on(const ms_platform *p, double bytes, double params, double tokens, uint32_t threads,
+                          double dequant_bw);
+/* ms_t_expert_cpu_on with every core and no dequantisation. */
 double ms_t_expert_cpu(const ms_platform *p, double bytes, double params, double tokens);
 /* Whether a GPU op (expert or dense) sits on the memory side of the roofline:
  * bytes / HBM bandwidth >= 2 x params x tokens / FLOP/s. */

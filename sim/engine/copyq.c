@@ -134,6 +134,12 @@ void eng_advance(ms_view *v, double T)
     }
 }
 
+void eng_start_queued(ms_view *v, uint32_t x)
+{
+    qentry q = eng_qset_take(&v->q, x);
+    start_copy(v, &q, ms_fmax(v->link_free, q.issue_t));
+}
+
 /* On-demand loads sit at the head of the queue: start them all now.  With
  * several GPUs they start in time order with every link's copies
  * (eng_links_settle before the layer's compute). */

@@ -34,7 +34,10 @@ static inline double duration(const ms_platform *p, const ms_op *op)
     case MS_OP_EXPERT_GPU:
         return ms_t_expert_gpu(p, op->bytes, op->params, op->tokens);
     case MS_OP_EXPERT_CPU:
-        return ms_t_expert_cpu(p, op->bytes, op->params, op->tokens);
+        /* CPU dequantisation: the one call site for the framework's
+         * cpu_dequant_bw (issue 31, H31b's key): pass it in place of 0 when
+         * the run's experts are quantised (expert_bits < 16). */
+        return ms_t_expert_cpu_on(p, op->bytes, op->params, op->tokens, 0, 0.0);
     default:
         return 0;
     }

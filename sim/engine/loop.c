@@ -254,11 +254,12 @@ static double compute_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, 
 }
 
 /* Layer l runs: the queued prefetches of its experts it does not activate
- * expire (listed in gone, dequeued together), and the prefetched ones it
- * does not activate had their target. */
+ * expire (listed in gone, dequeued together; not those of a whole-layer
+ * prefetcher, whole_layer.c), and the prefetched
+ * ones it does not activate had their target. */
 static inline void expire_prefetch(ms_view *v, uint32_t x, uint32_t *gone, uint32_t *n_gone)
 {
-    if (v->queued[x] && v->mark[x] != v->iter + 1) {
+    if (v->queued[x] && v->mark[x] != v->iter + 1 && !v->pf->whole_layer) {
         gone[(*n_gone)++] = x;
         v->m->prefetch_cancelled++;
     }
@@ -333,6 +334,10 @@ static int run_layer(ms_view *v, uint32_t l)
     if (v->pf->prefetch->on_gate)
         v->pf->prefetch->on_gate(v->pf_st, v, l);
     double t_exp = t_gate + pre_sync + v->sync_delay;
+    if (v->pf->whole_layer && eng_whole_layer_wait(v, l, &t_exp)) {
+        v->step_open = 0;
+        return -1;
+    }
     double end = v->G > 1 ? eng_gpus_compute_layer(v, acts, n, on_cpu, t_exp) : compute_layer_experts(v, acts, n, on_cpu, t_exp);
     v->step_open = 0;
     eng_event_layer(v, "layer", t0, end);

@@ -216,13 +216,26 @@ int eng_start_executor(ms_view *v)
     return ms_exec_begin(v->exec, v->err) ? eng_exec_failed(v) : 0;
 }
 
+/* The platform the simulated timeline times ops with: the run's, with the
+ * scheduler's CPU threads (ms_sched_ops.cpu_threads) in place of cpu_cores
+ * when it names some. */
+static const ms_platform *timed_platform(ms_view *v)
+{
+    uint32_t threads = v->sched->sched->cpu_threads ? v->sched->sched->cpu_threads(v->sched_st) : 0;
+    if (!threads)
+        return v->cfg->platform;
+    v->cpu_platform = *v->cfg->platform;
+    v->cpu_platform.cpu_cores = threads;
+    return &v->cpu_platform;
+}
+
 int eng_open_executor(ms_view *v)
 {
     if (v->cfg->exec) {
         v->exec = v->cfg->exec;
         return 0;
     }
-    if (ms_exec_sim_create(v->cfg->platform, v->L, v->J, &v->own_exec, v->err))
+    if (ms_exec_sim_create(timed_platform(v), v->L, v->J, &v->own_exec, v->err))
         return -1;
     v->exec = &v->own_exec;
     return 0;

@@ -67,6 +67,7 @@ struct ms_view {
     uint32_t L, J, K, NX;
     ms_policy_env env;
     const ms_policy_desc *pf, *cache, *sched;
+    ms_platform cpu_platform; /* the platform with the scheduler's CPU threads (setup.c timed_platform) */
     void *pf_st, *cache_st, *sched_st;
     /* per-expert state [NX] */
     uint8_t *cached;        /* holds a GPU slot (ready or in flight) */
@@ -215,6 +216,12 @@ void eng_dequeue_prefetch(ms_view *v, uint32_t x);
 void eng_dequeue_prefetches(ms_view *v, const uint32_t *xs, uint32_t n);
 void eng_advance(ms_view *v, double T);
 void eng_start_demands(ms_view *v);
+/* Starts x's queued request now (after what the link has started). */
+void eng_start_queued(ms_view *v, uint32_t x);
+/* A whole-layer prefetcher's layer l (whole_layer.c): starts every request
+ * still queued for layer l and raises *t_exp to the end of the layer's last
+ * copy; -1 (err set) with several GPUs. */
+int eng_whole_layer_wait(ms_view *v, uint32_t l, double *t_exp);
 
 /* residency.c: executor ops, cache slots (evict, make room, occupy) and the host tier */
 int eng_exec_failed(ms_view *v);

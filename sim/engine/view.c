@@ -340,6 +340,12 @@ static void view_charge_async(ms_view *v, double seconds)
     }
 }
 
+static void view_release(ms_view *v, uint32_t l, uint32_t e)
+{
+    if (view_evictable(v, l, e))
+        eng_evict(v, l * v->J + e);
+}
+
 void eng_begin_hook(ms_view *v, double t)
 {
     v->hook_t = t;
@@ -389,4 +395,5 @@ const ms_view_ops eng_view_ops = {
     .clear_prefetches = view_clear_prefetches,
     .charge_sync = view_charge_sync,
     .charge_async = view_charge_async,
+    .release = view_release,
 };
