@@ -13,6 +13,7 @@ int ms_cli_regress(int argc, char **argv);
 int ms_cli_sweep(int argc, char **argv);
 int ms_cli_figures(int argc, char **argv);
 int ms_cli_claims(int argc, char **argv);
+int ms_cli_published(int argc, char **argv);
 int ms_cli_trace_info(int argc, char **argv);
 int ms_cli_trace_validate(int argc, char **argv);
 int ms_cli_trace_import(int argc, char **argv);

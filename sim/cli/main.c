@@ -38,6 +38,7 @@ static const char usage[] =
     "  validate       run a trace's policies on the simulator and a real backend at once; compare\n"
     "  figures        regenerate the papers' figures (PNG + PDF) from a trace or a synthetic one\n"
     "  claims         check the seed papers' quantitative claims on their testbeds\n"
+    "  published      the timing model against published measurements of real offloading systems\n"
     "  trace info     metadata of a trace file\n"
     "  trace validate check every value of a trace file\n"
     "  trace import   convert a routing dump (route-csv, jsonl, dense-csv, npy) to trace format v2\n"
@@ -81,6 +82,8 @@ static int dispatch(int argc, char **argv)
         return ms_cli_validate(argc - 1, argv + 1);
     if (!strcmp(cmd, "claims"))
         return ms_cli_claims(argc - 1, argv + 1);
+    if (!strcmp(cmd, "published"))
+        return ms_cli_published(argc - 1, argv + 1);
     if (!strcmp(cmd, "figures"))
         return ms_cli_figures(argc - 1, argv + 1);
     if (!strcmp(cmd, "trace")) {

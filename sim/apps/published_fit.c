@@ -1,0 +1,239 @@
+/* `moesim published --fit` (see published.h): the framework constants no
+ * datasheet gives, fitted on the calibration rows only. */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_multimin.h>
+
+#include "sim/apps/published.h"
+#include "sim/apps/published_presets.h"
+#include "sim/core/out.h"
+
+/* The fitted keys of a framework profile: one line each (a key added to
+ * ms_framework is fitted by adding it here). */
+typedef struct {
+    const char *key;
+    size_t offset;              /* its double in ms_framework */
+    double max;                 /* the profile reader's upper bound */
+} fit_key;
+
+static const fit_key fit_keys[] = {
+    {"layer_s", offsetof(ms_framework, layer_s), 0.1},
+    {"iteration_s", offsetof(ms_framework, iteration_s), 1.0},
+};
+#define N_KEYS (sizeof fit_keys / sizeof fit_keys[0])
+#define FIT_FLOOR 1e-7          /* the smallest figure the log-scaled search reaches (a start of 0 starts here) */
+#define FIT_MAX_ITER 300
+
+static double *key_of(ms_framework *fw, size_t k) { return (double *)((char *)fw + fit_keys[k].offset); }
+
+typedef struct {
+    ms_pub_opts o;              /* the caller's, with the frameworks being tried */
+    ms_pub_rows cal;            /* the calibration rows */
+    ms_framework *fw;
+    int n_fw;
+    ms_pub_result *res;
+    ms_err *err;
+    int failed;
+    unsigned evals;
+} fit_ctx;
+
+static void params_to_frameworks(fit_ctx *c, const gsl_vector *x)
+{
+    for (int f = 0; f < c->n_fw; f++)
+        for (size_t k = 0; k < N_KEYS; k++) {
+            double v = pow(10, gsl_vector_get(x, (size_t)f * N_KEYS + k));
+            *key_of(&c->fw[f], k) = v > fit_keys[k].max ? fit_keys[k].max : v;
+        }
+}
+
+/* The mean squared ln(predicted / measured) of the calibration rows. */
+static double objective(const gsl_vector *x, void *user)
+{
+    fit_ctx *c = user;
+    if (c->failed)
+        return GSL_POSINF;
+    params_to_frameworks(c, x);
+    c->evals++;
+    if (ms_published_run(&c->o, &c->cal, c->res, c->err)) {
+        c->failed = 1;
+        return GSL_POSINF;
+    }
+    c->o.reuse_traces = 1; /* made by the first evaluation */
+    double s = 0;
+    for (size_t i = 0; i < c->cal.n; i++) {
+        if (c->res[i].error[0]) {
+            ms_fail(c->err, "published --fit: a calibration row cannot run: %s", c->res[i].error);
+            c->failed = 1;
+            return GSL_POSINF;
+        }
+        double l = log(c->res[i].ratio);
+        s += l * l;
+    }
+    return s / (double)c->cal.n;
+}
+
+/* The frameworks of the calibration rows' systems, each from its profile. */
+static int collect_frameworks(fit_ctx *c, ms_err *err)
+{
+    c->fw = ms_xcalloc(c->cal.n, sizeof *c->fw);
+    for (size_t i = 0; i < c->cal.n; i++) {
+        const ms_pub_preset *p = ms_pub_preset_find(c->cal.row[i].system);
+        int f = 0;
+        while (f < c->n_fw && strcmp(c->fw[f].name, p->framework))
+            f++;
+        if (f < c->n_fw)
+            continue;
+        int have;
+        if (ms_framework_resolve(p->framework, &c->fw[c->n_fw], &have, err))
+            return -1;
+        c->n_fw++;
+    }
+    return 0;
+}
+
+/* The fit's provenance: the command, the fit, its rows (malloc'd). */
+static char *provenance(const fit_ctx *c, const char *command, double mse)
+{
+    size_t n = strlen(command) + 512;
+    for (size_t i = 0; i < c->cal.n; i++)
+        n += strlen(c->cal.row[i].name) + 1;
+    char *buf = ms_xcalloc(n, 1);
+    size_t u = (size_t)snprintf(buf, n, "fitted by `%s`: GSL Nelder-Mead (nmsimplex2, on log10 of each figure) "
+                                        "minimising the mean squared ln(predicted/measured) of %zu calibration rows:",
+                                command, c->cal.n);
+    for (size_t i = 0; i < c->cal.n; i++)
+        u += (size_t)snprintf(buf + u, n - u, " %s", c->cal.row[i].name);
+    snprintf(buf + u, n - u, "; %u evaluations, final mean squared ln ratio %.6g; the evaluation rows were never seen",
+             c->evals, mse);
+    return buf;
+}
+
+static int minimise(fit_ctx *c, gsl_vector *x, double *mse, FILE *log)
+{
+    size_t np = (size_t)c->n_fw * N_KEYS;
+    gsl_vector *step = gsl_vector_alloc(np);
+    gsl_vector_set_all(step, 0.5);
+    gsl_multimin_function fn = {.f = objective, .n = np, .params = c};
+    gsl_multimin_fminimizer *m = gsl_multimin_fminimizer_alloc(gsl_multimin_fminimizer_nmsimplex2, np);
+    gsl_multimin_fminimizer_set(m, &fn, x, step);
+    int status = GSL_CONTINUE;
+    for (int it = 0; it < FIT_MAX_ITER && status == GSL_CONTINUE && !c->failed; it++) {
+        if (gsl_multimin_fminimizer_iterate(m))
+            break;
+        status = gsl_multimin_test_size(gsl_multimin_fminimizer_size(m), 1e-4);
+    }
+    gsl_vector_memcpy(x, gsl_multimin_fminimizer_x(m));
+    *mse = gsl_multimin_fminimizer_minimum(m);
+    if (log && !c->failed)
+        fprintf(log, "published --fit: %u evaluations, mean squared ln ratio %.6g on %zu calibration rows%s\n",
+                c->evals, *mse, c->cal.n, status == GSL_SUCCESS ? "" : " (stopped at the iteration limit)");
+    gsl_multimin_fminimizer_free(m);
+    gsl_vector_free(step);
+    return c->failed ? -1 : 0;
+}
+
+int ms_published_fit(const ms_pub_opts *o, const ms_pub_rows *rows, const char *command, ms_framework **fw_out,
+                     int *n_fw, char **prov, FILE *log, ms_err *err)
+{
+    fit_ctx c = {.o = *o, .err = err};
+    c.o.progress = NULL;
+    c.cal.row = ms_xcalloc(rows->n ? rows->n : 1, sizeof *c.cal.row);
+    for (size_t i = 0; i < rows->n; i++)
+        if (rows->row[i].role == MS_PUB_CALIBRATION)
+            c.cal.row[c.cal.n++] = rows->row[i];
+    int rc = 0;
+    if (!c.cal.n)
+        rc = ms_fail(err, "published --fit: no row has role = calibration");
+    if (!rc)
+        rc = collect_frameworks(&c, err);
+    if (!rc) {
+        c.res = ms_xcalloc(c.cal.n, sizeof *c.res);
+        c.o.frameworks = c.fw;
+        c.o.n_frameworks = c.n_fw;
+        gsl_set_error_handler_off();
+        gsl_vector *x = gsl_vector_alloc((size_t)c.n_fw * N_KEYS);
+        for (int f = 0; f < c.n_fw; f++)
+            for (size_t k = 0; k < N_KEYS; k++) {
+                double v = *key_of(&c.fw[f], k);
+                gsl_vector_set(x, (size_t)f * N_KEYS + k, log10(v > FIT_FLOOR ? v : FIT_FLOOR));
+            }
+        double mse = NAN;
+        rc = minimise(&c, x, &mse, log);
+        if (!rc) {
+            params_to_frameworks(&c, x);
+            *prov = provenance(&c, command, mse);
+            for (int f = 0; f < c.n_fw; f++) {
+                if (log)
+                    for (size_t k = 0; k < N_KEYS; k++)
+                        fprintf(log, "published --fit: %s %s = %.6g\n", c.fw[f].name, fit_keys[k].key,
+                                *key_of(&c.fw[f], k));
+            }
+        }
+        gsl_vector_free(x);
+    }
+    free(c.res);
+    free(c.cal.row);
+    if (rc) {
+        free(c.fw);
+        return -1;
+    }
+    *fw_out = c.fw;
+    *n_fw = c.n_fw;
+    return 0;
+}
+
+/* text as comment lines of at most ~120 characters (a profile line holds 198) */
+static void comment_lines(FILE *fp, const char *text)
+{
+    while (*text) {
+        size_t len = strlen(text), cut = len;
+        if (len > 120) {
+            cut = 120;
+            while (cut > 40 && text[cut] != ' ')
+                cut--;
+            if (text[cut] != ' ')
+                cut = 120;
+        }
+        fprintf(fp, "; %.*s\n", (int)cut, text);
+        text += cut;
+        while (*text == ' ')
+            text++;
+    }
+}
+
+int ms_published_write_frameworks(const char *dir, const ms_framework *fw, int n, const char *prov, ms_err *err)
+{
+    char d[1200];
+    snprintf(d, sizeof d, "%s/frameworks", dir);
+    if (n && ms_out_make_dir("published --fit", d, err))
+        return -1;
+    for (int f = 0; f < n; f++) {
+        char p[1400];
+        snprintf(p, sizeof p, "%s/%s.ini", d, fw[f].name);
+        ms_out *o = ms_out_open("published --fit", p, err);
+        if (!o)
+            return -1;
+        FILE *fp = ms_out_fp(o);
+        fprintf(fp, "; written by moesim published --fit: the framework's constants fitted on calibration rows\n");
+        comment_lines(fp, prov);
+        fprintf(fp, "[framework]\nname = %s\ndescription = %s\n", fw[f].name, fw[f].description);
+        for (size_t k = 0; k < N_KEYS; k++)
+            fprintf(fp, "%s = %.6g\n", fit_keys[k].key, *key_of((ms_framework *)&fw[f], k));
+        fprintf(fp, "\n[source]\n");
+        for (size_t k = 0; k < N_KEYS; k++)
+            fprintf(fp, "%s = derived fitted by moesim published --fit on calibration rows (the comments above: command, "
+                        "fit, rows)\n",
+                    fit_keys[k].key);
+        if (ms_out_commit(o, err))
+            return -1;
+        ms_framework check; /* what was written reads back as a profile */
+        if (ms_framework_load(p, &check, err))
+            return ms_fail_prefix(err, "published --fit: the written profile");
+    }
+    return 0;
+}

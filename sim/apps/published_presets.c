@@ -1,0 +1,199 @@
+/* The presets of `moesim published` (see published_presets.h; each
+ * system's reasoning and sources in docs/published.md "Presets" and
+ * docs/published-sources.md §E). */
+#include "sim/apps/published_presets.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "policies/policy.h"
+
+#define KB(k) (1u << (k))
+
+static const ms_pub_preset presets[] = {
+    {"no-cache", "mixtral-offloading", 0,
+     "every selected expert fetched on demand, nothing kept (Mixtral-Offloading's W/o LRU cache & pre-loading)",
+     "arXiv 2312.17238 Table 2; dvmazur/mixtral-offloading@ce54518 src/expert_cache.py"},
+    {"mixtral-offloading", "mixtral-offloading", KB(MS_PUB_SLOTS_PER_LAYER) | KB(MS_PUB_PREFETCH),
+     "per-layer LRU of slots_per_layer experts (one packed copy per expert); prefetch = 1: speculative pre-loading "
+     "of the next layer's guessed experts",
+     "dvmazur/mixtral-offloading@ce54518 src/expert_cache.py l.33-52, 120-201; src/build_model.py l.204-235"},
+    {"hf-accelerate", "hf-accelerate", 0,
+     "every expert of each MoE layer copied before the layer runs, on the compute stream (synchronous)",
+     "huggingface/accelerate src/accelerate/hooks.py AlignDevicesHook.pre_forward"},
+    {"deepspeed-zero3", "deepspeed", 0, "every expert of the next MoE layer fetched ahead on a side stream (overlapped)",
+     "microsoft/DeepSpeed deepspeed/runtime/zero/partitioned_param_coordinator.py fetch_sub_module"},
+    {"vllm-cpu-offload", "vllm", KB(MS_PUB_CPU_OFFLOAD_GB),
+     "cpu_offload_gb of weights (whole layers from layer 0) streamed every forward pass, the rest resident",
+     "vllm-project/vllm@d30d0c1 vllm/model_executor/models/utils.py maybe_offload_to_cpu, make_layers"},
+    {"moe-infinity", "moe-infinity", KB(MS_PUB_GPU_EXPERT_GB),
+     "activation-aware expert prefetching and caching (EAM) in gpu_expert_gb of GPU memory",
+     "EfficientMoE/MoE-Infinity@cca059c; arXiv 2401.14361 §4-5"},
+    {"fmoe", "hf-eager", KB(MS_PUB_GPU_EXPERT_GB),
+     "semantic- and trajectory-based expert maps guide prefetching and caching in gpu_expert_gb", "seed 001 (fMoE) §4"},
+    {"hybrimoe", "ktransformers", KB(MS_PUB_GPU_EXPERT_GB) | KB(MS_PUB_CPU_THREADS),
+     "CPU-GPU hybrid: missed experts split between the CPU and copies by a simulated schedule, MRS cache of "
+     "gpu_expert_gb",
+     "PKU-SEC-Lab/HybriMoE@508a85b README; seed 003 §4"},
+    {"fiddler", "hf-eager", KB(MS_PUB_GPU_EXPERT_GB) | KB(MS_PUB_CPU_THREADS),
+     "the most popular experts resident in gpu_expert_gb; a missed expert computed on the CPU",
+     "efeslab/fiddler@227715b src/fiddler/mixtral.py l.14, 38-39, 505-654"},
+    {"ktransformers", "ktransformers", KB(MS_PUB_CPU_THREADS),
+     "every routed expert computed on the CPU; attention, gate and shared experts on the GPU",
+     "kvcache-ai/ktransformers@95009ea optimize_rules/DeepSeek-V3-Chat.yaml l.31-55"},
+    {"llama-cpp", "llama-cpp", KB(MS_PUB_CPU_MOE_LAYERS) | KB(MS_PUB_CPU_THREADS),
+     "--n-cpu-moe N: the routed experts of the first cpu_moe_layers layers on the CPU, all else on the GPU",
+     "ggml-org/llama.cpp PR #15077; common/arg.cpp llm_ffn_exps_block_regex"},
+};
+#define N_PRESETS (sizeof presets / sizeof presets[0])
+
+const ms_pub_preset *ms_pub_preset_find(const char *system)
+{
+    for (size_t i = 0; i < N_PRESETS; i++)
+        if (!strcmp(presets[i].system, system))
+            return &presets[i];
+    return NULL;
+}
+
+const char *ms_pub_preset_names(char *buf, size_t n)
+{
+    size_t u = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < N_PRESETS && u < n; i++)
+        u += (size_t)snprintf(buf + u, n - u, "%s%s", i ? ", " : "", presets[i].system);
+    return buf;
+}
+
+void ms_pub_presets_list(FILE *out)
+{
+    for (size_t i = 0; i < N_PRESETS; i++) {
+        fprintf(out, "%-18s framework %-18s knobs:", presets[i].system, presets[i].framework);
+        int any = 0;
+        for (int k = 0; k < MS_PUB_KNOB_N; k++)
+            if (presets[i].knobs >> k & 1) {
+                fprintf(out, "%s %s", any ? "," : "", ms_pub_knob_name((ms_pub_knob)k));
+                any = 1;
+            }
+        fprintf(out, "%s\n    %s\n    source: %s\n", any ? "" : " none", presets[i].what, presets[i].where);
+    }
+}
+
+static int setup_fail(const ms_pub_row *r, const char *key, const char *value, const char *why, ms_err *err)
+{
+    return ms_fail(err, "%s: row %s: %s = %s: %s", r->file, r->name, key, value, why);
+}
+
+/* A policy this build may not have yet (issue 31's layer-stream, cpu-layers,
+ * cpu-all): the row fails naming it. */
+static int need_policy(const ms_pub_row *r, ms_policy_kind kind, const char *spec, ms_err *err)
+{
+    char name[64];
+    size_t len = strcspn(spec, ":");
+    snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), spec);
+    if (ms_policy_find(kind, name))
+        return 0;
+    char why[256];
+    snprintf(why, sizeof why, "needs the %s policy %s, which this build does not have", ms_policy_kind_name(kind),
+             name);
+    return setup_fail(r, "system", r->system, why, err);
+}
+
+static double knob(const ms_pub_row *r, ms_pub_knob k) { return r->knob_given >> k & 1 ? r->knob[k] : NAN; }
+
+/* gpu_expert_gb: the expert cache in bytes.  Without it the row needs the
+ * cache budget of the GPU's memory (dense weights, embeddings, KV cache). */
+static int cache_from_gb(const ms_pub_row *r, ms_pub_setup *s, ms_err *err)
+{
+    double gb = knob(r, MS_PUB_GPU_EXPERT_GB);
+    if (isnan(gb))
+        return setup_fail(r, "gpu_expert_gb", "(not given)",
+                          "needed: this build has no cache budget from the GPU's memory", err);
+    s->cap_kind = MS_CAP_BYTES;
+    s->cap_value = gb * 1e9;
+    return 0;
+}
+
+static void threads(const ms_pub_row *r, ms_pub_setup *s)
+{
+    double t = knob(r, MS_PUB_CPU_THREADS);
+    if (!isnan(t))
+        s->cpu_cores = (uint32_t)t;
+}
+
+static int set_policies(ms_pub_setup *s, const char *prefetch, const char *cache, const char *sched)
+{
+    snprintf(s->prefetch, sizeof s->prefetch, "%s", prefetch);
+    snprintf(s->cache, sizeof s->cache, "%s", cache);
+    snprintf(s->sched, sizeof s->sched, "%s", sched);
+    return 0;
+}
+
+int ms_pub_preset_setup(const ms_pub_row *r, const ms_model *m, ms_pub_setup *s, ms_err *err)
+{
+    const ms_pub_preset *p = ms_pub_preset_find(r->system);
+    memset(s, 0, sizeof *s);
+    if (!p)
+        return setup_fail(r, "system", r->system, "unknown system", err);
+    snprintf(s->framework, sizeof s->framework, "%s", p->framework);
+    uint32_t L = m->moe_layers, J = m->experts;
+    s->cap_kind = MS_CAP_EXPERTS;
+    const char *sys = r->system;
+    char buf[160];
+    if (!strcmp(sys, "no-cache")) {
+        /* an LRU of one layer's experts: room for any step's activated set
+         * (a prefill activates up to all J), and a decode step finds none of
+         * its layer's experts left once L x K x batch > J (every model) */
+        s->cap_value = J;
+        return set_policies(s, "none", "lru", "gpu");
+    }
+    if (!strcmp(sys, "mixtral-offloading")) {
+        double slots = knob(r, MS_PUB_SLOTS_PER_LAYER), pre = knob(r, MS_PUB_PREFETCH);
+        if (isnan(slots))
+            return setup_fail(r, "slots_per_layer", "(not given)", "needed by mixtral-offloading", err);
+        s->cap_value = slots * L;
+        snprintf(buf, sizeof buf, "lru-slots:mode=code,slots=%u", (unsigned)slots);
+        return set_policies(s, !isnan(pre) && pre == 1 ? "speculative" : "none", buf, "gpu");
+    }
+    if (!strcmp(sys, "hf-accelerate") || !strcmp(sys, "deepspeed-zero3")) {
+        /* two layers' experts: the one computing and the one streamed in */
+        s->cap_value = 2.0 * J;
+        if (need_policy(r, MS_KIND_PREFETCH, "layer-stream", err))
+            return -1;
+        return set_policies(s, "layer-stream:ahead=1", "lru", "gpu");
+    }
+    if (!strcmp(sys, "vllm-cpu-offload"))
+        return setup_fail(r, "system", sys, "needs vLLM's partial streaming (cpu_offload_gb), which this build does not have",
+                          err);
+    if (!strcmp(sys, "moe-infinity"))
+        return cache_from_gb(r, s, err) || set_policies(s, "eam", "eam", "gpu");
+    if (!strcmp(sys, "fmoe"))
+        return cache_from_gb(r, s, err) || set_policies(s, "fmoe", "fmoe", "gpu");
+    if (!strcmp(sys, "hybrimoe")) {
+        threads(r, s);
+        return cache_from_gb(r, s, err) || set_policies(s, "hybrimoe", "mrs", "hybrid");
+    }
+    if (!strcmp(sys, "fiddler")) {
+        threads(r, s);
+        return cache_from_gb(r, s, err) || set_policies(s, "none", "static", "fiddler");
+    }
+    /* every expert resident on the GPU except the CPU's: a static cache of all */
+    s->cap_value = (double)L * J;
+    if (!strcmp(sys, "ktransformers")) {
+        double t = knob(r, MS_PUB_CPU_THREADS);
+        if (isnan(t))
+            snprintf(buf, sizeof buf, "cpu-all");
+        else
+            snprintf(buf, sizeof buf, "cpu-all:threads=%u", (unsigned)t);
+        s->cap_value = J; /* nothing routed is computed on the GPU: one layer's room, as no-cache */
+        return need_policy(r, MS_KIND_SCHED, buf, err) || set_policies(s, "none", "lru", buf);
+    }
+    if (!strcmp(sys, "llama-cpp")) {
+        double n = knob(r, MS_PUB_CPU_MOE_LAYERS), t = knob(r, MS_PUB_CPU_THREADS);
+        int u = snprintf(buf, sizeof buf, "cpu-layers:layers=%u", isnan(n) ? 0u : (unsigned)n);
+        if (!isnan(t))
+            snprintf(buf + u, sizeof buf - (size_t)u, ",threads=%u", (unsigned)t);
+        return need_policy(r, MS_KIND_SCHED, buf, err) || set_policies(s, "none", "static", buf);
+    }
+    return setup_fail(r, "system", sys, "a preset without a setup (a bug)", err);
+}

@@ -1,0 +1,42 @@
+/* The systems of the published rows as presets (docs/published.md
+ * "Presets"): each maps a public offloading system to moesim's prefetch,
+ * cache and scheduling policies, a framework profile
+ * (sim/profiles/frameworks/) and the knobs of a row it reads.  A row's
+ * system must name one; a knob its preset does not read is a bad row. */
+#ifndef MS_PUBLISHED_PRESETS_H
+#define MS_PUBLISHED_PRESETS_H
+
+#include <stdio.h>
+
+#include "sim/apps/published_rows.h"
+#include "sim/engine/engine.h"
+
+typedef struct {
+    const char *system;
+    const char *framework;   /* framework profile name */
+    unsigned knobs;          /* bit k: reads knob k (ms_pub_knob) */
+    const char *what;        /* what the public system does */
+    const char *where;       /* where its code says so */
+} ms_pub_preset;
+
+const ms_pub_preset *ms_pub_preset_find(const char *system);
+/* The systems, comma-separated, into buf (for messages). */
+const char *ms_pub_preset_names(char *buf, size_t n);
+/* One line per preset: system, policies, framework, knobs. */
+void ms_pub_presets_list(FILE *out);
+
+/* What a row runs: its policies, cache capacity and framework. */
+typedef struct {
+    char prefetch[160], cache[160], sched[160];
+    ms_cap_kind cap_kind;
+    double cap_value;
+    char framework[64];
+    uint32_t cpu_cores;      /* > 0: the platform's cpu_cores for this row (cpu_threads) */
+} ms_pub_setup;
+
+/* The setup of row on its model m (loaded with the row's sets).  0, or -1
+ * with one line "FILE: row NAME: KEY = VALUE: why" when the row needs a
+ * mechanism this build does not have (a policy, a run key), naming it. */
+int ms_pub_preset_setup(const ms_pub_row *row, const ms_model *m, ms_pub_setup *s, ms_err *err);
+
+#endif
