@@ -37,6 +37,7 @@ static ms_platform cpu_platform(void)
 static void write_trace(const char *path, uint32_t L, uint32_t J, uint32_t K, uint32_t n_iters, const int *ids)
 {
     ms_trace_meta m = ms_fixture_hand_meta("test_streaming", L, J, K, 1000000, 2000000);
+    m.hidden_size = 500; /* only runs with several GPUs read it (token dispatch) */
     ms_trace_writer *w = ms_fixture_writer_open(path, &m);
     ms_request r;
     memset(&r, 0, sizeof r);
@@ -286,6 +287,10 @@ static void test_bad_params(void)
     run_fails("st_a.h5", &p, "layer-stream:ahead=2", "lru", "gpu", 8, "ahead = 2");
     run_fails("st_a.h5", &p, "layer-stream:layers=3", "lru", "gpu", 8, "layers = 3");
     run_fails("st_a.h5", &p, "none", "pin-layers:first=3", "gpu", 8, "first = 3");
+    ms_platform two = p; /* whole-layer fetches run on one GPU */
+    two.gpus = 2;
+    two.peer_bw = 1e9;
+    run_fails("st_a.h5", &two, "layer-stream", "lru", "gpu", 8, "fetches whole layers, which runs on one GPU (this run has 2)");
 }
 
 int main(void)
