@@ -146,11 +146,15 @@ endif()
 # previous-step reuse 0.380 against 0.427 (10 % relative: 0.384 .. 0.470 -> it
 # misses that one by 0.004: the recording's top-6 repeats less than top-8); its
 # decode request entropy 5.200 bits against 5.25 (moe-trace's 75.0 % of 7 bits).
+# It misses the five segment targets of arXiv 2505.16056 (teacher-forced
+# 512-token text, top-8; this is one 156-row request, top-6): SRP(16) 0.453
+# against 0.541, SCH(rho 2) 0.649 / 0.677 / 0.582 / 0.570 at m = 4 / 16 / 64 /
+# 256 against 0.733 / 0.770 / 0.688 / 0.637 (traces/stats/segment.h).
 ms_stats_cli_test(against_real_qwen 1 "trace stats ${IMPORT_OUT}/qwen.h5 --against qwen3-30b-a3b"
-  OUT "lru_layer_8 +lru_hit layer decode reset=request 8 slots/layer +0.424 +0.427 +\\+0.003 +0.05 +ok.*lru_layer_64 .* 0.918 +0.912 .*ok\nprev_token_repeat .* 0.427 +0.380 +-0.047 +10% +MISS\ndecode_request_entropy +h_req_decode +5.250 +5.200 +-0.050 +10% +ok\n5 of 6 targets met")
+  OUT "lru_layer_8 +lru_hit layer decode reset=request 8 slots/layer +0.424 +0.427 +\\+0.003 +0.05 +ok.*lru_layer_64 .* 0.918 +0.912 .*ok\nprev_token_repeat .* 0.427 +0.380 +-0.047 +10% +MISS\ndecode_request_entropy +h_req_decode +5.250 +5.200 +-0.050 +10% +ok\nsrp_16 +srp window=16 +0.541 +0.453 +-0.088 +10% +MISS\nsch_4 +sch global window=4 rho=2 +0.733 +0.649 .*sch_256 +sch global window=256 rho=2 +0.637 +0.570 +-0.067 +0.05 +MISS\n5 of 11 targets met")
 set_tests_properties(stats.cli.against_real_qwen PROPERTIES FIXTURES_REQUIRED import_qwen)
 ms_stats_cli_test(against_json 1 "trace stats ${IMPORT_OUT}/qwen.h5 --against qwen3-30b-a3b --json"
-  OUT "\"name\":[ \t]*\"lru_layer_32\".*\"target\":[ \t]*0.81,.*\"trace\":[ \t]*0.80.*\"met\":[ \t]*true.*\"missed\":[ \t]*1")
+  OUT "\"name\":[ \t]*\"lru_layer_32\".*\"target\":[ \t]*0.81,.*\"trace\":[ \t]*0.80.*\"met\":[ \t]*true.*\"missed\":[ \t]*6")
 set_tests_properties(stats.cli.against_json PROPERTIES FIXTURES_REQUIRED import_qwen)
 # a bad targets file is refused before the trace is read (exit 2, one line)
 ms_stats_cli_test(against_bad_file 2 "trace stats no-such.h5 --against ${CMAKE_CURRENT_SOURCE_DIR}/data/profiles_routing/bad_targets.ini"

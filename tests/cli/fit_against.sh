@@ -36,7 +36,7 @@ one 2 "--passes and --decode-phases go with a TRACE" --against mixtral-8x7b --pa
 one 2 "--trial-requests and --max-evals go with --against MODEL" x.h5 --max-evals 3 -o a.ini
 one 2 "--trial-requests '0' is not an integer in [1, 4096]" --against mixtral-8x7b --trial-requests 0 -o a.ini
 one 1 "no-such-model" --against no-such-model -o a.ini
-one 1 "targets/olmoe-1b-7b.ini" --against olmoe-1b-7b -o a.ini
+one 1 "targets/gpt-oss-120b.ini" --against gpt-oss-120b -o a.ini
 [ ! -e a.ini ] || { echo "FAIL: a.ini written by a failed fit"; fail=1; }
 # the model profile is an input: -o naming it is refused before any work, the file unchanged
 cp "$base" own.ini && cp own.ini own.bak

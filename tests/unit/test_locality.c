@@ -269,6 +269,30 @@ static void targets_files(void)
     bad_target("statistic = lru_hit\ngranularity = layer\nscope = decode\nreset = request\nslots = 2\n",
                "statistic = reuse_prev\nslots = 2\n", "key slots applies to lru_hit and lru_miss only");
 
+    /* srp / sch: window (and rho for sch) where they apply, the published grid only */
+    const char *lru = "statistic = lru_hit\ngranularity = layer\nscope = decode\nreset = request\nslots = 2\n";
+    bad_target(lru, "statistic = srp\n", "locality_targets_bad.ini:4: [target a]: key window missing (statistic srp needs it)");
+    bad_target(lru, "statistic = sch\nwindow = 16\n", "[target a]: key rho missing (statistic sch needs it)");
+    bad_target(lru, "statistic = srp\nwindow = 16\nrho = 2\n", "[target a]: key rho applies to sch only");
+    bad_target(lru, "statistic = srp\nwindow = 5\n",
+               "locality_targets_bad.ini:6: [target a] window = 5: expected 4, 16, 64 or 256");
+    bad_target(lru, "statistic = sch\nwindow = 16\nrho = 3\n", "locality_targets_bad.ini:7: [target a] rho = 3: expected 2");
+    bad_target(lru, "statistic = sch\nwindow = 16\nrho = x\n", "[target a] rho = x: not a number");
+    bad_target(lru, "statistic = sch\nwindow = 16\nrho = 2\nwinddow = 4\n", ":8: [target a] winddow: unknown key");
+    bad_target("slots = 2\n", "slots = 2\nwindow = 16\n", "key window applies to srp and sch only");
+    char lru_value[160];
+    snprintf(lru_value, sizeof lru_value, "%svalue = 0.3", lru);
+    bad_target(lru_value, "statistic = srp\nwindow = 16\nvalue = 54.14", "value = 54.14: srp is a fraction in 0 .. 1");
+    write_file("locality_targets_seg.ini", "[model]\nname = m\n[target s]\nstatistic = sch\nwindow = 64\nrho = 2\n"
+                                           "value = 0.5\nsource = s\nread = table\nworkload = w\n[target r]\n"
+                                           "statistic = srp\nwindow = 16\nvalue = 0.5\nsource = s\nread = table\n"
+                                           "workload = w\n");
+    CHECK_EQ_INT(ms_targets_load("locality_targets_seg.ini", &ts, &err), 0);
+    CHECK(ts.n == 2 && ts.t[0].stat == MS_TGT_SCH && ts.t[0].window == 64 && ts.t[0].rho == 2);
+    CHECK(!ts.t[0].tol_relative && ts.t[0].tolerance == 0.05); /* a hit rate: absolute */
+    CHECK(ts.t[1].stat == MS_TGT_SRP && ts.t[1].tol_relative && ts.t[1].tolerance == 0.10);
+    unlink("locality_targets_seg.ini");
+
     /* relative tolerance and a continued source */
     write_file("locality_targets_rel.ini", "[model]\nname = m\n[target r]\nstatistic = reuse_prev\nvalue = 0.4\n"
                                            "tolerance = 10%\nsource = a long\n  citation\nread = text\nworkload = w\n");

@@ -10,10 +10,29 @@
 #include "traces/synth/fit.h"
 #include "traces/synth/gen.h"
 
-static const char *const models[] = {"mixtral-8x7b", "deepseek-v2-lite", "qwen3-30b-a3b"};
+static const char *const models[] = {"mixtral-8x7b",      "deepseek-v2-lite", "qwen3-30b-a3b",  "phi-3.5-moe",
+                                     "olmoe-1b-7b",       "qwen1.5-moe-a2.7b", "switch-base-128", "nllb-moe-128"};
 
-/* Targets met by the trace of knobs p; prints each row. */
-static int met_count(const ms_model *m, const ms_targets *ts, const ms_gen_params *p, const char *label)
+/* Targets the generator's knobs cannot reach on the default trace (measured
+ * values in docs/generator.md "Locality targets"): each must still be missed,
+ * so meeting one after a change makes this list (and the docs) out of date. */
+static const struct { const char *model, *target; } known_misses[] = {
+    {"qwen3-30b-a3b", "sch_256"},
+    {"deepseek-v2-lite", "sch_64"},
+    {"deepseek-v2-lite", "sch_256"},
+};
+
+static int known_miss(const char *model, const char *target)
+{
+    for (size_t i = 0; i < sizeof known_misses / sizeof known_misses[0]; i++)
+        if (!strcmp(known_misses[i].model, model) && !strcmp(known_misses[i].target, target))
+            return 1;
+    return 0;
+}
+
+/* Targets met by the trace of knobs p; prints each row.  With `strict`, checks
+ * every target is met but the known misses, and those are missed. */
+static int met_count(const ms_model *m, const ms_targets *ts, const ms_gen_params *p, const char *label, int strict)
 {
     ms_err err;
     ms_stats *s = ms_fit_stats_of_gen(p, m, &err);
@@ -27,8 +46,11 @@ static int met_count(const ms_model *m, const ms_targets *ts, const ms_gen_param
         double v = ms_target_measure(&ts->t[i], s);
         int ok = ms_target_met(&ts->t[i], v);
         met += ok;
-        printf("%s %s %-18s target %.3f trace %.3f %s\n", m->name, label, ts->t[i].name, ts->t[i].value, v,
-               ok ? "ok" : "MISS");
+        int known = known_miss(m->name, ts->t[i].name);
+        printf("%s %s %-18s target %.3f trace %.3f %s%s\n", m->name, label, ts->t[i].name, ts->t[i].value, v,
+               ok ? "ok" : "MISS", known ? " (known miss)" : "");
+        if (strict)
+            CHECK_EQ_INT(ok, !known);
     }
     ms_stats_free(s);
     return met;
@@ -46,7 +68,7 @@ static void check_model(const char *name)
         return;
     }
     CHECK(m.n_routing > 0);
-    CHECK_EQ_INT(met_count(&m, &ts, &p, "default"), ts.n);
+    int base = met_count(&m, &ts, &p, "default", 1);
     if (strcmp(name, "mixtral-8x7b"))
         return;
     /* each fitted knob moved well off (two targets pin recall loosely: 0.4 still meets them) */
@@ -54,7 +76,7 @@ static void check_model(const char *name)
     for (size_t i = 0; i < sizeof moved / sizeof moved[0]; i++) {
         ms_gen_params q = p;
         CHECK_EQ_INT(ms_gen_set(&q, moved[i].knob, moved[i].value, &err), 0);
-        CHECK(met_count(&m, &ts, &q, moved[i].knob) < ts.n);
+        CHECK(met_count(&m, &ts, &q, moved[i].knob, 0) < base);
     }
 }
 

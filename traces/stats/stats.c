@@ -234,8 +234,14 @@ ms_stats *ms_stats_new(const ms_trace_meta *meta, ms_err *err)
     ms_locality *loc = ms_locality_new(meta->L, meta->J, meta->K, err);
     if (!loc)
         return NULL;
+    ms_segment *seg = ms_segment_new(meta->L, meta->J, meta->K, err);
+    if (!seg) {
+        ms_locality_free(loc);
+        return NULL;
+    }
     ms_stats *s = ms_xcalloc(1, sizeof *s);
     s->loc = loc;
+    s->seg = seg;
     clog2c_fill(s->clog2c);
     uint32_t L = meta->L, J = meta->J, K = meta->K;
     s->L = L;
@@ -491,6 +497,7 @@ int ms_stats_add(ms_stats *s, const ms_request *req, ms_err *err)
     end_request(s);
     add_halves(s, req);
     ms_locality_add(s->loc, req);
+    ms_segment_add(s->seg, req);
     s->n_requests++;
     s->n_iterations += req->n_iters;
     s->n_decode_steps += dstep;
@@ -503,6 +510,7 @@ void ms_stats_free(ms_stats *s)
     if (!s)
         return;
     ms_locality_free(s->loc);
+    ms_segment_free(s->seg);
     free(s->activations);
     free(s->missing);
     scope_free(&s->iter);

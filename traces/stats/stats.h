@@ -139,6 +139,8 @@ cJSON *ms_stats_to_json(const ms_stats *s);
 /* The cache-locality statistics (traces/stats/locality.h), complete after
  * ms_stats_finish. */
 const struct ms_locality *ms_stats_locality(const ms_stats *s);
+/* SRP / SCH (traces/stats/segment.h), complete after ms_stats_add. */
+const struct ms_segment *ms_stats_segment(const ms_stats *s);
 /* Readable table: one row per layer, then the means over layers. */
 void ms_stats_print(const ms_stats *s, FILE *out);
 void ms_stats_free(ms_stats *s);

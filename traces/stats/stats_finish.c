@@ -270,3 +270,8 @@ const struct ms_locality *ms_stats_locality(const ms_stats *s)
 {
     return s->loc;
 }
+
+const struct ms_segment *ms_stats_segment(const ms_stats *s)
+{
+    return s->seg;
+}

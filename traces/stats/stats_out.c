@@ -101,6 +101,7 @@ cJSON *ms_stats_to_json(const ms_stats *s)
     cJSON_AddItemToObject(o, "entropy_curve", json_curve(&rp->curve, rp->L));
     cJSON_AddItemToObject(o, "entropy_curve_decode", json_curve(&rp->curve_decode, rp->L));
     cJSON_AddItemToObject(o, "locality", ms_locality_to_json(s->loc));
+    cJSON_AddItemToObject(o, "segment", ms_segment_to_json(s->seg));
     return o;
 }
 
@@ -191,4 +192,5 @@ void ms_stats_print(const ms_stats *s, FILE *out)
     print_curve(out, "  all iterations (i=1 prefill)", &rp->curve);
     print_curve(out, "  decode steps only", &rp->curve_decode);
     ms_locality_print(s->loc, out);
+    ms_segment_print(s->seg, out);
 }

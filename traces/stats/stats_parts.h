@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "traces/stats/locality.h"
+#include "traces/stats/segment.h"
 #include "traces/stats/stats.h"
 
 /* Sparse per-layer counters over J experts: counts, weight sums and the list
@@ -76,6 +77,7 @@ struct ms_stats {
     double *scratch;     /* [J] */
 
     ms_locality *loc; /* LRU stack distances and reuse distances (locality.h) */
+    ms_segment *seg;  /* SRP / SCH (segment.h) */
 
     ms_stats_report rep;
 };

@@ -9,19 +9,21 @@
 #include "sim/core/ini.h"
 #include "sim/core/params.h"
 #include "sim/core/paths.h"
+#include "traces/stats/segment.h"
 #include "traces/stats/targets.h"
 
 /* ---- reading ---- */
 
-enum { K_STATISTIC, K_GRAN, K_SCOPE, K_RESET, K_SLOTS, K_FRACTION, K_VALUE, K_TOL, K_SOURCE, K_READ,
-       K_WORKLOAD, K_NOTE, N_KEYS };
-static const char *const key_names[N_KEYS] = {"statistic", "granularity", "scope",     "reset",
-                                              "slots",     "fraction",    "value",     "tolerance",
-                                              "source",    "read",        "workload",  "note"};
+enum { K_STATISTIC, K_GRAN, K_SCOPE, K_RESET, K_SLOTS, K_FRACTION, K_WINDOW, K_RHO, K_VALUE, K_TOL, K_SOURCE,
+       K_READ, K_WORKLOAD, K_NOTE, N_KEYS };
+static const char *const key_names[N_KEYS] = {"statistic", "granularity", "scope",    "reset",
+                                              "slots",     "fraction",    "window",   "rho",
+                                              "value",     "tolerance",   "source",   "read",
+                                              "workload",  "note"};
 
 /* ms_target_stat's names, in its order */
 static const char *const stat_names[] = {"lru_hit", "lru_miss", "reuse_prev", "reuse_w8", "h_req", "h_iter",
-                                         "h_trace", "h_req_decode"};
+                                         "h_trace", "h_req_decode", "srp", "sch"};
 #define N_STATS ((int)(sizeof stat_names / sizeof stat_names[0]))
 
 typedef struct {
@@ -35,6 +37,17 @@ typedef struct {
 static int is_lru(ms_target_stat s)
 {
     return s == MS_TGT_LRU_HIT || s == MS_TGT_LRU_MISS;
+}
+
+static int is_segment(ms_target_stat s)
+{
+    return s == MS_TGT_SRP || s == MS_TGT_SCH;
+}
+
+/* Hit rates get an absolute default tolerance, the other statistics a relative one. */
+static int is_hit_rate(ms_target_stat s)
+{
+    return is_lru(s) || s == MS_TGT_SCH;
 }
 
 static int pick(const char *v, const char *const *names, int n)
@@ -68,6 +81,26 @@ static int target_fail(const read_ctx *c, const ms_target *t, const char *fmt, .
     return fail_at(c->err, c->ts->file, t->line, "[target %s]: %s", t->name, why);
 }
 
+/* window (srp, sch) and rho (sch) are given exactly where they apply. */
+static int segment_checks(const read_ctx *c, const ms_target *t)
+{
+    if (!is_segment(t->stat)) {
+        for (int k = K_WINDOW; k <= K_RHO; k++)
+            if (c->seen[k])
+                return target_fail(c, t, "key %s applies to srp and sch only", key_names[k]);
+        return 0;
+    }
+    if (!c->seen[K_WINDOW])
+        return target_fail(c, t, "key window missing (statistic %s needs it)", stat_names[t->stat]);
+    if (t->stat == MS_TGT_SCH && !c->seen[K_RHO])
+        return target_fail(c, t, "key rho missing (statistic sch needs it)");
+    if (t->stat == MS_TGT_SRP && c->seen[K_RHO])
+        return target_fail(c, t, "key rho applies to sch only");
+    if (!(t->value >= 0 && t->value <= 1))
+        return target_fail(c, t, "value = %g: %s is a fraction in 0 .. 1", t->value, stat_names[t->stat]);
+    return 0;
+}
+
 /* The checks of a finished [target] section, and its default tolerance. */
 static int finish_target(read_ctx *c)
 {
@@ -94,9 +127,11 @@ static int finish_target(read_ctx *c)
             if (c->seen[k])
                 return target_fail(c, t, "key %s applies to lru_hit and lru_miss only", key_names[k]);
     }
+    if (segment_checks(c, t))
+        return -1;
     if (!c->seen[K_TOL]) {
-        t->tolerance = is_lru(t->stat) ? 0.05 : 0.10;
-        t->tol_relative = !is_lru(t->stat);
+        t->tolerance = is_hit_rate(t->stat) ? 0.05 : 0.10;
+        t->tol_relative = !is_hit_rate(t->stat);
     }
     return 0;
 }
@@ -195,7 +230,7 @@ static int target_value(ms_ini *ini, read_ctx *c, const char *key, const char *v
     case K_STATISTIC:
         if ((i = pick(v, stat_names, N_STATS)) < 0)
             return ms_ini_fail(ini, "[target %s] statistic = %s: unknown (lru_hit, lru_miss, reuse_prev, reuse_w8, "
-                                    "h_req, h_iter, h_trace, h_req_decode)", t->name, v);
+                                    "h_req, h_iter, h_trace, h_req_decode, srp, sch)", t->name, v);
         t->stat = (ms_target_stat)i;
         return 0;
     case K_GRAN:
@@ -224,6 +259,18 @@ static int target_value(ms_ini *ini, read_ctx *c, const char *key, const char *v
             return -1;
         if (t->fraction <= 0)
             return ms_ini_fail(ini, "[target %s] fraction = %s: must be above 0", t->name, v);
+        return 0;
+    case K_WINDOW:
+        if (set_number(ini, t, key, v, 1, 1e6, &t->window))
+            return -1;
+        if (ms_segment_window_index(t->window) < 0)
+            return ms_ini_fail(ini, "[target %s] window = %s: expected 4, 16, 64 or 256 (segment.h)", t->name, v);
+        return 0;
+    case K_RHO:
+        if (set_number(ini, t, key, v, 0, 1e6, &t->rho))
+            return -1;
+        if (ms_segment_rho_index(t->rho) < 0)
+            return ms_ini_fail(ini, "[target %s] rho = %s: expected 2 (segment.h: the published point)", t->name, v);
         return 0;
     case K_VALUE:
         return set_number(ini, t, key, v, 0, 1e6, &t->value);
@@ -333,6 +380,10 @@ double ms_target_measure(const ms_target *t, const ms_stats *s)
         return rp->mean.h_iter;
     case MS_TGT_H_REQ_DECODE:
         return ms_locality_h_req_decode(ms_stats_locality(s));
+    case MS_TGT_SRP:
+        return ms_segment_srp(ms_stats_segment(s), (uint32_t)t->window);
+    case MS_TGT_SCH:
+        return ms_segment_sch(ms_stats_segment(s), (uint32_t)t->window, t->rho);
     default:
         return rp->mean.h_trace;
     }
@@ -348,6 +399,14 @@ int ms_target_met(const ms_target *t, double measured)
 
 void ms_target_describe(const ms_target *t, uint32_t L, uint32_t J, char *buf, size_t cap)
 {
+    if (t->stat == MS_TGT_SRP) {
+        snprintf(buf, cap, "srp window=%g", t->window);
+        return;
+    }
+    if (t->stat == MS_TGT_SCH) {
+        snprintf(buf, cap, "sch global window=%g rho=%g", t->window, t->rho);
+        return;
+    }
     if (!(t->stat == MS_TGT_LRU_HIT || t->stat == MS_TGT_LRU_MISS)) {
         snprintf(buf, cap, "%s", stat_names[t->stat]);
         return;

@@ -15,10 +15,16 @@
  *                 at that layer by the previous step (stats.h);
  *               reuse_w8: the same within the last 8 steps (stats.h);
  *               h_req | h_iter | h_trace: entropies in bits (stats.h);
- *               h_req_decode: a request's decode-step entropy (locality.h).
+ *               h_req_decode: a request's decode-step entropy (locality.h);
+ *               srp: best segment-router F1 with window = m rows
+ *                 (segment.h; m = 4, 16, 64 or 256);
+ *               sch: hit rate of the global future-count cache of
+ *                 rho * K * L entries with window = m (segment.h;
+ *                 rho = 2, m as srp).
  *   value       the published figure (a rate as a fraction 0..1)
  *   tolerance   optional: an absolute difference, or "N%" relative; default
- *               0.05 absolute for cache hit / miss rates, 10 % relative otherwise
+ *               0.05 absolute for cache hit / miss rates (lru_*, sch), 10 %
+ *               relative otherwise
  *   source      paper + table/figure/section, or repository@commit + path
  *   read        text | table | plot
  *   workload    what the source measured on (dataset, prompts, lengths)
@@ -47,6 +53,8 @@ typedef enum {
     MS_TGT_H_ITER,
     MS_TGT_H_TRACE,
     MS_TGT_H_REQ_DECODE,
+    MS_TGT_SRP,
+    MS_TGT_SCH,
 } ms_target_stat;
 
 typedef struct {
@@ -58,6 +66,8 @@ typedef struct {
     ms_loc_reset reset;
     double slots;             /* > 0: entries; else fraction is used */
     double fraction;
+    double window;            /* srp / sch: m */
+    double rho;               /* sch only */
     double value;
     double tolerance;         /* absolute, or relative when tol_relative */
     int tol_relative;
