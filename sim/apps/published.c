@@ -107,8 +107,12 @@ static int apply_bits(const ms_pub_row *r, ms_run_config *cfg, ms_err *err)
             return ms_fail(err, "%s: row %s: %s = %g: needs the run key %s, which this build does not have", r->file,
                            r->name, names[i], vals[i], names[i]);
         double x;
-        if (ms_runkey_apply(cfg, id, text, &x, why, sizeof why) < 0)
+        int rc = ms_runkey_apply(cfg, id, text, &x, why, sizeof why);
+        if (rc < 0)
             return ms_fail(err, "%s: row %s: %s = %g: %s", r->file, r->name, names[i], vals[i], why);
+        if (rc > 0) /* a key the caller would have to apply: never ignored */
+            return ms_fail(err, "%s: row %s: %s = %g: the run key %s is not a field of the run configuration", r->file,
+                           r->name, names[i], vals[i], names[i]);
     }
     return 0;
 }

@@ -77,6 +77,31 @@ static double objective(const gsl_vector *x, void *user)
     return s / (double)c->cal.n;
 }
 
+/* Runs the calibration rows once with the profiles' figures (making their
+ * traces) and leaves out, one log line each, the rows that cannot run (a
+ * mechanism this build lacks): they are named in the table as well.  -1
+ * when none is left. */
+static int drop_unrunnable(fit_ctx *c, FILE *log, ms_err *err)
+{
+    c->res = ms_xcalloc(c->cal.n, sizeof *c->res);
+    if (ms_published_run(&c->o, &c->cal, c->res, err))
+        return -1;
+    c->o.reuse_traces = 1;
+    size_t m = 0;
+    for (size_t i = 0; i < c->cal.n; i++) {
+        if (!c->res[i].error[0]) {
+            c->cal.row[m++] = c->cal.row[i];
+            continue;
+        }
+        if (log)
+            fprintf(log, "published --fit: calibration row %s left out: %s\n", c->cal.row[i].name, c->res[i].error);
+    }
+    if (!m)
+        return ms_fail(err, "published --fit: none of the %zu calibration rows can run (the table says why)", c->cal.n);
+    c->cal.n = m;
+    return 0;
+}
+
 /* The frameworks of the calibration rows' systems, each from its profile. */
 static int collect_frameworks(fit_ctx *c, ms_err *err)
 {
@@ -150,9 +175,10 @@ int ms_published_fit(const ms_pub_opts *o, const ms_pub_rows *rows, const char *
     if (!c.cal.n)
         rc = ms_fail(err, "published --fit: no row has role = calibration");
     if (!rc)
+        rc = drop_unrunnable(&c, log, err);
+    if (!rc)
         rc = collect_frameworks(&c, err);
     if (!rc) {
-        c.res = ms_xcalloc(c.cal.n, sizeof *c.res);
         c.o.frameworks = c.fw;
         c.o.n_frameworks = c.n_fw;
         gsl_set_error_handler_off();

@@ -142,8 +142,17 @@ int ms_pub_preset_setup(const ms_pub_row *r, const ms_model *m, ms_pub_setup *s,
     char buf[160];
     if (!strcmp(sys, "no-cache")) {
         /* an LRU of one layer's experts: room for any step's activated set
-         * (a prefill activates up to all J), and a decode step finds none of
-         * its layer's experts left once L x K x batch > J (every model) */
+         * (a prefill activates up to all J); between two visits of a layer
+         * the other L - 1 layers insert at least K experts each, so a decode
+         * step finds none of its layer's experts left when (L - 1) x K >= J */
+        if ((uint64_t)(L - 1) * m->top_k < J) {
+            char why[512];
+            snprintf(why, sizeof why,
+                     "no-cache on %.64s (L = %u, K = %u, J = %u) needs a cache policy that keeps nothing: an LRU with "
+                     "room for a prefill's %u experts keeps decode experts from one token to the next",
+                     m->name, L, m->top_k, J, J);
+            return setup_fail(r, "system", sys, why, err);
+        }
         s->cap_value = J;
         return set_policies(s, "none", "lru", "gpu");
     }

@@ -195,6 +195,7 @@ static int resolve_trace(rd_ctx *c, ms_pub_row *r)
         return row_fail(c, "trace", t, "path too long");
     if (access(r->trace, R_OK))
         return row_fail(c, "trace", t, "no readable file %s", r->trace);
+    ms_out_input(r->trace); /* never written over by an output */
     return 0;
 }
 

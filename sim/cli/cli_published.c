@@ -113,7 +113,8 @@ static int default_rows(ms_pub_rows *rows, ms_err *err)
         names[n++] = ms_xstrdup(e->d_name);
     }
     closedir(d);
-    qsort(names, n, sizeof *names, cmp_str);
+    if (n)
+        qsort(names, n, sizeof *names, cmp_str);
     int rc = n ? 0 : ms_fail(err, "published: no row files in %s (give --rows FILE)", dir);
     for (size_t i = 0; i < n; i++) {
         char p[4500];
