@@ -129,6 +129,31 @@ static int set_policies(ms_pub_setup *s, const char *prefetch, const char *cache
     return 0;
 }
 
+/* vLLM's cpu_offload_gb: whole parameters are offloaded in module order
+ * until the budget is used, and every forward pass copies them back
+ * (vllm model_executor/models/utils.py maybe_offload_to_cpu).  Modelled as
+ * the first N MoE layers streamed every forward pass (layer-stream over
+ * those layers, synchronous copies from the framework) and the rest pinned:
+ * N = round(cpu_offload_gb / one layer's bytes), in [1, L]; the cache holds
+ * the pinned layers and one streamed layer (docs/policies.md "Streaming and
+ * CPU experts"). */
+static int vllm_offload(const ms_pub_row *r, const ms_model *m, ms_pub_setup *s, ms_err *err)
+{
+    double gb = knob(r, MS_PUB_CPU_OFFLOAD_GB);
+    if (isnan(gb))
+        return setup_fail(r, "cpu_offload_gb", "(not given)", "needed by vllm-cpu-offload", err);
+    uint32_t L = m->moe_layers, J = m->experts;
+    double eb = r->expert_bits > 0 ? m->expert_params * r->expert_bits / 8 : (double)m->expert_bytes;
+    double db = r->dense_bits > 0 ? m->dense_params * r->dense_bits / 8 : (double)m->dense_bytes;
+    double n = round(gb * 1e9 / (db + J * eb));
+    uint32_t nl = n < 1 ? 1 : n > L ? L : (uint32_t)n;
+    s->cap_value = (double)(L - nl + 1) * J;
+    char pre[64], cache[64];
+    snprintf(pre, sizeof pre, "layer-stream:ahead=0,layers=%u", nl);
+    snprintf(cache, sizeof cache, "pin-layers:first=%u", nl);
+    return need_policy(r, MS_KIND_PREFETCH, "layer-stream", err) || set_policies(s, pre, cache, "gpu");
+}
+
 int ms_pub_preset_setup(const ms_pub_row *r, const ms_model *m, ms_pub_setup *s, ms_err *err)
 {
     const ms_pub_preset *p = ms_pub_preset_find(r->system);
@@ -164,16 +189,22 @@ int ms_pub_preset_setup(const ms_pub_row *r, const ms_model *m, ms_pub_setup *s,
         snprintf(buf, sizeof buf, "lru-slots:mode=code,slots=%u", (unsigned)slots);
         return set_policies(s, !isnan(pre) && pre == 1 ? "speculative" : "none", buf, "gpu");
     }
-    if (!strcmp(sys, "hf-accelerate") || !strcmp(sys, "deepspeed-zero3")) {
+    if (!strcmp(sys, "hf-accelerate")) {
+        /* the running layer's experts only: Accelerate's hook moves a module's
+         * weights in at its forward and out after it (layer-stream ahead=0;
+         * the framework's copies = sync make the copies block the layer) */
+        s->cap_value = J;
+        return need_policy(r, MS_KIND_PREFETCH, "layer-stream", err) ||
+               set_policies(s, "layer-stream:ahead=0", "lru", "gpu");
+    }
+    if (!strcmp(sys, "deepspeed-zero3")) {
         /* two layers' experts: the one computing and the one streamed in */
         s->cap_value = 2.0 * J;
-        if (need_policy(r, MS_KIND_PREFETCH, "layer-stream", err))
-            return -1;
-        return set_policies(s, "layer-stream:ahead=1", "lru", "gpu");
+        return need_policy(r, MS_KIND_PREFETCH, "layer-stream", err) ||
+               set_policies(s, "layer-stream:ahead=1", "lru", "gpu");
     }
     if (!strcmp(sys, "vllm-cpu-offload"))
-        return setup_fail(r, "system", sys, "needs vLLM's partial streaming (cpu_offload_gb), which this build does not have",
-                          err);
+        return vllm_offload(r, m, s, err);
     if (!strcmp(sys, "moe-infinity"))
         return cache_from_gb(r, s, err) || set_policies(s, "eam", "eam", "gpu");
     if (!strcmp(sys, "fmoe"))
@@ -198,11 +229,20 @@ int ms_pub_preset_setup(const ms_pub_row *r, const ms_model *m, ms_pub_setup *s,
         return need_policy(r, MS_KIND_SCHED, buf, err) || set_policies(s, "none", "lru", buf);
     }
     if (!strcmp(sys, "llama-cpp")) {
+        /* the first N layers' experts on the CPU; the rest pinned on the GPU
+         * (pin-layers preloads layers N..L-1 and never evicts them) */
         double n = knob(r, MS_PUB_CPU_MOE_LAYERS), t = knob(r, MS_PUB_CPU_THREADS);
-        int u = snprintf(buf, sizeof buf, "cpu-layers:layers=%u", isnan(n) ? 0u : (unsigned)n);
+        unsigned nl = isnan(n) ? 0u : (unsigned)n;
+        if (nl > L)
+            return setup_fail(r, "cpu_moe_layers", "(given)", "more than the model's MoE layers", err);
+        int u = snprintf(buf, sizeof buf, "cpu-layers:layers=%u", nl);
         if (!isnan(t))
             snprintf(buf + u, sizeof buf - (size_t)u, ",threads=%u", (unsigned)t);
-        return need_policy(r, MS_KIND_SCHED, buf, err) || set_policies(s, "none", "static", buf);
+        char cache[64];
+        snprintf(cache, sizeof cache, "pin-layers:first=%u", nl);
+        double resident = (double)(L - nl) * J;
+        s->cap_value = resident > m->top_k ? resident : m->top_k;
+        return need_policy(r, MS_KIND_SCHED, buf, err) || set_policies(s, "none", cache, buf);
     }
     return setup_fail(r, "system", sys, "a preset without a setup (a bug)", err);
 }
