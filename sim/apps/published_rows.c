@@ -268,6 +268,13 @@ static int fill_numbers(rd_ctx *c, ms_pub_row *r)
                 return -1;
             r->knob_given |= 1u << k;
         }
+    if (r->requests < r->batch && !r->trace[0] && !c->val[KEY_TRACE]) {
+        char v[32];
+        snprintf(v, sizeof v, "%u", r->requests);
+        return row_fail(c, "requests", c->val[KEY_REQUESTS] ? c->val[KEY_REQUESTS] : v,
+                        "fewer requests than batch = %u: the batch would never fill%s", r->batch,
+                        c->val[KEY_REQUESTS] ? "" : " (4 is the default)");
+    }
     if ((r->metric == MS_PUB_DECODE_TOK_S || r->metric == MS_PUB_TPOT_MS) && r->output_len < 2)
         return row_fail(c, "output_len", c->val[KEY_OUTPUT_LEN], "metric %s needs at least 2 output tokens",
                         metric_names[r->metric]);

@@ -65,5 +65,7 @@ check '1i x = 1' ':1: x = 1: outside a \[row NAME\] section$'
 check 's/^\[row r\]/[rows r]/' ':1: \[rows r\]: expected \[row NAME\]$'
 check 's/^\[row r\]/[row r\/1]/' ":1: \[row r/1\]: a row name is letters, digits, '.', '-' and '_'$"
 check '$a [row r]' ':14: \[row r\]: row r is also in '
+check 's/^batch = .*/batch = 2/' ': row r: requests = 1: fewer requests than batch = 2: the batch would never fill$'
+check 's/^batch = .*/batch = 8/; /^requests = /d' ': row r: requests = 4: fewer requests than batch = 8: the batch would never fill \(4 is the default\)$'
 echo "$n cases, $fails failed"
 [ "$fails" = 0 ]
