@@ -33,7 +33,7 @@ ov_fail(model_cross_check 1 "mixtral-8x7b.ini with --set model.expert_params=5: 
         run --trace ${OV_T} --model mixtral-8x7b --cache-experts 16 --set model.expert_params=5)
 # issue 32: a model key the trace decides, or one a run never reads, is refused (it was
 # accepted, echoed in config.overrides and changed nothing); the keys that act change the run
-ov_fail(model_trace_decides 1 "^moesim: --set model.top_k=4: the trace decides top-k \\(a run replays its routing; .*\\), so the override would change nothing \\(keys a run reads: expert_params, dense_params, hidden, dtype, expert_ffn, expert_matrices\\)$"
+ov_fail(model_trace_decides 1 "^moesim: --set model.top_k=4: the trace decides top-k \\(a run replays its routing; .*\\), so the override would change nothing \\(keys a run reads: expert_params, dense_params, hidden, dtype, expert_ffn, expert_matrices, encoder_moe_layers\\)$"
         run --trace ${OV_T} --model mixtral-8x7b --cache-experts 16 --set model.top_k=4)
 ov_fail(model_trace_decides_bytes 1 "^moesim: --set model.expert_bytes=1GB: the trace decides the expert bytes of every layer"
         run --trace ${OV_T} --model mixtral-8x7b --cache-experts 16 --set model.expert_bytes=1GB)

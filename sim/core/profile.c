@@ -315,17 +315,13 @@ int ms_platform_load_set(const char *name_or_path, const ms_profile_set *sets, i
 {
     ms_platform p;
     memset(&p, 0, sizeof p);
+    ms_framework_defaults(&p.framework_profile, "");
     if (load_profile(&pf_platform_schema, name_or_path, &p, offsetof(ms_platform, name),
                      offsetof(ms_platform, source), sizeof p.source, p.file, sizeof p.file, sets, nsets, err) ||
         ms_digest_file(p.file, p.sha256, err))
         return -1;
-    if (p.framework[0]) {
-        ms_framework fw;
-        if (ms_framework_load(p.framework, &fw, err))
-            return ms_fail_prefix(err, "%s: [platform] framework = %s", p.file, p.framework);
-        p.framework_layer_s = fw.layer_s;
-        p.framework_iteration_s = fw.iteration_s;
-    }
+    if (p.framework[0] && ms_framework_load(p.framework, &p.framework_profile, err))
+        return ms_fail_prefix(err, "%s: [platform] framework = %s", p.file, p.framework);
     ms_out_input(p.file);
     *out = p;
     return 0;
@@ -336,14 +332,46 @@ int ms_platform_load(const char *name_or_path, ms_platform *out, ms_err *err)
     return ms_platform_load_set(name_or_path, NULL, 0, out, err);
 }
 
+void ms_framework_defaults(ms_framework *f, const char *name)
+{
+    memset(f, 0, sizeof *f);
+    snprintf(f->name, sizeof f->name, "%s", name);
+    f->copies_per_expert = 1;
+    snprintf(f->copies, sizeof f->copies, "overlapped");
+    snprintf(f->host_memory, sizeof f->host_memory, "pinned");
+}
+
+int ms_framework_sync_copies(const ms_framework *f)
+{
+    return f && !strcmp(f->copies, "sync");
+}
+
+int ms_framework_pageable(const ms_framework *f)
+{
+    return f && !strcmp(f->host_memory, "pageable");
+}
+
+/* The keys with a set of words: one line naming file, key and value. */
+static int check_framework_words(const ms_framework *f, ms_err *err)
+{
+    if (strcmp(f->copies, "overlapped") && strcmp(f->copies, "sync"))
+        return ms_fail(err, "%s: [framework] copies = %s: expected overlapped or sync", f->file, f->copies);
+    if (strcmp(f->host_memory, "pinned") && strcmp(f->host_memory, "pageable"))
+        return ms_fail(err, "%s: [framework] host_memory = %s: expected pinned or pageable", f->file,
+                       f->host_memory);
+    return 0;
+}
+
 int ms_framework_load(const char *name_or_path, ms_framework *out, ms_err *err)
 {
     ms_framework f;
-    memset(&f, 0, sizeof f);
+    ms_framework_defaults(&f, "");
     if (load_profile(&pf_framework_schema, name_or_path, &f, offsetof(ms_framework, name),
                      offsetof(ms_framework, source), sizeof f.source, f.file, sizeof f.file, NULL, 0, err) ||
-        ms_digest_file(f.file, f.sha256, err))
+        check_framework_words(&f, err) || ms_digest_file(f.file, f.sha256, err))
         return -1;
+    if (f.copies_per_expert == 0) /* the key's 0: one call per matrix of the model */
+        f.copies_per_expert = MS_COPIES_PER_MATRIX;
     ms_out_input(f.file);
     *out = f;
     return 0;
@@ -355,8 +383,7 @@ int ms_framework_resolve(const char *name, ms_framework *out, int *have, ms_err 
     if (!name || !*name)
         return 0;
     if (!strcmp(name, "none")) {
-        memset(out, 0, sizeof *out);
-        snprintf(out->name, sizeof out->name, "none");
+        ms_framework_defaults(out, "none");
     } else if (ms_framework_load(name, out, err)) {
         return -1;
     }

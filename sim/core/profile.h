@@ -33,6 +33,7 @@ typedef struct {
     uint32_t experts;         /* J routed experts per MoE layer */
     uint32_t top_k;           /* K */
     uint32_t shared_experts;  /* always-on experts per MoE layer */
+    uint32_t encoder_moe_layers; /* the first N MoE layers are an encoder's: prefill only (optional, 0) */
     uint32_t hidden;          /* hidden size */
     uint32_t expert_ffn;      /* expert intermediate size */
     uint32_t expert_matrices; /* 3 for SwiGLU, 2 for ReLU MLPs */
@@ -50,6 +51,34 @@ typedef struct {
     int n_routing;            /* [routing] knobs, in file order */
     ms_routing_knob routing[MS_ROUTING_MAX];
 } ms_model;
+
+/* A serving framework's host costs and how it moves weights
+ * (sim/profiles/frameworks/NAME.ini; docs/profiles.md "Frameworks"): host
+ * time the GPU waits for before every MoE layer's work, at the start of every
+ * iteration and per activated GPU expert; how many H2D calls an expert copy
+ * takes; dequantisation throughput; copies overlapped with compute or
+ * synchronous; pinned or pageable host memory.  Every key but layer_s and
+ * iteration_s is optional; the defaults (ms_framework_defaults) are a
+ * framework that adds nothing to the timing model. */
+#define MS_COPIES_PER_MATRIX UINT32_MAX
+typedef struct {
+    char name[64];
+    char description[256];
+    double layer_s;           /* per MoE layer */
+    double iteration_s;       /* per iteration (forward pass) */
+    double expert_s;          /* per activated GPU expert per layer step (eager dispatch), default 0 */
+    uint32_t copies_per_expert; /* H2D calls per expert copy, each paying h2d_latency_s; default 1
+                                 * (0 in a struct not read from a file: 1 too);
+                                 * MS_COPIES_PER_MATRIX (the key's value 0): the model's expert_matrices */
+    double dequant_bw;        /* bytes of quantised weights the GPU dequantises per second; 0 = free */
+    double cpu_dequant_bw;    /* the same on the host CPU per core (CPU expert compute); 0 = free */
+    char copies[16];          /* "overlapped" (default) | "sync" */
+    char host_memory[16];     /* "pinned" (default) | "pageable" */
+    double reserve_bytes;     /* GPU memory the framework keeps for itself (budget.h); default 0 */
+    char source[1024];
+    char file[1024];
+    char sha256[65];
+} ms_framework;
 
 typedef struct {
     char name[128];
@@ -93,26 +122,15 @@ typedef struct {
     double compute_contention;
     /* [platform] framework (optional, "" when absent): the serving
      * framework profile runs on this platform use unless told otherwise;
-     * ms_platform_load reads it and keeps its costs here (0 without one) */
+     * ms_platform_load reads it and keeps it here (the defaults of
+     * ms_framework_defaults, named "", without one) */
     char framework[64];
-    double framework_layer_s, framework_iteration_s;
+    ms_framework framework_profile;
     char source[1024];        /* one line per figure: "key: value (datasheet|measured|estimate) <ref>" */
     char file[1024];          /* the file it was read from, and its SHA-256 (provenance of results) */
     char sha256[65];
 } ms_platform;
 
-/* A serving framework's fixed host costs (sim/profiles/frameworks/NAME.ini):
- * host time the GPU waits for before every MoE layer's work and at the start
- * of every iteration (docs/profiles.md "Frameworks"). */
-typedef struct {
-    char name[64];
-    char description[256];
-    double layer_s;           /* per MoE layer */
-    double iteration_s;       /* per iteration (forward pass) */
-    char source[1024];
-    char file[1024];
-    char sha256[65];
-} ms_framework;
 
 int ms_model_load(const char *name_or_path, ms_model *out, ms_err *err);
 int ms_platform_load(const char *name_or_path, ms_platform *out, ms_err *err);
@@ -134,6 +152,12 @@ int ms_model_load_set(const char *name_or_path, const ms_profile_set *sets, int 
 int ms_platform_load_set(const char *name_or_path, const ms_profile_set *sets, int nsets, ms_platform *out,
                          ms_err *err);
 int ms_framework_load(const char *name_or_path, ms_framework *out, ms_err *err);
+/* A framework without costs named name: copies_per_expert 1, copies
+ * overlapped, host memory pinned, every other figure 0. */
+void ms_framework_defaults(ms_framework *f, const char *name);
+/* Whether the framework's copies are synchronous / from pageable memory. */
+int ms_framework_sync_copies(const ms_framework *f);
+int ms_framework_pageable(const ms_framework *f);
 /* A run's --framework: NULL or "" gives *have = 0 (the run uses the
  * platform's framework, read with the platform); "none" gives a framework
  * named none without costs; else the profile.  0, or -1 with the error. */

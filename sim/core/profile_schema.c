@@ -37,6 +37,7 @@ static const field_spec model_fields[] = {
     NUM("model", "experts", K_U32, ms_model, experts, 1, 65536, 0, 1, "structure"),
     NUM("model", "top_k", K_U32, ms_model, top_k, 1, 1024, 0, 1, "structure"),
     NUM("model", "shared_experts", K_U32, ms_model, shared_experts, 0, 1024, 0, 1, "structure"),
+    NUM("model", "encoder_moe_layers", K_U32, ms_model, encoder_moe_layers, 0, 4096, 0, 0, "structure"),
     NUM("model", "hidden", K_U32, ms_model, hidden, 1, 1048576, 0, 1, "structure"),
     NUM("model", "expert_ffn", K_U32, ms_model, expert_ffn, 1, 1048576, 0, 1, "structure"),
     NUM("model", "expert_matrices", K_U32, ms_model, expert_matrices, 2, 3, 0, 1, "structure"),
@@ -121,6 +122,14 @@ static const field_spec framework_fields[] = {
     STR("framework", "description", K_TEXT, ms_framework, description, 1),
     NUM("framework", "layer_s", K_DOUBLE, ms_framework, layer_s, 0, 0.1, 0, 1, "layer_s"),
     NUM("framework", "iteration_s", K_DOUBLE, ms_framework, iteration_s, 0, 1, 0, 1, "iteration_s"),
+    /* optional (docs/profiles.md "Frameworks"); cited in [source] when given */
+    NUM("framework", "expert_s", K_DOUBLE, ms_framework, expert_s, 0, 0.1, 0, 0, "expert_s"),
+    NUM("framework", "copies_per_expert", K_U32, ms_framework, copies_per_expert, 0, 64, 0, 0, "copies_per_expert"),
+    NUM("framework", "dequant_bw", K_BW, ms_framework, dequant_bw, 0, 1e15, 0, 0, "dequant_bw"),
+    NUM("framework", "cpu_dequant_bw", K_BW, ms_framework, cpu_dequant_bw, 0, 1e15, 0, 0, "cpu_dequant_bw"),
+    STR("framework", "copies", K_NAME, ms_framework, copies, 0),
+    STR("framework", "host_memory", K_NAME, ms_framework, host_memory, 0),
+    NUM("framework", "reserve_bytes", K_BYTES, ms_framework, reserve_bytes, 0, 1e15, 0, 0, "reserve_bytes"),
 };
 
 const profile_schema pf_framework_schema = {

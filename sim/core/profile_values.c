@@ -387,6 +387,10 @@ int pf_check_model(parse_ctx *c, const ms_model *m)
 {
     if (m->moe_layers > m->layers)
         return pf_ctx_fail(c, "[model] moe_layers = %u exceeds layers = %u", m->moe_layers, m->layers);
+    if (m->encoder_moe_layers >= m->moe_layers)
+        return pf_ctx_fail(c, "[model] encoder_moe_layers = %u: expected fewer than moe_layers = %u (a decoder "
+                              "needs at least one MoE layer)",
+                           m->encoder_moe_layers, m->moe_layers);
     if (m->top_k > m->experts)
         return pf_ctx_fail(c, "[model] top_k = %u exceeds experts = %u", m->top_k, m->experts);
     /* Weights of one expert, plus at most one bias per output row of each matrix

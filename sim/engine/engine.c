@@ -63,7 +63,7 @@ int ms_run(const ms_run_config *cfg, ms_metrics *out, ms_err *err)
     eng_alloc_state(v);
     int rc = -1;
     if (eng_check_model(v) || eng_setup_layer_sizes(v) || eng_check_capacity(v) || eng_resolve_split(v) ||
-        eng_gpus_setup(v))
+        eng_gpus_setup(v) || eng_resolve_copies(v))
         goto done;
     if (eng_load_policy(v, MS_KIND_PREFETCH, cfg->prefetch_spec, &v->pf, &v->pf_st) ||
         eng_load_policy(v, MS_KIND_CACHE, cfg->cache_spec, &v->cache, &v->cache_st) ||

@@ -78,6 +78,13 @@ typedef struct {
      * [platform] framework, else none; a framework named none: none;
      * profile.h ms_framework_resolve). */
     const ms_framework *framework;
+    /* Bits per weight, quantisation scales included (0: the trace's bytes):
+     * every routed expert's bytes become expert_params x expert_bits / 8,
+     * every layer's dense bytes dense_params x dense_bits / 8 (the model
+     * profile's params; without one the trace's bytes / 2), for copies,
+     * the cache capacity in bytes and the compute roofline
+     * (docs/engine.md "Bits per weight"). */
+    double expert_bits, dense_bits;
 } ms_run_config;
 
 #define MS_RUN_MAX_WARNINGS 4
@@ -186,7 +193,8 @@ void ms_metrics_free(ms_metrics *m);
  * nothing: refused with one line naming it (the set's `where`, else "--set
  * model.KEY=VALUE") and why.  The keys a run reads: expert_params,
  * dense_params (FLOPs), hidden, dtype (token bytes between GPUs), expert_ffn
- * and expert_matrices (checked against expert_params).  0, or -1 with err.
+ * and expert_matrices (checked against expert_params), encoder_moe_layers
+ * (decode iterations skip them).  0, or -1 with err.
  * ms_run checks cfg->model_sets with it; so do the commands that load a model
  * with overrides for runs before any runs. */
 int ms_run_check_model_sets(const ms_profile_set *sets, int n, ms_err *err);

@@ -15,6 +15,9 @@ typedef struct {
 
 typedef struct {
     const ms_platform *p;
+    ms_sim_timing t;    /* p and the framework's costs */
+    int timed;          /* a framework is given: duration_timed */
+    int sync_copies;    /* its copies = sync */
     uint32_t L, J;
     double stream_end[MS_EXEC_SIM_GPUS][MS_STREAMS]; /* [gpu][stream]; the CPU stream is [0] */
     busy_log *busy[2];  /* [MS_STREAM_COMPUTE], [MS_STREAM_COPY]; NULL without contention */
@@ -34,9 +37,7 @@ static inline double duration(const ms_platform *p, const ms_op *op)
     case MS_OP_EXPERT_GPU:
         return ms_t_expert_gpu(p, op->bytes, op->params, op->tokens);
     case MS_OP_EXPERT_CPU:
-        /* CPU dequantisation: the one call site for the framework's
-         * cpu_dequant_bw (issue 31, H31b's key): pass it in place of 0 when
-         * the run's experts are quantised (expert_bits < 16). */
+        /* without a framework: no CPU dequantisation (ms_exec_sim_duration_timed) */
         return ms_t_expert_cpu_on(p, op->bytes, op->params, op->tokens, 0, 0.0);
     default:
         return 0;
@@ -46,6 +47,49 @@ static inline double duration(const ms_platform *p, const ms_op *op)
 double ms_exec_sim_duration(const ms_platform *p, const ms_op *op)
 {
     return duration(p, op);
+}
+
+/* Dequantisation of an op's weights on the GPU: bytes / dequant_bw when they
+ * are quantised (below 16 bits a parameter) and the framework has a rate. */
+static double dequant_s(const ms_framework *fw, const ms_op *op)
+{
+    if (!(fw->dequant_bw > 0) || !(op->bytes * 8.0 < 16.0 * op->params))
+        return 0;
+    return op->bytes / fw->dequant_bw;
+}
+
+/* One expert's copy host -> GPU in copy_calls calls, from pinned or pageable
+ * host memory (the SSD read first for a host-tier miss). */
+static double copy_timed(const ms_sim_timing *t, const ms_op *op)
+{
+    const ms_platform *p = t->platform;
+    double bw = ms_framework_pageable(t->framework) ? p->pageable_bw : p->h2d_bw;
+    if (op->from_ssd) {
+        bw = ms_fmin(bw, p->ssd_bw);
+        return p->ssd_latency_s + t->copy_calls * p->h2d_latency_s + op->bytes / bw;
+    }
+    return t->copy_calls * p->h2d_latency_s + op->bytes / bw;
+}
+
+double ms_exec_sim_duration_timed(const ms_sim_timing *t, const ms_op *op)
+{
+    if (!t->framework)
+        return duration(t->platform, op);
+    switch (op->kind) {
+    case MS_OP_COPY:
+        return copy_timed(t, op);
+    case MS_OP_EXPERT_GPU:
+        return t->framework->expert_s + duration(t->platform, op) + dequant_s(t->framework, op);
+    case MS_OP_DENSE:
+        return duration(t->platform, op) + dequant_s(t->framework, op);
+    case MS_OP_EXPERT_CPU:
+        /* the framework's cpu_dequant_bw (per core) when the experts are
+         * quantised: below 16 bits a parameter */
+        return ms_t_expert_cpu_on(t->platform, op->bytes, op->params, op->tokens, 0,
+                                  op->bytes * 8.0 < 16.0 * op->params ? t->framework->cpu_dequant_bw : 0.0);
+    default:
+        return duration(t->platform, op);
+    }
 }
 
 static void log_busy(busy_log *b, double t0, double t1)
@@ -161,12 +205,16 @@ static int sim_time(sim_exec *s, const ms_op *op, ms_event *out, double *start_s
     size_t x = expert_op ? (size_t)op->layer * s->J + op->expert : 0;
     if (op->kind == MS_OP_EXPERT_GPU)
         start = ms_fmax(start, s->copy_end[x]);
-    double end = start + duration(s->p, op);
+    if (s->sync_copies && op->kind == MS_OP_COPY) /* after the compute stream's previous op */
+        start = ms_fmax(start, s->stream_end[op->gpu][MS_STREAM_COMPUTE]);
+    double end = start + (s->timed ? ms_exec_sim_duration_timed(&s->t, op) : duration(s->p, op));
     if (s->busy[0] && k != MS_STREAM_CPU)
         end = contended_end(s, op, k, start, end);
     *stream_end = end;
     if (op->kind == MS_OP_COPY)
         s->copy_end[x] = end;
+    if (s->sync_copies && op->kind == MS_OP_COPY) /* the compute stream waits for it */
+        s->stream_end[op->gpu][MS_STREAM_COMPUTE] = ms_fmax(s->stream_end[op->gpu][MS_STREAM_COMPUTE], end);
     ms_event ev = s->next++;
     size_t i = (size_t)ev % MS_EXEC_SIM_EVENTS;
     s->ring_id[i] = ev;
@@ -239,12 +287,22 @@ static const ms_exec_ops sim_ops = {
 
 int ms_exec_sim_create(const ms_platform *p, uint32_t layers, uint32_t experts, ms_exec *out, ms_err *err)
 {
-    if (!p || !layers || !experts) {
-        ms_fail(err, "simulated executor: needs a platform profile and at least one layer and expert");
+    ms_sim_timing t = {.platform = p, .framework = NULL, .copy_calls = 1};
+    return ms_exec_sim_create_timed(&t, layers, experts, out, err);
+}
+
+int ms_exec_sim_create_timed(const ms_sim_timing *t, uint32_t layers, uint32_t experts, ms_exec *out, ms_err *err)
+{
+    const ms_platform *p = t->platform;
+    if (!p || !layers || !experts || t->copy_calls < 1) {
+        ms_fail(err, "simulated executor: needs a platform profile, at least one layer and expert and one call per copy");
         return -1;
     }
     sim_exec *s = ms_xcalloc(1, sizeof *s);
     s->p = p;
+    s->t = *t;
+    s->timed = t->framework != NULL;
+    s->sync_copies = ms_framework_sync_copies(t->framework);
     s->L = layers;
     s->J = experts;
     s->copy_end = ms_xcalloc((size_t)layers * experts, sizeof *s->copy_end);

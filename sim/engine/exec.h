@@ -168,4 +168,25 @@ int ms_exec_sim_create(const ms_platform *p, uint32_t layers, uint32_t experts, 
 /* The duration the timing model gives an op (exposed for tests and backends' reports). */
 double ms_exec_sim_duration(const ms_platform *p, const ms_op *op);
 
+/* What the simulated timeline times ops with: the platform, and the serving
+ * framework's part of the costs (docs/engine.md "Framework costs").  With
+ * framework NULL (ms_exec_sim_create) the platform's timing model alone:
+ *   copy       = copy_calls x h2d_latency_s + bytes / (h2d_bw, or the
+ *                platform's pageable_bw with host_memory = pageable);
+ *                copies = sync: a copy starts only after the compute stream's
+ *                previous op ends and the compute stream waits for it;
+ *   GPU expert = expert_s + roofline + (bytes / dequant_bw when the op's
+ *                weights are quantised: bytes x 8 < 16 x params, and
+ *                dequant_bw > 0);
+ *   dense      = roofline + the same dequantisation term.
+ * copy_calls: the framework's copies_per_expert resolved (0 = the model's
+ * expert_matrices; 1 without a framework). */
+typedef struct {
+    const ms_platform *platform;
+    const ms_framework *framework; /* NULL: none */
+    uint32_t copy_calls;           /* >= 1 */
+} ms_sim_timing;
+int ms_exec_sim_create_timed(const ms_sim_timing *t, uint32_t layers, uint32_t experts, ms_exec *out, ms_err *err);
+double ms_exec_sim_duration_timed(const ms_sim_timing *t, const ms_op *op);
+
 #endif

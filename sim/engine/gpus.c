@@ -132,8 +132,9 @@ int eng_gpus_setup(ms_view *v)
     const ms_run_config *c = v->cfg;
     v->gpu_of = ms_xcalloc(v->NX, 1);
     v->asked = ms_xcalloc(v->NX, 1);
-    v->fw_layer_s = c->framework ? c->framework->layer_s : c->platform->framework_layer_s;
-    v->fw_iteration_s = c->framework ? c->framework->iteration_s : c->platform->framework_iteration_s;
+    v->fw = c->framework ? c->framework : c->platform->framework[0] ? &c->platform->framework_profile : NULL;
+    v->fw_layer_s = v->fw ? v->fw->layer_s : 0;
+    v->fw_iteration_s = v->fw ? v->fw->iteration_s : 0;
     v->m->gpus = v->G;
     if (v->G == 1)
         return ms_placement_kind(c->placement) == MS_PLACE_FILE ? place_experts(v) : 0;

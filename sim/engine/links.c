@@ -170,8 +170,8 @@ static void start_on_link(ms_view *v, uint32_t g, const qentry *q, double s)
     }
     const ms_platform *p = v->cfg->platform;
     int ssd = eng_host_fetch(v, x);
-    double lat = ssd ? p->ssd_latency_s + p->h2d_latency_s : p->h2d_latency_s;
-    double cap = ssd ? ms_fmin(p->ssd_bw, p->h2d_bw) : p->h2d_bw;
+    double lat = ssd ? p->ssd_latency_s + v->copy_calls * p->h2d_latency_s : v->copy_calls * p->h2d_latency_s;
+    double cap = ssd ? ms_fmin(p->ssd_bw, v->copy_bw) : v->copy_bw;
     eng_link *k = &v->links[g];
     *k = (eng_link){.q = k->q, .busy = 1, .final = 0, .cur = *q, .cur_start = s, .cur_xfer0 = s + lat, .cur_left = bytes,
                     .cur_cap = cap, .cur_ssd = ssd, .cur_iter = v->iter, .cur_phase = v->phase};

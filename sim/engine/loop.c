@@ -388,13 +388,15 @@ int eng_run_iteration(ms_view *v)
     v->phase = v->batch->phase;
     v->batch_rows = v->batch->rows;
     eng_build_activated_sets(v);
-    v->layer = 0;
+    /* an encoder-decoder model's decode step runs its decoder only */
+    uint32_t first = v->phase == MS_PHASE_DECODE ? v->enc_layers : 0;
+    v->layer = first;
     v->now += v->fw_iteration_s; /* the framework's host work per iteration (0 unless given) */
     eng_begin_hook(v, v->now);
     if (v->pf->prefetch->on_iteration)
         v->pf->prefetch->on_iteration(v->pf_st, v);
     v->now += v->sync_delay;
-    for (uint32_t l = 0; l < v->L; l++)
+    for (uint32_t l = first; l < v->L; l++)
         if (run_layer(v, l))
             return -1;
     eng_begin_hook(v, v->now);

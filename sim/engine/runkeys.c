@@ -27,6 +27,10 @@ const ms_runkey ms_runkeys[MS_RK_N] = {
     [MS_RK_SEED] = {"seed", MS_RKV_INT, 0, 9007199254740992.0, NULL, "1", "seed handed to policies"},
     [MS_RK_CACHE_GB] = {"cache_gb", MS_RKV_GB, 0, 1e12, NULL, NULL, "GPU expert cache in 1e9 bytes"},
     [MS_RK_EVENTS] = {"events", MS_RKV_PATH, 0, 0, NULL, NULL, "CSV of every interval (run, validate)"},
+    [MS_RK_EXPERT_BITS] = {"expert_bits", MS_RKV_POS, 0, 64, NULL, NULL,
+                           "bits per routed-expert weight incl. scales: bytes = expert_params x bits / 8 (default: the trace's bytes)"},
+    [MS_RK_DENSE_BITS] = {"dense_bits", MS_RKV_POS, 0, 64, NULL, NULL,
+                          "bits per dense weight incl. scales: bytes = dense_params x bits / 8 (default: the trace's bytes)"},
     [MS_RK_GPUS] = {"gpus", MS_RKV_INT, 1, 64, NULL, NULL, "GPUs with expert parallelism (default: the platform's)"},
     [MS_RK_PLACEMENT] = {"placement", MS_RKV_PLACEMENT, 0, 0, NULL, "round-robin",
                          "experts on GPUs: round-robin, layer, balanced or a layer,expert,gpu file"},
@@ -99,8 +103,10 @@ int ms_runkey_check(int id, double x, char *why, size_t n)
     }
     case MS_RKV_GB:
     case MS_RKV_POS:
-        if (!(x > 0) || x > k->max)
+        if (!(x > 0))
             return snprintf(why, n, "expected a positive number"), -1;
+        if (x > k->max)
+            return snprintf(why, n, "expected a positive number up to %g", k->max), -1;
         return 0;
     case MS_RKV_TRAIN:
         if (!(x >= 0 && x < 1))
@@ -179,6 +185,8 @@ int ms_runkey_apply(ms_run_config *cfg, int id, const char *val, double *x, char
     case MS_RK_GPUS: cfg->gpus = (uint32_t)*x; return 0;
     case MS_RK_PLACEMENT: cfg->placement = val; return 0;
     case MS_RK_CACHE_PER_GPU: return runkey_bool(val, &cfg->cache_per_gpu, why, n);
+    case MS_RK_EXPERT_BITS: cfg->expert_bits = *x; return 0;
+    case MS_RK_DENSE_BITS: cfg->dense_bits = *x; return 0;
     case MS_RK_MODEL:
     case MS_RK_PLATFORM:
     case MS_RK_FRAMEWORK:

@@ -15,13 +15,15 @@
 /* In this order the sweep's parameters (sweep_spec.h MS_SW_*) come first
  * (the last four: several GPUs and the framework, ms_run_config's gpus,
  * placement, cache_per_gpu, framework); cache_gb (a cache_bytes in 1e9
- * bytes) and events (CLI only) follow. */
+ * bytes), events, expert_bits and dense_bits (CLI and moesim.run only: not
+ * sweep axes, whose CSV columns and point keys are the parameters above)
+ * follow. */
 typedef enum {
     MS_RK_TRACE, MS_RK_MODEL, MS_RK_PLATFORM, MS_RK_PREFETCH, MS_RK_CACHE, MS_RK_SCHED,
     MS_RK_CACHE_EXPERTS, MS_RK_CACHE_BYTES, MS_RK_DISTANCE, MS_RK_BATCH, MS_RK_HOST_BYTES,
     MS_RK_H2D_GBPS, MS_RK_TRAIN, MS_RK_TOPK_FILL, MS_RK_OFFLINE, MS_RK_SEED,
     MS_RK_GPUS, MS_RK_PLACEMENT, MS_RK_CACHE_PER_GPU, MS_RK_FRAMEWORK,
-    MS_RK_CACHE_GB, MS_RK_EVENTS,
+    MS_RK_CACHE_GB, MS_RK_EVENTS, MS_RK_EXPERT_BITS, MS_RK_DENSE_BITS,
     MS_RK_N
 } ms_runkey_id;
 

@@ -98,6 +98,10 @@ int eng_setup_layer_sizes(ms_view *v)
             v->dense_bytes[l] *= scale;
             v->dense_params[l] *= scale;
         }
+        if (v->cfg->expert_bits > 0) /* quantised weights: bytes from bits per weight */
+            v->layer_bytes[l] = v->layer_params[l] * v->cfg->expert_bits / 8.0;
+        if (v->cfg->dense_bits > 0)
+            v->dense_bytes[l] = v->dense_params[l] * v->cfg->dense_bits / 8.0;
         if (v->layer_bytes[l] <= 0)
             return ms_fail(v->err, "%s: layer %u has expert_bytes 0", v->cfg->trace_path, l);
     }
@@ -161,10 +165,11 @@ int ms_run_check_model_sets(const ms_profile_set *sets, int n, ms_err *err)
                 continue;
             if (sets[i].where)
                 return ms_fail(err, "%s: %s, so the override would change nothing (keys a run reads: expert_params, "
-                                    "dense_params, hidden, dtype, expert_ffn, expert_matrices)",
+                                    "dense_params, hidden, dtype, expert_ffn, expert_matrices, encoder_moe_layers)",
                                sets[i].where, run_ignores[k].why);
             return ms_fail(err, "--set model.%s=%s: %s, so the override would change nothing (keys a run reads: "
-                                "expert_params, dense_params, hidden, dtype, expert_ffn, expert_matrices)",
+                                "expert_params, dense_params, hidden, dtype, expert_ffn, expert_matrices, "
+                                "encoder_moe_layers)",
                            sets[i].key, sets[i].value, run_ignores[k].why);
         }
     return 0;
@@ -180,6 +185,7 @@ int eng_check_model(ms_view *v)
     if (m->moe_layers != v->L || m->experts != v->J)
         return ms_fail(v->err, "%s has L=%u MoE layers and J=%u experts, but model '%s' has L=%u and J=%u",
                        v->cfg->trace_path, v->L, v->J, m->name, m->moe_layers, m->experts);
+    v->enc_layers = m->encoder_moe_layers;
     return 0;
 }
 
@@ -229,13 +235,39 @@ static const ms_platform *timed_platform(ms_view *v)
     return &v->cpu_platform;
 }
 
+/* The framework's H2D calls per expert copy (0: the model's expert_matrices)
+ * and the bandwidth copies run at (pageable_bw from pageable host memory). */
+int eng_resolve_copies(ms_view *v)
+{
+    const ms_framework *fw = v->fw;
+    const ms_platform *p = v->cfg->platform;
+    v->copy_calls = 1;
+    v->copy_bw = p->h2d_bw;
+    if (!fw)
+        return 0;
+    v->copy_calls = fw->copies_per_expert ? fw->copies_per_expert : 1;
+    if (v->copy_calls == MS_COPIES_PER_MATRIX) {
+        if (!v->cfg->model)
+            return ms_fail(v->err, "framework '%s': copies_per_expert = 0 takes the model's expert_matrices, but the "
+                                   "run has no model profile (give --model, or copies_per_expert >= 1)",
+                           fw->name);
+        v->copy_calls = v->cfg->model->expert_matrices;
+    }
+    v->copy_bw = ms_framework_pageable(fw) ? p->pageable_bw : p->h2d_bw;
+    if (v->G > 1 && ms_framework_sync_copies(fw))
+        return ms_fail(v->err, "framework '%s': copies = sync is modelled on one GPU only (the run has %u GPUs)",
+                       fw->name, v->G);
+    return 0;
+}
+
 int eng_open_executor(ms_view *v)
 {
     if (v->cfg->exec) {
         v->exec = v->cfg->exec;
         return 0;
     }
-    if (ms_exec_sim_create(timed_platform(v), v->L, v->J, &v->own_exec, v->err))
+    ms_sim_timing t = {.platform = timed_platform(v), .framework = v->fw, .copy_calls = v->copy_calls};
+    if (ms_exec_sim_create_timed(&t, v->L, v->J, &v->own_exec, v->err))
         return -1;
     v->exec = &v->own_exec;
     return 0;

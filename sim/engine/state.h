@@ -108,7 +108,11 @@ struct ms_view {
     double token_bytes;     /* one token's hidden state, dispatched to a remote GPU */
     uint8_t *asked;         /* [NX] a prefetch request named x since its layer last ran */
     /* framework host costs */
+    const ms_framework *fw; /* the run's framework: cfg's, else the platform's; NULL: none */
     double fw_layer_s, fw_iteration_s;
+    uint32_t enc_layers;    /* the model's encoder_moe_layers: decode iterations skip them */
+    uint32_t copy_calls;    /* H2D calls per expert copy (eng_resolve_copies) */
+    double copy_bw;         /* host -> GPU bytes/s: h2d_bw, or pageable_bw */
     /* clocks and position */
     double now, clock;
     uint64_t iter, stamp;
@@ -175,6 +179,7 @@ void eng_begin_hook(ms_view *v, double t);
 int eng_resolve_split(ms_view *v);
 int eng_load_policy(ms_view *v, ms_policy_kind kind, const char *spec, const ms_policy_desc **desc, void **st);
 int eng_setup_layer_sizes(ms_view *v);
+int eng_resolve_copies(ms_view *v);
 void eng_note_unused(ms_view *v);
 /* One line of the run's warnings (ms_metrics.warnings; dropped past MS_RUN_MAX_WARNINGS). */
 void eng_warn(ms_view *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

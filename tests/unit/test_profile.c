@@ -280,13 +280,13 @@ static void test_shipped_platforms(void)
     CHECK_NEAR(p.host_ceiling_bw, 0, 0);
     CHECK(ms_platform_load("hybrimoe-ktransformers", &p, &err) == 0);
     CHECK_EQ_INT(p.gpus, 0);
-    CHECK(!p.framework[0] && p.framework_layer_s == 0 && p.framework_iteration_s == 0);
+    CHECK(!p.framework[0] && p.framework_profile.layer_s == 0 && p.framework_profile.iteration_s == 0);
     ms_framework fw;
     int have = 0;
     CHECK(ms_framework_resolve(NULL, &fw, &have, &err) == 0 && !have);
     CHECK(ms_platform_load("fmoe-6x3090", &p, &err) == 0); /* its framework's costs come with it */
-    CHECK_NEAR(p.framework_layer_s, 4e-4, 0);
-    CHECK_NEAR(p.framework_iteration_s, 1e-3, 0);
+    CHECK_NEAR(p.framework_profile.layer_s, 4e-4, 0);
+    CHECK_NEAR(p.framework_profile.iteration_s, 1e-3, 0);
     CHECK(ms_framework_resolve("hf-eager", &fw, &have, &err) == 0 && have);
     CHECK(!strcmp(fw.name, "hf-eager"));
     CHECK_NEAR(fw.layer_s, 4e-4, 0);
