@@ -74,6 +74,9 @@ typedef struct {
     double cpu_dequant_bw;    /* the same on the host CPU per core (CPU expert compute); 0 = free */
     char copies[16];          /* "overlapped" (default) | "sync" */
     char host_memory[16];     /* "pinned" (default) | "pageable" */
+    uint32_t writeback;       /* 1: every expert copy is a swap: the evicted expert's weights go back to
+                               * host memory in the same stream order first (d2h latency + bytes /
+                               * d2h_bw more per copy; Mixtral-Offloading's _swap); default 0 */
     double reserve_bytes;     /* GPU memory the framework keeps for itself (budget.h); default 0 */
     char source[1024];
     char file[1024];

@@ -129,6 +129,7 @@ static const field_spec framework_fields[] = {
     NUM("framework", "cpu_dequant_bw", K_BW, ms_framework, cpu_dequant_bw, 0, 1e15, 0, 0, "cpu_dequant_bw"),
     STR("framework", "copies", K_NAME, ms_framework, copies, 0),
     STR("framework", "host_memory", K_NAME, ms_framework, host_memory, 0),
+    NUM("framework", "writeback", K_U32, ms_framework, writeback, 0, 1, 0, 0, "writeback"),
     NUM("framework", "reserve_bytes", K_BYTES, ms_framework, reserve_bytes, 0, 1e15, 0, 0, "reserve_bytes"),
 };
 

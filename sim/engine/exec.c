@@ -64,11 +64,13 @@ static double copy_timed(const ms_sim_timing *t, const ms_op *op)
 {
     const ms_platform *p = t->platform;
     double bw = ms_framework_pageable(t->framework) ? p->pageable_bw : p->h2d_bw;
+    /* a swap writes the victim back first, in the same stream order */
+    double back = t->framework->writeback ? p->d2h_latency_s + op->bytes / p->d2h_bw : 0;
     if (op->from_ssd) {
         bw = ms_fmin(bw, p->ssd_bw);
-        return p->ssd_latency_s + t->copy_calls * p->h2d_latency_s + op->bytes / bw;
+        return back + p->ssd_latency_s + t->copy_calls * p->h2d_latency_s + op->bytes / bw;
     }
-    return t->copy_calls * p->h2d_latency_s + op->bytes / bw;
+    return back + t->copy_calls * p->h2d_latency_s + op->bytes / bw;
 }
 
 double ms_exec_sim_duration_timed(const ms_sim_timing *t, const ms_op *op)

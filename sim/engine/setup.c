@@ -254,6 +254,9 @@ int eng_resolve_copies(ms_view *v)
         v->copy_calls = v->cfg->model->expert_matrices;
     }
     v->copy_bw = ms_framework_pageable(fw) ? p->pageable_bw : p->h2d_bw;
+    if (v->G > 1 && fw->writeback)
+        return ms_fail(v->err, "framework '%s': writeback = 1 is modelled on one GPU only (the run has %u GPUs)",
+                       fw->name, v->G);
     if (v->G > 1 && ms_framework_sync_copies(fw))
         return ms_fail(v->err, "framework '%s': copies = sync is modelled on one GPU only (the run has %u GPUs)",
                        fw->name, v->G);

@@ -147,6 +147,23 @@ static void test_pageable(const ms_platform *p0)
     ms_metrics_free(&m);
 }
 
+/* writeback: a copy is a swap, the victim's bytes back first at d2h_bw
+ * (0.25 GB/s, latency 0.1 ms): 0.1 + 4 + 0.5 + 1 = 5.6 ms a copy. */
+static void test_writeback(const ms_platform *p0)
+{
+    ms_platform p = *p0;
+    p.d2h_bw = 0.25e9;
+    p.d2h_latency_s = 1e-4;
+    ms_framework fw;
+    ms_framework_defaults(&fw, "swap");
+    fw.writeback = 1;
+    ms_run_config cfg = config(&p, &fw);
+    ms_metrics m = run(&cfg);
+    CHECK_EVENT(EVENTS, "copy_demand", 0, 0, 0, 0.2, 5.8);
+    CHECK_NEAR(m.makespan_s, 2 * 5.9e-3, 1e-12);
+    ms_metrics_free(&m);
+}
+
 /* copies sync on the executor: a copy waits for the compute stream's previous
  * op and the compute stream waits for the copy. */
 static void test_sync_executor(const ms_platform *p)
@@ -205,6 +222,7 @@ static void test_bad_framework_values(void)
     check_bad_framework("dequant_bw = -5", "dequant_bw");
     check_bad_framework("cpu_dequant_bw = fast", "cpu_dequant_bw");
     check_bad_framework("reserve_bytes = -1", "reserve_bytes");
+    check_bad_framework("writeback = 2", "writeback");
     /* and a good file reads every key */
     FILE *f = fopen("fwcost_good.ini", "w");
     fprintf(f, "[framework]\nname = good\ndescription = d\nlayer_s = 0\niteration_s = 0\nexpert_s = 1e-4\n"
@@ -329,6 +347,7 @@ int main(void)
     test_bits(&p);
     test_calls_dispatch_dequant(&p);
     test_pageable(&p);
+    test_writeback(&p);
     test_sync_executor(&p);
     test_bad_framework_values();
     test_bits_keys();
