@@ -19,11 +19,16 @@ typedef struct {
     const char *key;
     size_t offset;              /* its double in ms_framework */
     double max;                 /* the profile reader's upper bound */
+    double start0;              /* where the search starts when the profile's figure is 0 */
 } fit_key;
 
+/* A dequantisation rate of 0 means free: its search starts at 1 TB/s (a
+ * fast fused kernel), the seconds at FIT_FLOOR (nearly nothing). */
 static const fit_key fit_keys[] = {
-    {"layer_s", offsetof(ms_framework, layer_s), 0.1},
-    {"iteration_s", offsetof(ms_framework, iteration_s), 1.0},
+    {"layer_s", offsetof(ms_framework, layer_s), 0.1, 0},
+    {"iteration_s", offsetof(ms_framework, iteration_s), 1.0, 0},
+    {"expert_s", offsetof(ms_framework, expert_s), 0.1, 0},
+    {"dequant_bw", offsetof(ms_framework, dequant_bw), 1e15, 1e12},
 };
 #define N_KEYS (sizeof fit_keys / sizeof fit_keys[0])
 #define FIT_FLOOR 1e-7          /* the smallest figure the log-scaled search reaches (a start of 0 starts here) */
@@ -186,6 +191,8 @@ int ms_published_fit(const ms_pub_opts *o, const ms_pub_rows *rows, const char *
         for (int f = 0; f < c.n_fw; f++)
             for (size_t k = 0; k < N_KEYS; k++) {
                 double v = *key_of(&c.fw[f], k);
+                if (!(v > 0) && fit_keys[k].start0 > 0)
+                    v = fit_keys[k].start0;
                 gsl_vector_set(x, (size_t)f * N_KEYS + k, log10(v > FIT_FLOOR ? v : FIT_FLOOR));
             }
         double mse = NAN;
@@ -232,6 +239,22 @@ static void comment_lines(FILE *fp, const char *text)
     }
 }
 
+/* The keys the fit does not move, as the profile it started from had them. */
+static void write_kept_keys(FILE *fp, const ms_framework *fw)
+{
+    fprintf(fp, "copies_per_expert = %u\n", fw->copies_per_expert == MS_COPIES_PER_MATRIX ? 0u : fw->copies_per_expert);
+    fprintf(fp, "cpu_dequant_bw = %.17g\ncopies = %s\nhost_memory = %s\nwriteback = %u\nreserve_bytes = %.17g\n",
+            fw->cpu_dequant_bw, fw->copies[0] ? fw->copies : "overlapped",
+            fw->host_memory[0] ? fw->host_memory : "pinned", fw->writeback, fw->reserve_bytes);
+}
+
+static void write_kept_sources(FILE *fp, const ms_framework *fw)
+{
+    static const char *const kept[] = {"copies_per_expert", "cpu_dequant_bw", "writeback", "reserve_bytes"};
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        fprintf(fp, "%s = estimate kept as in %s (not fitted)\n", kept[i], fw->file[0] ? fw->file : "the framework it started from");
+}
+
 int ms_published_write_frameworks(const char *dir, const ms_framework *fw, int n, const char *prov, ms_err *err)
 {
     char d[1200];
@@ -250,11 +273,13 @@ int ms_published_write_frameworks(const char *dir, const ms_framework *fw, int n
         fprintf(fp, "[framework]\nname = %s\ndescription = %s\n", fw[f].name, fw[f].description);
         for (size_t k = 0; k < N_KEYS; k++)
             fprintf(fp, "%s = %.6g\n", fit_keys[k].key, *key_of((ms_framework *)&fw[f], k));
+        write_kept_keys(fp, &fw[f]);
         fprintf(fp, "\n[source]\n");
         for (size_t k = 0; k < N_KEYS; k++)
             fprintf(fp, "%s = derived fitted by moesim published --fit on calibration rows (the comments above: command, "
                         "fit, rows)\n",
                     fit_keys[k].key);
+        write_kept_sources(fp, &fw[f]);
         if (ms_out_commit(o, err))
             return -1;
         ms_framework check; /* what was written reads back as a profile */
