@@ -43,6 +43,7 @@ typedef struct {
     uint64_t expert_bytes;    /* bytes of one routed expert in dtype */
     uint64_t dense_bytes;     /* non-expert bytes per MoE layer (attention, norms, gate, shared experts) */
     uint64_t dense_params;    /* parameters behind dense_bytes */
+    double kv_bytes_per_token; /* KV cache bytes per token, all layers (optional, 0: the budget estimates it) */
     /* bytes per expert per dtype, from [bytes_per_expert]; 0 when not listed */
     uint64_t bytes_bf16, bytes_fp32, bytes_fp8, bytes_mxfp4;
     char source[512];

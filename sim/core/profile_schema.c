@@ -47,6 +47,7 @@ static const field_spec model_fields[] = {
     NUM("model", "expert_bytes", K_COUNT_BYTES, ms_model, expert_bytes, 1, EXACT_MAX_D, 0, 1, "expert_size"),
     NUM("model", "dense_params", K_COUNT_BYTES, ms_model, dense_params, 0, EXACT_MAX_D, 0, 1, "dense"),
     NUM("model", "dense_bytes", K_COUNT_BYTES, ms_model, dense_bytes, 0, EXACT_MAX_D, 0, 1, "dense"),
+    NUM("model", "kv_bytes_per_token", K_BYTES, ms_model, kv_bytes_per_token, 1, 1e9, 0, 0, "structure"),
     NUM("bytes_per_expert", "bf16", K_COUNT_BYTES, ms_model, bytes_bf16, 1, EXACT_MAX_D, 0, 0, "expert_size"),
     NUM("bytes_per_expert", "fp32", K_COUNT_BYTES, ms_model, bytes_fp32, 1, EXACT_MAX_D, 0, 0, "expert_size"),
     NUM("bytes_per_expert", "fp8", K_COUNT_BYTES, ms_model, bytes_fp8, 1, EXACT_MAX_D, 0, 0, "expert_size"),

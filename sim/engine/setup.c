@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "policies/lib/gate.h"
+#include "sim/engine/budget.h"
 #include "sim/engine/state.h"
 
 static int spec_learns(ms_policy_kind kind, const char *spec)
@@ -108,6 +109,39 @@ int eng_setup_layer_sizes(ms_view *v)
     return 0;
 }
 
+/* The longest request's prompt + output tokens (0 when the trace lists no
+ * request lengths). */
+static double longest_context(const ms_trace_meta *m)
+{
+    double n = 0;
+    for (uint64_t i = 0; m->req_prompt_len && m->req_output_len && i < m->n_requests; i++)
+        n = ms_fmax(n, (double)m->req_prompt_len[i] + m->req_output_len[i]);
+    return n;
+}
+
+/* One GPU: the cache must fit beside the dense weights, embeddings, the KV
+ * cache and the framework's reserve (budget.h).  A KV figure the budget only
+ * estimates (no kv_bytes_per_token: an upper bound) is not held against the
+ * cache. */
+static int eng_check_budget(ms_view *v)
+{
+    const ms_run_config *c = v->cfg;
+    ms_budget_in in = {.platform = c->platform, .model = c->model,
+                       .framework = c->framework ? c->framework
+                                    : c->platform->framework[0] ? &c->platform->framework_profile : NULL,
+                       .batch = c->max_batch ? c->max_batch : 1, .context_tokens = longest_context(v->meta)};
+    for (uint32_t l = 0; l < v->L; l++)
+        in.dense_bytes += v->dense_bytes[l];
+    ms_budget b;
+    ms_budget_compute(&in, &b);
+    int kv_estimated = c->model && !(c->model->kv_bytes_per_token > 0);
+    if (v->m->gpu_cache_capacity_bytes <= b.expert_cache + (kv_estimated ? b.kv : 0))
+        return 0;
+    return ms_fail(v->err, "GPU expert cache of %.0f bytes exceeds %s's GPU memory of %.0f bytes less the rest: %s%s",
+                   v->m->gpu_cache_capacity_bytes, c->platform->name, c->platform->gpu_mem_bytes, b.assumed,
+                   kv_estimated ? " (the KV estimate not counted against the cache)" : "");
+}
+
 int eng_check_capacity(ms_view *v)
 {
     const ms_run_config *c = v->cfg;
@@ -129,9 +163,8 @@ int eng_check_capacity(ms_view *v)
                        c->cap_value, c->cap_kind == MS_CAP_BYTES ? "bytes" : "experts", v->K, need);
     v->cap_units = c->cap_value;
     v->m->gpu_cache_capacity_bytes = c->cap_kind == MS_CAP_BYTES ? c->cap_value : c->cap_value * max_bytes;
-    if (v->G == 1 && c->platform->gpu_mem_bytes > 0 && v->m->gpu_cache_capacity_bytes > c->platform->gpu_mem_bytes)
-        return ms_fail(v->err, "GPU expert cache of %.0f bytes exceeds %s's GPU memory of %.0f bytes",
-                       v->m->gpu_cache_capacity_bytes, c->platform->name, c->platform->gpu_mem_bytes);
+    if (v->G == 1 && c->platform->gpu_mem_bytes > 0 && eng_check_budget(v))
+        return -1;
     v->host_cap = c->host_bytes;
     v->m->host_bytes = c->host_bytes > 0 ? c->host_bytes : total_bytes;
     return 0;
