@@ -63,10 +63,10 @@ set_tests_properties(run.demo PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINAR
 
 # What a run is given but cannot use is a warning on stderr and in --json (issue 17.5):
 # eam and hybrimoe have no prefetch distance; eam learns from the training split
-run_test(warn_unused_distance sh -c "$<TARGET_FILE:moesim> run --trace ${T} --offline --prefetch hybrimoe --cache-experts 32 --distance 3 --json 2>err.txt | tr -d '\\n\\t ' | grep -q '\"warnings\":\\[\"--distance3isnotused:prefetchhybrimoehasnoprefetchdistance\"\\]' && grep -qx 'moesim: warning: --distance 3 is not used: prefetch hybrimoe has no prefetch distance' err.txt")
+run_test(warn_unused_distance sh -c "$<TARGET_FILE:moesim> run --trace ${T} --offline --prefetch hybrimoe --cache-experts 32 --distance 3 --json 2>warn_unused_distance.err | tr -d '\\n\\t ' | grep -q '\"warnings\":\\[\"--distance3isnotused:prefetchhybrimoehasnoprefetchdistance\"\\]' && grep -qx 'moesim: warning: --distance 3 is not used: prefetch hybrimoe has no prefetch distance' warn_unused_distance.err")
 run_test(warn_train_zero sh -c "$<TARGET_FILE:moesim> run --trace ${T} --prefetch eam --cache eam --cache-experts 32 --train 0 2>&1 >/dev/null | grep -qx 'moesim: warning: --train 0 leaves prefetch eam nothing to learn from: it learns from the training split'")
 # none warned when the distance is used, or the default; no warnings is an empty list
-run_test(warn_none sh -c "$<TARGET_FILE:moesim> run --trace ${T} --offline --prefetch traced-topk --cache-experts 32 --distance 3 --json 2>err.txt | tr -d '\\n\\t ' | grep -q '\"warnings\":\\[\\]' && ! [ -s err.txt ] && $<TARGET_FILE:moesim> run --trace ${T} --offline --prefetch eam --cache-experts 32 2>&1 >/dev/null | wc -c | grep -qx 0")
+run_test(warn_none sh -c "$<TARGET_FILE:moesim> run --trace ${T} --offline --prefetch traced-topk --cache-experts 32 --distance 3 --json 2>warn_none.err | tr -d '\\n\\t ' | grep -q '\"warnings\":\\[\\]' && ! [ -s warn_none.err ] && $<TARGET_FILE:moesim> run --trace ${T} --offline --prefetch eam --cache-experts 32 2>&1 >/dev/null | wc -c | grep -qx 0")
 # the fixture's arrivals (Poisson at 1/s; 4 requests give an empirical 0.617/s) overload this setup: a warning naming the queueing (issue 32.4)
 run_test(warn_overloaded sh -c "$<TARGET_FILE:moesim> run --trace ${T} --cache-experts 32 2>&1 >/dev/null | grep -q '^moesim: warning: overloaded: requests arrive at [0-9.]*/s, the run served .*/s while busy (offered load [0-9.]*)'")
 # next_use_exact only where a policy asks for the next-use pre-pass (Belady)
