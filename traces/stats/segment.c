@@ -53,11 +53,9 @@ double ms_srp_from_hist(const uint64_t *hist, uint32_t m, uint64_t windows_n, ui
 {
     if (!windows_n)
         return NAN;
-    double acts = 0, pairs = 0;
-    for (uint32_t f = 1; f <= m; f++) {
+    double acts = 0;
+    for (uint32_t f = 1; f <= m; f++)
         acts += (double)f * (double)hist[f];
-        pairs += (double)hist[f];
-    }
     /* threshold 0: every (window, key) predicted */
     double best = 2 * acts / fmax(1, (double)m * (double)windows_n * (double)n_keys + acts);
     double matches = 0, preds = 0;
