@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "sim/core/profile.h"
+#include "sim/engine/engine.h"
 #include "traces/synth/gen.h"
 #include "traces/import/import.h"
 #include "traces/format/trace.h"
@@ -79,6 +80,61 @@ static inline void ms_fixture_write_requests(const char *path, const ms_trace_me
 }
 
 /* Imports ../shared/traces/bigmoeonedge/<name>.route.csv into `out`. */
+/* One request of n_iters iterations, one token row each (iteration 0 the
+ * prefill, then decodes), L layers of J experts, 1 MB experts and 2 MB dense
+ * work, hidden size 500 (read only by runs with several GPUs: token
+ * dispatch); ids[(i * L + l) * K + k] is slot k of iteration i at layer l,
+ * every slot weighted 1 / K.  `source` names the test. */
+static inline void ms_fixture_write_rows(const char *path, const char *source, uint32_t L, uint32_t J, uint32_t K,
+                                         uint32_t n_iters, const int *ids)
+{
+    ms_trace_meta m = ms_fixture_hand_meta(source, L, J, K, 1000000, 2000000);
+    m.hidden_size = 500;
+    ms_request r;
+    memset(&r, 0, sizeof r);
+    r.prompt_len = 1;
+    r.output_len = n_iters - 1;
+    r.n_iters = n_iters;
+    r.n_rows = n_iters;
+    ms_request_alloc(&r, &m);
+    for (uint32_t i = 0; i < n_iters; i++) {
+        r.iters[i] = (ms_iteration){i ? MS_PHASE_DECODE : MS_PHASE_PREFILL, i, 1};
+        for (uint32_t l = 0; l < L; l++)
+            for (uint32_t k = 0; k < K; k++) {
+                r.topk_ids[ms_topk_index(&m, i, l) + k] = ids[((size_t)i * L + l) * K + k];
+                r.topk_w[ms_topk_index(&m, i, l) + k] = 1.0f / (float)K;
+            }
+    }
+    ms_fixture_write_requests(path, &m, &r, 1);
+    ms_request_free(&r);
+    ms_trace_meta_free(&m);
+}
+
+/* One offline run at batch 1, distance 1, a cache of cap experts (events to
+ * `events` when not NULL): ms_run's result. */
+static inline int ms_fixture_run_cfg(const char *trace, const ms_platform *p, const char *prefetch,
+                                     const char *cache, const char *sched, uint32_t cap, const char *events,
+                                     ms_metrics *m, ms_err *err)
+{
+    ms_run_config cfg = {.trace_path = trace, .platform = p, .prefetch_spec = prefetch, .cache_spec = cache,
+                         .sched_spec = sched, .cap_kind = MS_CAP_EXPERTS, .cap_value = cap,
+                         .distance = 1, .max_batch = 1, .events_path = events};
+    return ms_run(&cfg, m, err);
+}
+
+/* The same run, which must succeed (else the test exits). */
+static inline ms_metrics ms_fixture_run(const char *trace, const ms_platform *p, const char *prefetch,
+                                        const char *cache, const char *sched, uint32_t cap, const char *events)
+{
+    ms_metrics m;
+    ms_err err;
+    if (ms_fixture_run_cfg(trace, p, prefetch, cache, sched, cap, events, &m, &err)) {
+        fprintf(stderr, "ms_run: %s\n", err.msg);
+        exit(1);
+    }
+    return m;
+}
+
 static inline void ms_fixture_import_real(const char *name, const char *out)
 {
     char in[1024];

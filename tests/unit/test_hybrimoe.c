@@ -299,27 +299,6 @@ static void write_trace(const char *path, uint32_t L, uint32_t J, uint32_t K, ui
     ms_trace_meta_free(&m);
 }
 
-static int run_cfg(const char *trace, const ms_platform *p, const char *prefetch, const char *cache,
-                   const char *sched, uint32_t cap, const char *events, ms_metrics *m, ms_err *err)
-{
-    ms_run_config cfg = {.trace_path = trace, .platform = p, .prefetch_spec = prefetch, .cache_spec = cache,
-                         .sched_spec = sched, .cap_kind = MS_CAP_EXPERTS, .cap_value = cap,
-                         .distance = 1, .max_batch = 1, .events_path = events};
-    return ms_run(&cfg, m, err);
-}
-
-static ms_metrics run(const char *trace, const ms_platform *p, const char *prefetch, const char *cache,
-                      const char *sched, uint32_t cap, const char *events)
-{
-    ms_metrics m;
-    ms_err err;
-    if (run_cfg(trace, p, prefetch, cache, sched, cap, events, &m, &err)) {
-        fprintf(stderr, "ms_run: %s\n", err.msg);
-        exit(1);
-    }
-    return m;
-}
-
 /* L = 2, J = 4, K = 1: iterations {0, 1}, {0, 2}, {3, 1} (as test_engine_exact). */
 static const int route_a[3 * 2] = {0, 1, 0, 2, 3, 1};
 
@@ -336,7 +315,7 @@ static void test_fiddler(void)
 {
     write_trace("hyb_a.h5", 2, 4, 1, 3, route_a, NULL);
     ms_platform fast = test_platform(0.15e-3), slow = test_platform(2.0e-3);
-    ms_metrics m = run("hyb_a.h5", &fast, "none", "lru", "fiddler", 2, "hyb_a.csv");
+    ms_metrics m = ms_fixture_run("hyb_a.h5", &fast, "none", "lru", "fiddler", 2, "hyb_a.csv");
     CHECK_EQ_INT(m.total.misses, 6);
     CHECK_EQ_INT(m.total.hits, 0);
     CHECK_EQ_INT(m.total.on_cpu, 6);
@@ -350,19 +329,19 @@ static void test_fiddler(void)
     CHECK_NEAR(m.tpot_mean_s, 0.9 * MS, TOL);
     ms_metrics_free(&m);
 
-    m = run("hyb_a.h5", &fast, "none", "lru", "fiddler:when=faster", 2, NULL);
+    m = ms_fixture_run("hyb_a.h5", &fast, "none", "lru", "fiddler:when=faster", 2, NULL);
     CHECK_EQ_INT(m.total.on_cpu, 6);
     CHECK_NEAR(m.makespan_s, 2.7 * MS, TOL);
     ms_metrics_free(&m);
 
-    m = run("hyb_a.h5", &slow, "none", "lru", "fiddler:when=faster", 2, NULL);
+    m = ms_fixture_run("hyb_a.h5", &slow, "none", "lru", "fiddler:when=faster", 2, NULL);
     CHECK_EQ_INT(m.total.on_cpu, 0);
     CHECK_EQ_INT(m.total.hits, 1);
     CHECK_EQ_INT(m.total.misses, 5);
     CHECK_NEAR(m.makespan_s, 9.3 * MS, TOL);
     ms_metrics_free(&m);
 
-    m = run("hyb_a.h5", &slow, "none", "lru", "fiddler", 2, NULL);
+    m = ms_fixture_run("hyb_a.h5", &slow, "none", "lru", "fiddler", 2, NULL);
     CHECK_EQ_INT(m.total.on_cpu, 6);
     CHECK_NEAR(m.makespan_s, 13.8 * MS, TOL);
     ms_metrics_free(&m);
@@ -393,7 +372,7 @@ static void test_hybrid_engine(void)
     static const int route[3 * 2] = {0, 1, 1, 2, 1, 2};
     write_trace("hyb_b.h5", 1, 4, 2, 3, route, NULL);
     ms_platform p = test_platform(1.9e-3);
-    ms_metrics m = run("hyb_b.h5", &p, "none", "lru", "hybrid", 2, "hyb_b.csv");
+    ms_metrics m = ms_fixture_run("hyb_b.h5", &p, "none", "lru", "hybrid", 2, "hyb_b.csv");
     CHECK_EQ_INT(m.total.on_cpu, 1);
     CHECK_EQ_INT(m.total.hits, 3);
     CHECK_EQ_INT(m.total.misses, 3);
@@ -405,14 +384,14 @@ static void test_hybrid_engine(void)
     CHECK_NEAR(m.makespan_s, 4.4 * MS, TOL);
     ms_metrics_free(&m);
 
-    m = run("hyb_b.h5", &p, "none", "lru", "hybrid:mode=code", 2, NULL);
+    m = ms_fixture_run("hyb_b.h5", &p, "none", "lru", "hybrid:mode=code", 2, NULL);
     CHECK_EQ_INT(m.total.on_cpu, 0);
     CHECK_EQ_INT(m.total.hits, 3);
     CHECK_EQ_INT(m.total.misses, 3);
     CHECK_NEAR(m.makespan_s, 5.5 * MS, TOL);
     ms_metrics_free(&m);
 
-    m = run("hyb_b.h5", &p, "none", "lru", "fiddler", 2, NULL);
+    m = ms_fixture_run("hyb_b.h5", &p, "none", "lru", "fiddler", 2, NULL);
     CHECK_EQ_INT(m.total.on_cpu, 6);
     CHECK_NEAR(m.makespan_s, 12.6 * MS, TOL);
     ms_metrics_free(&m);
@@ -444,16 +423,16 @@ static void test_mrs_engine(void)
                                        0.6f, 0.2f, 0.1f, 0.1f, 0.1f, 0.1f, 0.7f, 0.1f};
     write_trace("hyb_c.h5", 1, 4, 1, 4, route, probs);
     ms_platform p = test_platform(0.15e-3);
-    ms_metrics m = run("hyb_c.h5", &p, "none", "mrs", "gpu", 2, "hyb_c.csv");
+    ms_metrics m = ms_fixture_run("hyb_c.h5", &p, "none", "mrs", "gpu", 2, "hyb_c.csv");
     CHECK_EQ_INT(m.total.misses, 3);
     CHECK_EQ_INT(m.total.hits, 1);
     CHECK_EVENT("hyb_c.csv", "evict", 0, 3, 0, 3.8, 3.8);
     ms_metrics_free(&m);
-    m = run("hyb_c.h5", &p, "none", "lru", "gpu", 2, NULL);
+    m = ms_fixture_run("hyb_c.h5", &p, "none", "lru", "gpu", 2, NULL);
     CHECK_EQ_INT(m.total.misses, 4);
     CHECK_EQ_INT(m.total.hits, 0);
     ms_metrics_free(&m);
-    m = run("hyb_c.h5", &p, "none", "mrs:mode=code", "gpu", 2, "hyb_d.csv");
+    m = ms_fixture_run("hyb_c.h5", &p, "none", "mrs:mode=code", "gpu", 2, "hyb_d.csv");
     CHECK_EQ_INT(m.total.misses, 3);
     CHECK_EQ_INT(m.total.hits, 1);
     CHECK_EVENT("hyb_d.csv", "evict", 0, 1, 0, 0.2, 0.2);
@@ -468,10 +447,10 @@ static void test_prefetch_errors(void)
     ms_platform p = test_platform(0.15e-3);
     ms_metrics m;
     ms_err err;
-    CHECK(run_cfg("hyb_a.h5", &p, "hybrimoe:predictor=spec", "mrs", "hybrid", 2, NULL, &m, &err) == -1);
+    CHECK(ms_fixture_run_cfg("hyb_a.h5", &p, "hybrimoe:predictor=spec", "mrs", "hybrid", 2, NULL, &m, &err) == -1);
     CHECK_STR_CONTAINS(err.msg, "predictor=spec needs speculative gate outputs, but hyb_a.h5 has none");
     /* auto falls back to history and runs */
-    CHECK(run_cfg("hyb_a.h5", &p, "hybrimoe", "mrs", "hybrid", 2, NULL, &m, &err) == 0);
+    CHECK(ms_fixture_run_cfg("hyb_a.h5", &p, "hybrimoe", "mrs", "hybrid", 2, NULL, &m, &err) == 0);
     CHECK_EQ_INT(m.total.hits + m.total.late + m.total.misses, 6);
     ms_metrics_free(&m);
 }

@@ -43,28 +43,7 @@ static ms_platform two_gpus(double ceiling)
  * routing[i * L * K + l * K + k] is slot k of iteration i at layer l. */
 static void write_trace(const char *path, uint32_t L, uint32_t K, uint32_t n_iters, const int *routing)
 {
-    ms_trace_meta m = ms_fixture_hand_meta("test_multigpu", L, 4, K, 1000000, 2000000);
-    m.hidden_size = 500;
-    ms_trace_writer *w = ms_fixture_writer_open(path, &m);
-    ms_request r;
-    memset(&r, 0, sizeof r);
-    r.prompt_len = 1;
-    r.output_len = n_iters - 1;
-    r.n_iters = n_iters;
-    r.n_rows = n_iters;
-    ms_request_alloc(&r, &m);
-    for (uint32_t i = 0; i < n_iters; i++) {
-        r.iters[i] = (ms_iteration){i ? MS_PHASE_DECODE : MS_PHASE_PREFILL, i, 1};
-        for (uint32_t l = 0; l < L; l++)
-            for (uint32_t k = 0; k < K; k++) {
-                r.topk_ids[ms_topk_index(&m, i, l) + k] = routing[(i * L + l) * K + k];
-                r.topk_w[ms_topk_index(&m, i, l) + k] = 1.0f / (float)K;
-            }
-    }
-    ms_fixture_writer_add(w, &r);
-    ms_fixture_writer_close(w);
-    ms_request_free(&r);
-    ms_trace_meta_free(&m);
+    ms_fixture_write_rows(path, "test_multigpu", L, 4, K, n_iters, routing);
 }
 
 static ms_run_config config(const char *trace, const ms_platform *p, const char *prefetch, uint32_t cap,

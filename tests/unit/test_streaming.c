@@ -32,53 +32,9 @@ static ms_platform cpu_platform(void)
     return p;
 }
 
-/* One request, one row per iteration (iteration 0 = prefill), 1 MB experts,
- * 2 MB dense; ids[(iter * L + l) * K + k], equal weights. */
 static void write_trace(const char *path, uint32_t L, uint32_t J, uint32_t K, uint32_t n_iters, const int *ids)
 {
-    ms_trace_meta m = ms_fixture_hand_meta("test_streaming", L, J, K, 1000000, 2000000);
-    m.hidden_size = 500; /* only runs with several GPUs read it (token dispatch) */
-    ms_trace_writer *w = ms_fixture_writer_open(path, &m);
-    ms_request r;
-    memset(&r, 0, sizeof r);
-    r.prompt_len = 1;
-    r.output_len = n_iters - 1;
-    r.n_iters = n_iters;
-    r.n_rows = n_iters;
-    ms_request_alloc(&r, &m);
-    for (uint32_t i = 0; i < n_iters; i++) {
-        r.iters[i] = (ms_iteration){i ? MS_PHASE_DECODE : MS_PHASE_PREFILL, i, 1};
-        for (uint32_t l = 0; l < L; l++)
-            for (uint32_t k = 0; k < K; k++) {
-                r.topk_ids[ms_topk_index(&m, i, l) + k] = ids[((size_t)i * L + l) * K + k];
-                r.topk_w[ms_topk_index(&m, i, l) + k] = 1.0f / (float)K;
-            }
-    }
-    ms_fixture_writer_add(w, &r);
-    ms_fixture_writer_close(w);
-    ms_request_free(&r);
-    ms_trace_meta_free(&m);
-}
-
-static int run_cfg(const char *trace, const ms_platform *p, const char *prefetch, const char *cache,
-                   const char *sched, uint32_t cap, const char *events, ms_metrics *m, ms_err *err)
-{
-    ms_run_config cfg = {.trace_path = trace, .platform = p, .prefetch_spec = prefetch, .cache_spec = cache,
-                         .sched_spec = sched, .cap_kind = MS_CAP_EXPERTS, .cap_value = cap,
-                         .distance = 1, .max_batch = 1, .events_path = events};
-    return ms_run(&cfg, m, err);
-}
-
-static ms_metrics run(const char *trace, const ms_platform *p, const char *prefetch, const char *cache,
-                      const char *sched, uint32_t cap, const char *events)
-{
-    ms_metrics m;
-    ms_err err;
-    if (run_cfg(trace, p, prefetch, cache, sched, cap, events, &m, &err)) {
-        fprintf(stderr, "ms_run: %s\n", err.msg);
-        exit(1);
-    }
-    return m;
+    ms_fixture_write_rows(path, "test_streaming", L, J, K, n_iters, ids);
 }
 
 /* A run that must fail with a message containing `want`. */
@@ -87,7 +43,7 @@ static void run_fails(const char *trace, const ms_platform *p, const char *prefe
 {
     ms_metrics m;
     ms_err err;
-    int rc = run_cfg(trace, p, prefetch, cache, sched, cap, NULL, &m, &err);
+    int rc = ms_fixture_run_cfg(trace, p, prefetch, cache, sched, cap, NULL, &m, &err);
     CHECK(rc != 0);
     if (rc == 0) {
         ms_metrics_free(&m);
@@ -126,7 +82,7 @@ static void test_cpu_all(void)
 {
     write_trace("st_a.h5", 2, 4, 1, 3, route_a);
     ms_platform p = cpu_platform();
-    ms_metrics m = run("st_a.h5", &p, "none", "lru", "cpu-all", 2, "st_all.csv");
+    ms_metrics m = ms_fixture_run("st_a.h5", &p, "none", "lru", "cpu-all", 2, "st_all.csv");
     CHECK_EQ_INT(m.total.on_cpu, 6);
     CHECK_EQ_INT(m.total.hits, 0);
     CHECK_EQ_INT(m.demand_copies, 0);
@@ -135,19 +91,19 @@ static void test_cpu_all(void)
     CHECK_NEAR(m.makespan_s, 2.7 * MS, TOL);
     ms_metrics_free(&m);
 
-    m = run("st_a.h5", &p, "none", "lru", "cpu-all:threads=2", 2, NULL);
+    m = ms_fixture_run("st_a.h5", &p, "none", "lru", "cpu-all:threads=2", 2, NULL);
     CHECK_NEAR(m.makespan_s, 4.2 * MS, TOL);
     ms_metrics_free(&m);
-    m = run("st_a.h5", &p, "none", "lru", "cpu-all:threads=1", 2, "st_all1.csv");
+    m = ms_fixture_run("st_a.h5", &p, "none", "lru", "cpu-all:threads=1", 2, "st_all1.csv");
     CHECK_EVENT("st_all1.csv", "compute_cpu", 0, 0, 0, 0.2, 1.2);
     CHECK_NEAR(m.makespan_s, 7.2 * MS, TOL);
     ms_metrics_free(&m);
-    m = run("st_a.h5", &p, "none", "lru", "fiddler:threads=1", 2, NULL);
+    m = ms_fixture_run("st_a.h5", &p, "none", "lru", "fiddler:threads=1", 2, NULL);
     CHECK_EQ_INT(m.total.on_cpu, 6);
     CHECK_NEAR(m.makespan_s, 7.2 * MS, TOL);
     ms_metrics_free(&m);
-    m = run("st_a.h5", &p, "none", "lru", "hybrid:threads=4", 2, NULL); /* 4 = the platform's: as without */
-    ms_metrics m0 = run("st_a.h5", &p, "none", "lru", "hybrid", 2, NULL);
+    m = ms_fixture_run("st_a.h5", &p, "none", "lru", "hybrid:threads=4", 2, NULL); /* 4 = the platform's: as without */
+    ms_metrics m0 = ms_fixture_run("st_a.h5", &p, "none", "lru", "hybrid", 2, NULL);
     CHECK_NEAR(m.makespan_s, m0.makespan_s, 0);
     ms_metrics_free(&m);
     ms_metrics_free(&m0);
@@ -161,7 +117,7 @@ static void test_cpu_all(void)
 static void test_cpu_layers(void)
 {
     ms_platform p = cpu_platform();
-    ms_metrics m = run("st_a.h5", &p, "none", "pin-layers:first=1", "cpu-layers:layers=1", 4, "st_cl.csv");
+    ms_metrics m = ms_fixture_run("st_a.h5", &p, "none", "pin-layers:first=1", "cpu-layers:layers=1", 4, "st_cl.csv");
     CHECK_EQ_INT(m.total.hits, 3);
     CHECK_EQ_INT(m.total.misses, 3);
     CHECK_EQ_INT(m.total.on_cpu, 3);
@@ -171,10 +127,10 @@ static void test_cpu_layers(void)
     CHECK_EVENT("st_cl.csv", "compute_gpu", 1, 2, 0, 1.4, 1.5);
     CHECK_NEAR(m.makespan_s, 2.25 * MS, TOL);
     ms_metrics_free(&m);
-    m = run("st_a.h5", &p, "none", "pin-layers:first=1", "cpu-layers:layers=1,threads=1", 4, NULL);
+    m = ms_fixture_run("st_a.h5", &p, "none", "pin-layers:first=1", "cpu-layers:layers=1,threads=1", 4, NULL);
     CHECK_NEAR(m.makespan_s, 4.5 * MS, TOL);
     ms_metrics_free(&m);
-    m = run("st_a.h5", &p, "none", "lru", "cpu-layers:layers=2", 2, NULL);
+    m = ms_fixture_run("st_a.h5", &p, "none", "lru", "cpu-layers:layers=2", 2, NULL);
     CHECK_EQ_INT(m.total.on_cpu, 6);
     CHECK_NEAR(m.makespan_s, 2.7 * MS, TOL);
     ms_metrics_free(&m);
@@ -193,7 +149,7 @@ static void test_cpu_layers(void)
 static void test_layer_stream(void)
 {
     ms_platform p = cpu_platform();
-    ms_metrics m = run("st_a.h5", &p, "layer-stream:ahead=0", "lru", "gpu", 4, "st_ls.csv");
+    ms_metrics m = ms_fixture_run("st_a.h5", &p, "layer-stream:ahead=0", "lru", "gpu", 4, "st_ls.csv");
     CHECK_EQ_INT(m.total.hits, 0);
     CHECK_EQ_INT(m.total.late, 2);
     CHECK_EQ_INT(m.total.misses, 4);
@@ -217,7 +173,7 @@ static void test_layer_stream(void)
      * the last GPU expert 36.0-36.1.  Iteration 1's layer 0: (0,0) 12.0-13.5
      * (queued at 6.1, the wrap), late; (0,3) of iteration 2 is a demand load
      * 25.5-27.0.  One more copy (next iteration's (0,0)) starts at 36.0. */
-    m = run("st_a.h5", &p, "layer-stream", "lru", "gpu", 8, "st_ls1.csv");
+    m = ms_fixture_run("st_a.h5", &p, "layer-stream", "lru", "gpu", 8, "st_ls1.csv");
     CHECK_EQ_INT(m.total.hits, 0);
     CHECK_EQ_INT(m.total.late, 2);
     CHECK_EQ_INT(m.total.misses, 4);
@@ -241,7 +197,7 @@ static void test_partial_stream(void)
     static const int route[2 * 3] = {0, 1, 0, 1, 0, 1};
     write_trace("st_v.h5", 3, 2, 1, 2, route);
     ms_platform p = cpu_platform();
-    ms_metrics m = run("st_v.h5", &p, "layer-stream:ahead=0,layers=2", "pin-layers:first=2", "gpu", 4, "st_v.csv");
+    ms_metrics m = ms_fixture_run("st_v.h5", &p, "layer-stream:ahead=0,layers=2", "pin-layers:first=2", "gpu", 4, "st_v.csv");
     CHECK_EQ_INT(m.total.hits, 2);
     CHECK_EQ_INT(m.total.late, 2);
     CHECK_EQ_INT(m.total.misses, 2);
@@ -264,7 +220,7 @@ static void test_partial_stream(void)
 static void test_one_streamed_layer(void)
 {
     ms_platform p = cpu_platform();
-    ms_metrics m = run("st_a.h5", &p, "layer-stream:ahead=0,layers=1", "pin-layers:first=1", "gpu", 8, "st_v1.csv");
+    ms_metrics m = ms_fixture_run("st_a.h5", &p, "layer-stream:ahead=0,layers=1", "pin-layers:first=1", "gpu", 8, "st_v1.csv");
     CHECK_EQ_INT(m.total.hits, 3);
     CHECK_EQ_INT(m.total.late, 2);
     CHECK_EQ_INT(m.total.misses, 1);
