@@ -83,8 +83,8 @@ static double objective(const gsl_vector *x, void *user)
 }
 
 /* Runs the calibration rows once with the profiles' figures (making their
- * traces) and leaves out, one log line each, the rows that cannot run (a
- * mechanism this build lacks): they are named in the table as well.  -1
+ * traces) and leaves out, one log line each, the rows that cannot run (e.g. a cache
+ * their preset's policies refuse): they are named in the table as well.  -1
  * when none is left. */
 static int drop_unrunnable(fit_ctx *c, FILE *log, ms_err *err)
 {

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "policies/policy.h"
 
 #define KB(k) (1u << (k))
 
@@ -84,21 +83,6 @@ static int setup_fail(const ms_pub_row *r, const char *key, const char *value, c
     return ms_fail(err, "%s: row %s: %s = %s: %s", r->file, r->name, key, value, why);
 }
 
-/* A policy this build may not have yet (issue 31's layer-stream, cpu-layers,
- * cpu-all): the row fails naming it. */
-static int need_policy(const ms_pub_row *r, ms_policy_kind kind, const char *spec, ms_err *err)
-{
-    char name[64];
-    size_t len = strcspn(spec, ":");
-    snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), spec);
-    if (ms_policy_find(kind, name))
-        return 0;
-    char why[256];
-    snprintf(why, sizeof why, "needs the %s policy %s, which this build does not have", ms_policy_kind_name(kind),
-             name);
-    return setup_fail(r, "system", r->system, why, err);
-}
-
 static double knob(const ms_pub_row *r, ms_pub_knob k) { return r->knob_given >> k & 1 ? r->knob[k] : NAN; }
 
 /* gpu_expert_gb: the expert cache in bytes.  Without it the row needs the
@@ -151,7 +135,7 @@ static int vllm_offload(const ms_pub_row *r, const ms_model *m, ms_pub_setup *s,
     char pre[64], cache[64];
     snprintf(pre, sizeof pre, "layer-stream:ahead=0,layers=%u", nl);
     snprintf(cache, sizeof cache, "pin-layers:first=%u", nl);
-    return need_policy(r, MS_KIND_PREFETCH, "layer-stream", err) || set_policies(s, pre, cache, "gpu");
+    return set_policies(s, pre, cache, "gpu");
 }
 
 int ms_pub_preset_setup(const ms_pub_row *r, const ms_model *m, ms_pub_setup *s, ms_err *err)
@@ -194,14 +178,12 @@ int ms_pub_preset_setup(const ms_pub_row *r, const ms_model *m, ms_pub_setup *s,
          * weights in at its forward and out after it (layer-stream ahead=0;
          * the framework's copies = sync make the copies block the layer) */
         s->cap_value = J;
-        return need_policy(r, MS_KIND_PREFETCH, "layer-stream", err) ||
-               set_policies(s, "layer-stream:ahead=0", "lru", "gpu");
+        return set_policies(s, "layer-stream:ahead=0", "lru", "gpu");
     }
     if (!strcmp(sys, "deepspeed-zero3")) {
         /* two layers' experts: the one computing and the one streamed in */
         s->cap_value = 2.0 * J;
-        return need_policy(r, MS_KIND_PREFETCH, "layer-stream", err) ||
-               set_policies(s, "layer-stream:ahead=1", "lru", "gpu");
+        return set_policies(s, "layer-stream:ahead=1", "lru", "gpu");
     }
     if (!strcmp(sys, "vllm-cpu-offload"))
         return vllm_offload(r, m, s, err);
@@ -226,7 +208,7 @@ int ms_pub_preset_setup(const ms_pub_row *r, const ms_model *m, ms_pub_setup *s,
         else
             snprintf(buf, sizeof buf, "cpu-all:threads=%u", (unsigned)t);
         s->cap_value = J; /* nothing routed is computed on the GPU: one layer's room, as no-cache */
-        return need_policy(r, MS_KIND_SCHED, buf, err) || set_policies(s, "none", "lru", buf);
+        return set_policies(s, "none", "lru", buf);
     }
     if (!strcmp(sys, "llama-cpp")) {
         /* the first N layers' experts on the CPU; the rest pinned on the GPU
@@ -242,7 +224,7 @@ int ms_pub_preset_setup(const ms_pub_row *r, const ms_model *m, ms_pub_setup *s,
         snprintf(cache, sizeof cache, "pin-layers:first=%u", nl);
         double resident = (double)(L - nl) * J;
         s->cap_value = resident > m->top_k ? resident : m->top_k;
-        return need_policy(r, MS_KIND_SCHED, buf, err) || set_policies(s, "none", cache, buf);
+        return set_policies(s, "none", cache, buf);
     }
     return setup_fail(r, "system", sys, "a preset without a setup (a bug)", err);
 }

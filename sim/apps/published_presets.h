@@ -35,8 +35,8 @@ typedef struct {
 } ms_pub_setup;
 
 /* The setup of row on its model m (loaded with the row's sets).  0, or -1
- * with one line "FILE: row NAME: KEY = VALUE: why" when the row needs a
- * mechanism this build does not have (a policy, a run key), naming it. */
+ * with one line "FILE: row NAME: KEY = VALUE: why" when the row's knobs do
+ * not give its system a setup (a knob missing or out of the model's range). */
 int ms_pub_preset_setup(const ms_pub_row *row, const ms_model *m, ms_pub_setup *s, ms_err *err);
 
 #endif
