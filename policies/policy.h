@@ -48,6 +48,10 @@ typedef struct {
     uint64_t seed;
     ms_topk_fill topk_fill;
     ms_split split;
+    /* 1 when the run's framework streams a demand load that finds no room
+     * through a transient buffer (framework surplus = stream): a cache may
+     * then be smaller than one step's activated experts. */
+    int surplus_streams;
 } ms_policy_env;
 
 /* Running totals of a prefetcher's similarity searches (fMoE Fig. 8 and

@@ -87,9 +87,11 @@ static void *slots_create(const ms_params *p, const ms_policy_env *env, ms_err *
 {
     const ms_trace_meta *m = env->meta;
     uint32_t slots = (uint32_t)ms_param_num(p, "slots"); /* 0: resolved from the budget in preload */
-    if (slots != 0 && slots < m->K) {
-        ms_fail(err, "slots=%u is below trace %s's top-k K=%u: one token's experts would not fit in a layer", slots,
-                env->trace_path, m->K);
+    if (slots != 0 && slots < m->K && !env->surplus_streams) {
+        ms_fail(err,
+                "slots=%u is below trace %s's top-k K=%u: one token's experts would not fit in a layer (a framework "
+                "with surplus = stream runs the rest through a transient buffer)",
+                slots, env->trace_path, m->K);
         return NULL;
     }
     if (slots > m->J) {

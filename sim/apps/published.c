@@ -227,6 +227,17 @@ static int pub_sink(void *ctx, uint64_t job, const char *row, size_t len, ms_err
     return 0;
 }
 
+/* The error of a run shared by several rows, as row `row`'s: the run's
+ * first row's "FILE: row NAME: " prefix becomes this row's. */
+static void shared_error(const ms_pub_row *first, const ms_pub_row *row, const char *msg, char *out, size_t n)
+{
+    char prefix[1400];
+    int u = snprintf(prefix, sizeof prefix, "%s: row %s: ", first->file, first->name);
+    if (row == first || u <= 0 || (size_t)u >= sizeof prefix || strncmp(msg, prefix, (size_t)u) ||
+        snprintf(out, n, "%s: row %s: %s", row->file, row->name, msg + u) < 0) /* truncation is fine */
+        copy_msg(out, n, msg);
+}
+
 /* Plans every row, makes every generated trace once, then runs each
  * distinct run once. */
 int ms_published_run(const ms_pub_opts *o, const ms_pub_rows *rows, ms_pub_result *res, ms_err *err)
@@ -269,7 +280,7 @@ int ms_published_run(const ms_pub_opts *o, const ms_pub_rows *rows, ms_pub_resul
             continue;
         res[i].run = (long)run;
         if (j.errs[run]) {
-            copy_msg(res[i].error, sizeof res[i].error, j.errs[run]);
+            shared_error(&rows->row[j.first[run]], &rows->row[i], j.errs[run], res[i].error, sizeof res[i].error);
             continue;
         }
         double p = j.v[run][rows->row[i].metric];

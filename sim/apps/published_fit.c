@@ -246,6 +246,7 @@ static void write_kept_keys(FILE *fp, const ms_framework *fw)
     fprintf(fp, "cpu_dequant_bw = %.17g\ncopies = %s\nhost_memory = %s\nwriteback = %u\nreserve_bytes = %.17g\n",
             fw->cpu_dequant_bw, fw->copies[0] ? fw->copies : "overlapped",
             fw->host_memory[0] ? fw->host_memory : "pinned", fw->writeback, fw->reserve_bytes);
+    fprintf(fp, "surplus = %s\n", fw->surplus[0] ? fw->surplus : "fail");
 }
 
 static void write_kept_sources(FILE *fp, const ms_framework *fw)

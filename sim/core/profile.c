@@ -339,6 +339,7 @@ void ms_framework_defaults(ms_framework *f, const char *name)
     f->copies_per_expert = 1;
     snprintf(f->copies, sizeof f->copies, "overlapped");
     snprintf(f->host_memory, sizeof f->host_memory, "pinned");
+    snprintf(f->surplus, sizeof f->surplus, "fail");
 }
 
 int ms_framework_sync_copies(const ms_framework *f)
@@ -351,6 +352,11 @@ int ms_framework_pageable(const ms_framework *f)
     return f && !strcmp(f->host_memory, "pageable");
 }
 
+int ms_framework_surplus_streams(const ms_framework *f)
+{
+    return f && !strcmp(f->surplus, "stream");
+}
+
 /* The keys with a set of words: one line naming file, key and value. */
 static int check_framework_words(const ms_framework *f, ms_err *err)
 {
@@ -359,6 +365,8 @@ static int check_framework_words(const ms_framework *f, ms_err *err)
     if (strcmp(f->host_memory, "pinned") && strcmp(f->host_memory, "pageable"))
         return ms_fail(err, "%s: [framework] host_memory = %s: expected pinned or pageable", f->file,
                        f->host_memory);
+    if (strcmp(f->surplus, "fail") && strcmp(f->surplus, "stream"))
+        return ms_fail(err, "%s: [framework] surplus = %s: expected fail or stream", f->file, f->surplus);
     return 0;
 }
 

@@ -79,6 +79,9 @@ typedef struct {
                                * host memory in the same stream order first (d2h latency + bytes /
                                * d2h_bw more per copy; Mixtral-Offloading's _swap); default 0 */
     double reserve_bytes;     /* GPU memory the framework keeps for itself (budget.h); default 0 */
+    char surplus[16];         /* "fail" (default): a demand load that finds no room in the cache fails the run;
+                               * "stream": it goes through a transient buffer (copied, run, released), as
+                               * frameworks that run a layer's experts one at a time do */
     char source[1024];
     char file[1024];
     char sha256[65];
@@ -162,6 +165,8 @@ void ms_framework_defaults(ms_framework *f, const char *name);
 /* Whether the framework's copies are synchronous / from pageable memory. */
 int ms_framework_sync_copies(const ms_framework *f);
 int ms_framework_pageable(const ms_framework *f);
+/* Whether a demand load without room streams through a transient buffer. */
+int ms_framework_surplus_streams(const ms_framework *f);
 /* A run's --framework: NULL or "" gives *have = 0 (the run uses the
  * platform's framework, read with the platform); "none" gives a framework
  * named none without costs; else the profile.  0, or -1 with the error. */

@@ -132,6 +132,7 @@ static const field_spec framework_fields[] = {
     STR("framework", "host_memory", K_NAME, ms_framework, host_memory, 0),
     NUM("framework", "writeback", K_U32, ms_framework, writeback, 0, 1, 0, 0, "writeback"),
     NUM("framework", "reserve_bytes", K_BYTES, ms_framework, reserve_bytes, 0, 1e15, 0, 0, "reserve_bytes"),
+    STR("framework", "surplus", K_NAME, ms_framework, surplus, 0),
 };
 
 const profile_schema pf_framework_schema = {

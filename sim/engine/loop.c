@@ -94,12 +94,20 @@ static void access_again(ms_view *v, uint32_t l, uint32_t e, int on_cpu)
 }
 
 /* A demand load found no victim: the policy may take it over the budget
- * (ms_cache_ops.overflow); otherwise the run fails. */
+ * (ms_cache_ops.overflow: returns 0, x is then cached); else a framework
+ * with surplus = stream copies it through a transient buffer (returns 1:
+ * copied, run, released; a demand copy like any other); otherwise the run
+ * fails. */
 static int demand_without_room(ms_view *v, uint32_t x, uint32_t n)
 {
     uint32_t l = x / v->J;
     if (v->cache->cache->overflow && !v->failed && v->cache->cache->overflow(v->cache_st, v, l, x % v->J))
         return 0;
+    if (v->surplus_stream && !v->failed) {
+        if (v->m->gpu) /* per-GPU counts exist with several GPUs only */
+            v->m->gpu[v->gpu_of[x]].streamed++;
+        return 1;
+    }
     if (!v->failed)
         ms_fail(v->err,
                 "GPU expert cache (%g %s) has no room for layer %u's %u activated experts in "
@@ -108,6 +116,24 @@ static int demand_without_room(ms_view *v, uint32_t x, uint32_t n)
                 (unsigned long long)v->iter, v->cache->name);
     v->failed = 1;
     return -1;
+}
+
+/* A demand miss x takes a cache slot, or a transient buffer when the cache
+ * does not admit it, its GPU streams it, or no room can be made (above).
+ * Returns -1 when the run fails. */
+static int place_demand(ms_view *v, uint32_t x, uint32_t n)
+{
+    if (!eng_cache_admits(v, x) || eng_gpu_streams(v, x)) {
+        v->transient[x] = 1;
+        return 0;
+    }
+    if (eng_make_room(v, x)) {
+        int r = demand_without_room(v, x, n);
+        if (r)
+            return r < 0 ? -1 : (v->transient[x] = 1, 0);
+    }
+    eng_occupy(v, x);
+    return 0;
 }
 
 /* x's outcome from the cache as it is now. */
@@ -178,13 +204,8 @@ static int serve_layer_experts(ms_view *v, const ms_act *acts, uint32_t n, uint8
         if (out == OUT_MISS && !on_cpu[i]) {
             if (v->queued[x])
                 eng_dequeue_prefetch(v, x);
-            if (eng_cache_admits(v, x) && !eng_gpu_streams(v, x)) {
-                if (eng_make_room(v, x) && demand_without_room(v, x, n))
-                    return -1;
-                eng_occupy(v, x);
-            } else {
-                v->transient[x] = 1;
-            }
+            if (place_demand(v, x, n))
+                return -1;
             v->ready_t[x] = INFINITY;
             eng_queue_request(v, (qentry){.x = x, .demand = 1, .prio = 0.0, .issue_t = v->now, .seq = v->seq++});
         } else if (out != OUT_MISS) {

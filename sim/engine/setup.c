@@ -276,6 +276,8 @@ int eng_resolve_copies(ms_view *v)
     const ms_platform *p = v->cfg->platform;
     v->copy_calls = 1;
     v->copy_bw = p->h2d_bw;
+    v->surplus_stream = ms_framework_surplus_streams(fw);
+    v->env.surplus_streams = v->surplus_stream;
     if (!fw)
         return 0;
     v->copy_calls = fw->copies_per_expert ? fw->copies_per_expert : 1;

@@ -113,6 +113,7 @@ struct ms_view {
     uint32_t enc_layers;    /* the model's encoder_moe_layers: decode iterations skip them */
     uint32_t copy_calls;    /* H2D calls per expert copy (eng_resolve_copies) */
     double copy_bw;         /* host -> GPU bytes/s: h2d_bw, or pageable_bw */
+    int surplus_stream;     /* framework surplus = stream: a demand load without room goes transient */
     /* clocks and position */
     double now, clock;
     uint64_t iter, stamp;

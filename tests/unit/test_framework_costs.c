@@ -164,6 +164,63 @@ static void test_writeback(const ms_platform *p0)
     ms_metrics_free(&m);
 }
 
+/* surplus = stream: one layer, J = 4, K = 1, an LRU of one expert.  The
+ * prefill's two token rows route experts 0 and 1; the decodes 0, then 1.
+ * The prefill takes the slot for 0 and finds no victim for 1 (0 is the
+ * running step's): with surplus = fail the run fails; with stream, 1 goes
+ * through a transient buffer and is not kept: decode 0 hits, decode 1
+ * misses: 1 hit, 3 misses, 3 demand copies. */
+static void test_surplus_stream(const ms_platform *p)
+{
+    ms_trace_meta tm = ms_fixture_hand_meta("test_framework_costs", 1, 4, 1, 1000000, 2000000);
+    ms_request r;
+    memset(&r, 0, sizeof r);
+    r.prompt_len = 2;
+    r.output_len = 2;
+    r.n_iters = 3;
+    r.n_rows = 4;
+    ms_request_alloc(&r, &tm);
+    r.iters[0] = (ms_iteration){MS_PHASE_PREFILL, 0, 2};
+    r.iters[1] = (ms_iteration){MS_PHASE_DECODE, 2, 1};
+    r.iters[2] = (ms_iteration){MS_PHASE_DECODE, 3, 1};
+    const int ids[] = {0, 1, 0, 1};
+    for (uint32_t row = 0; row < 4; row++) {
+        r.topk_ids[ms_topk_index(&tm, row, 0)] = ids[row];
+        r.topk_w[ms_topk_index(&tm, row, 0)] = 1.0f;
+    }
+    ms_fixture_write_requests("fwsurplus.h5", &tm, &r, 1);
+    ms_request_free(&r);
+    ms_trace_meta_free(&tm);
+    ms_framework fw;
+    ms_framework_defaults(&fw, "stream");
+    ms_run_config cfg = {.trace_path = "fwsurplus.h5", .platform = p, .prefetch_spec = "none", .cache_spec = "lru",
+                         .sched_spec = "gpu", .cap_kind = MS_CAP_EXPERTS, .cap_value = 1, .distance = 1,
+                         .max_batch = 1, .framework = &fw};
+    ms_metrics m;
+    ms_err err;
+    CHECK(ms_run(&cfg, &m, &err) != 0);
+    CHECK(strstr(err.msg, "found no victim") != NULL);
+    snprintf(fw.surplus, sizeof fw.surplus, "stream");
+    m = run(&cfg);
+    CHECK_EQ_INT(m.total.hits, 1);
+    CHECK_EQ_INT(m.total.misses, 3);
+    CHECK_EQ_INT(m.demand_copies, 3);
+    ms_metrics_free(&m);
+    /* lru-slots refuses slots below K unless the framework streams the rest */
+    int two[] = {0, 1, 2, 3};
+    ms_fixture_write_rows("fwsurplus2.h5", "test_framework_costs", 1, 4, 2, 2, two);
+    cfg.trace_path = "fwsurplus2.h5";
+    cfg.cache_spec = "lru-slots:slots=1";
+    cfg.cap_value = 2;
+    snprintf(fw.surplus, sizeof fw.surplus, "fail");
+    CHECK(ms_run(&cfg, &m, &err) != 0);
+    CHECK(strstr(err.msg, "slots=1 is below") && strstr(err.msg, "surplus = stream"));
+    snprintf(fw.surplus, sizeof fw.surplus, "stream");
+    m = run(&cfg);
+    CHECK_EQ_INT(m.total.misses, 4);
+    ms_metrics_free(&m);
+}
+
 /* copies sync on the executor: a copy waits for the compute stream's previous
  * op and the compute stream waits for the copy. */
 static void test_sync_executor(const ms_platform *p)
@@ -223,6 +280,7 @@ static void test_bad_framework_values(void)
     check_bad_framework("cpu_dequant_bw = fast", "cpu_dequant_bw");
     check_bad_framework("reserve_bytes = -1", "reserve_bytes");
     check_bad_framework("writeback = 2", "writeback");
+    check_bad_framework("surplus = maybe", "surplus = maybe");
     /* and a good file reads every key */
     FILE *f = fopen("fwcost_good.ini", "w");
     fprintf(f, "[framework]\nname = good\ndescription = d\nlayer_s = 0\niteration_s = 0\nexpert_s = 1e-4\n"
@@ -348,6 +406,7 @@ int main(void)
     test_calls_dispatch_dequant(&p);
     test_pageable(&p);
     test_writeback(&p);
+    test_surplus_stream(&p);
     test_sync_executor(&p);
     test_bad_framework_values();
     test_bits_keys();
