@@ -15,6 +15,8 @@
  *   vLLM cpu_offload_gb (maybe_offload_to_cpu: the offloaded parameters of
  *   the first layers are copied to the GPU at every forward): ahead=0,
  *   layers=N with `--cache pin-layers:first=N` (docs/policies.md).
+ *   HF Accelerate device_map="auto" (the first R layers on the GPU, the
+ *   rest offloaded): ahead=0,from=R with `--cache pin-layers:last=R`.
  * When layer l starts, the previous layer's experts are freed (if it is a
  * streamed one), as the frameworks free a layer's weights after its forward.
  * The cache must hold (ahead + 1) x J experts besides what it keeps
@@ -24,14 +26,22 @@
 #include "policies/policy.h"
 
 typedef struct {
-    uint32_t ahead, layers, L, J;
+    uint32_t ahead, from, end, L, J; /* streamed: layers from .. end-1 */
 } stream_state;
+
+static int streamed(const stream_state *s, uint32_t l) { return l >= s->from && l < s->end; }
 
 static void *stream_create(const ms_params *p, const ms_policy_env *env, ms_err *err)
 {
     uint32_t L = env->meta->L, ahead = (uint32_t)ms_param_num(p, "ahead"), layers = (uint32_t)ms_param_num(p, "layers");
+    uint32_t from = (uint32_t)ms_param_num(p, "from");
     if (layers > L) {
         ms_fail(err, "layers = %u: more than the trace's %u MoE layers", layers, L);
+        return NULL;
+    }
+    if (from >= L || (layers && from + layers > L)) {
+        ms_fail(err, "from = %u: layers from .. from + layers - 1 (layers = %u) must be within the trace's %u MoE layers",
+                from, layers, L);
         return NULL;
     }
     if (ahead >= L) {
@@ -39,7 +49,7 @@ static void *stream_create(const ms_params *p, const ms_policy_env *env, ms_err 
         return NULL;
     }
     stream_state *s = ms_xcalloc(1, sizeof *s);
-    *s = (stream_state){.ahead = ahead, .layers = layers ? layers : L, .L = L, .J = env->meta->J};
+    *s = (stream_state){.ahead = ahead, .from = from, .end = layers ? from + layers : L, .L = L, .J = env->meta->J};
     return s;
 }
 
@@ -63,7 +73,7 @@ static void stream_layer(const stream_state *s, ms_view *v, uint32_t t)
 static void free_layer(const stream_state *s, ms_view *v, uint32_t l)
 {
     uint32_t prev = (l + s->L - 1) % s->L;
-    if (prev >= s->layers)
+    if (!streamed(s, prev))
         return;
     for (uint32_t e = 0; e < s->J; e++)
         ms_view_release(v, prev, e);
@@ -75,14 +85,15 @@ static void stream_layer_start(void *st, ms_view *v, uint32_t l)
     free_layer(s, v, l);
     for (uint32_t i = 0; i <= s->ahead; i++) {
         uint32_t t = (l + i) % s->L;
-        if (t < s->layers)
+        if (streamed(s, t))
             stream_layer(s, v, t);
     }
 }
 
 static const ms_param_spec stream_params[] = {
     {"ahead", MS_PARAM_INT, "1", 0, 4096, NULL, "layers streamed ahead of the running one (0: the running layer only)"},
-    {"layers", MS_PARAM_INT, "0", 0, 65536, NULL, "stream only the first N MoE layers (0 = every layer)"},
+    {"layers", MS_PARAM_INT, "0", 0, 65536, NULL, "stream only N MoE layers from `from` on (0 = all from `from`)"},
+    {"from", MS_PARAM_INT, "0", 0, 65536, NULL, "the first streamed MoE layer"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 static const ms_prefetch_ops stream_ops = {

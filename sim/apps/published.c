@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "sim/apps/published_presets.h"
+#include "sim/engine/budget.h"
 #include "sim/apps/sweep_pool.h"
 #include "sim/engine/engine.h"
 #include "sim/engine/runkeys.h"
@@ -25,6 +26,7 @@ static void copy_msg(char *dst, size_t n, const char *src)
 typedef struct {
     char trace[1300];
     char key[2600];             /* what makes two rows' runs the same */
+    char setup[800];            /* ms_pub_result.setup */
 } row_plan;
 
 /* The generated workload of a row: its file name names what decides it. */
@@ -117,6 +119,33 @@ static int apply_bits(const ms_pub_row *r, ms_run_config *cfg, ms_err *err)
     return 0;
 }
 
+/* The bytes row r's GPU has for experts (budget.h), with the row's bits,
+ * batch and lengths and the framework's reserve. */
+static double gpu_room(const ms_pub_row *r, const ms_model *m, const ms_platform *p, const ms_framework *fw)
+{
+    double dense = r->dense_bits > 0 ? m->dense_params * r->dense_bits / 8 : (double)m->dense_bytes;
+    ms_budget_in in = {.platform = p, .model = m, .framework = fw, .dense_bytes = dense * m->moe_layers,
+                       .batch = r->batch, .context_tokens = (double)r->prompt_len + r->output_len};
+    ms_budget b;
+    ms_budget_compute(&in, &b);
+    return ms_budget_cache_room(&b, m);
+}
+
+/* Row r's profiles, its preset's framework (the fit's when it has one) and
+ * setup. */
+static int row_setup(const ms_pub_opts *o, const ms_pub_row *r, ms_model *m, ms_platform *p, ms_pub_setup *s,
+                     ms_framework *fw, ms_err *err)
+{
+    const ms_pub_preset *pr = ms_pub_preset_find(r->system);
+    if (load_profiles(r, m, p, err))
+        return -1;
+    if (!pr) /* the setup says the system is unknown */
+        return ms_pub_preset_setup(r, m, NAN, s, err);
+    if (row_framework(o, pr->framework, fw, err))
+        return -1;
+    return ms_pub_preset_setup(r, m, p->gpu_mem_bytes > 0 ? gpu_room(r, m, p, fw) : NAN, s, err);
+}
+
 /* The run's description: the same text means the same run. */
 static int plan_row(const ms_pub_opts *o, const ms_pub_row *r, size_t idx, row_plan *pl, ms_err *err)
 {
@@ -124,8 +153,14 @@ static int plan_row(const ms_pub_opts *o, const ms_pub_row *r, size_t idx, row_p
     ms_platform p;
     ms_pub_setup s;
     ms_framework fw;
-    if (load_profiles(r, &m, &p, err) || ms_pub_preset_setup(r, &m, &s, err) || row_framework(o, s.framework, &fw, err))
+    if (row_setup(o, r, &m, &p, &s, &fw, err))
         return -1;
+    if (s.cap_kind == MS_CAP_BYTES)
+        snprintf(pl->setup, sizeof pl->setup, "%s + %s + %s, cache %.4g GB, framework %s", s.prefetch, s.cache, s.sched,
+                 s.cap_value / 1e9, s.framework);
+    else
+        snprintf(pl->setup, sizeof pl->setup, "%s + %s + %s, cache %.0f experts, framework %s", s.prefetch, s.cache,
+                 s.sched, s.cap_value, s.framework);
     ms_run_config cfg = {0};
     if (apply_bits(r, &cfg, err))
         return -1;
@@ -158,7 +193,7 @@ static int run_row(const ms_pub_opts *o, const ms_pub_row *r, const char *trace,
     ms_platform p;
     ms_pub_setup s;
     ms_framework fw;
-    if (load_profiles(r, &m, &p, err) || ms_pub_preset_setup(r, &m, &s, err) || row_framework(o, s.framework, &fw, err))
+    if (row_setup(o, r, &m, &p, &s, &fw, err))
         return -1;
     if (s.cpu_cores)
         p.cpu_cores = s.cpu_cores;
@@ -257,6 +292,7 @@ int ms_published_run(const ms_pub_opts *o, const ms_pub_rows *rows, ms_pub_resul
             copy_msg(r->error, sizeof r->error, e.msg);
             continue;
         }
+        copy_msg(r->setup, sizeof r->setup, j.plan[i].setup);
         int made = rows->row[i].trace[0] != 0 || (o->reuse_traces && access(j.plan[i].trace, R_OK) == 0);
         for (size_t k = 0; k < i && !made; k++)
             made = j.run_of[k] != SIZE_MAX && !strcmp(j.plan[k].trace, j.plan[i].trace);

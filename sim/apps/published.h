@@ -46,6 +46,8 @@ typedef struct {
     double ratio;               /* predicted / measured */
     char error[1024];            /* why the row could not run, else "" */
     long run;                   /* the run it shares with rows of the same run (0, 1, ...), -1: none */
+    char setup[800];            /* what the preset made of the row: "PREFETCH + CACHE + SCHED, cache N experts
+                                 * (or G GB), framework F", "" when it has none */
 } ms_pub_result;
 
 /* Runs the rows (every row of *rows; --only filters before).  res[i] is

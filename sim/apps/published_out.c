@@ -131,6 +131,8 @@ cJSON *ms_published_json(const ms_pub_rows *rows, const ms_pub_result *res)
         cJSON_AddStringToObject(o, "role", ms_pub_role_name(r->role));
         cJSON_AddStringToObject(o, "metric", ms_pub_metric_name(r->metric));
         cJSON_AddNumberToObject(o, "measured", r->value);
+        if (res[i].setup[0])
+            cJSON_AddStringToObject(o, "setup", res[i].setup);
         if (res[i].error[0]) {
             cJSON_AddNullToObject(o, "predicted");
             cJSON_AddNullToObject(o, "ratio");

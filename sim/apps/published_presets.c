@@ -18,9 +18,11 @@ static const ms_pub_preset presets[] = {
      "per-layer LRU of slots_per_layer experts (one packed copy per expert); prefetch = 1: speculative pre-loading "
      "of the next layer's guessed experts",
      "dvmazur/mixtral-offloading@ce54518 src/expert_cache.py l.33-52, 120-201; src/build_model.py l.204-235"},
-    {"hf-accelerate", "hf-accelerate", 0,
-     "every expert of each MoE layer copied before the layer runs, on the compute stream (synchronous)",
-     "huggingface/accelerate src/accelerate/hooks.py AlignDevicesHook.pre_forward"},
+    {"hf-accelerate", "hf-accelerate", KB(MS_PUB_GPU_EXPERT_GB),
+     "device_map=\"auto\": the MoE layers that do not fit gpu_expert_gb (else the GPU's room for experts, less one "
+     "layer's buffer) copied whole before each forward, on the compute stream (synchronous); the rest resident",
+     "huggingface/accelerate src/accelerate/utils/modeling.py infer_auto_device_map; src/accelerate/hooks.py "
+     "AlignDevicesHook.pre_forward"},
     {"deepspeed-zero3", "deepspeed", 0, "every expert of the next MoE layer fetched ahead on a side stream (overlapped)",
      "microsoft/DeepSpeed deepspeed/runtime/zero/partitioned_param_coordinator.py fetch_sub_module"},
     {"vllm-cpu-offload", "vllm", KB(MS_PUB_CPU_OFFLOAD_GB),
@@ -85,16 +87,24 @@ static int setup_fail(const ms_pub_row *r, const char *key, const char *value, c
 
 static double knob(const ms_pub_row *r, ms_pub_knob k) { return r->knob_given >> k & 1 ? r->knob[k] : NAN; }
 
-/* gpu_expert_gb: the expert cache in bytes.  Without it the row needs the
- * cache budget of the GPU's memory (dense weights, embeddings, KV cache). */
-static int cache_from_gb(const ms_pub_row *r, ms_pub_setup *s, ms_err *err)
+/* gpu_expert_gb: the expert cache in bytes; without it the GPU's room for
+ * experts (budget.h). */
+static int cache_from_gb(const ms_pub_row *r, double room, ms_pub_setup *s, ms_err *err)
 {
     double gb = knob(r, MS_PUB_GPU_EXPERT_GB);
-    if (isnan(gb))
-        return setup_fail(r, "gpu_expert_gb", "(not given)",
-                          "needed: this build has no cache budget from the GPU's memory", err);
+    double bytes = isnan(gb) ? room : gb * 1e9;
+    if (isnan(bytes))
+        return setup_fail(r, "gpu_expert_gb", "(not given)", "needed: the GPU's room for experts is unknown", err);
+    if (!(bytes > 0)) {
+        char v[64];
+        snprintf(v, sizeof v, isnan(gb) ? "(not given)" : "%g", gb);
+        return setup_fail(r, "gpu_expert_gb", v,
+                          isnan(gb) ? "the GPU has no room for experts beside the dense weights, embeddings and KV"
+                                    : "a cache needs a positive size",
+                          err);
+    }
     s->cap_kind = MS_CAP_BYTES;
-    s->cap_value = gb * 1e9;
+    s->cap_value = bytes;
     return 0;
 }
 
@@ -113,6 +123,40 @@ static int set_policies(ms_pub_setup *s, const char *prefetch, const char *cache
     return 0;
 }
 
+/* One MoE layer's experts in bytes at the row's expert_bits. */
+static double layer_expert_bytes(const ms_pub_row *r, const ms_model *m)
+{
+    double eb = r->expert_bits > 0 ? m->expert_params * r->expert_bits / 8 : (double)m->expert_bytes;
+    return m->experts * eb;
+}
+
+/* The first n MoE layers streamed whole every forward pass (layer-stream,
+ * copies as the framework makes them), the rest pinned: the cache holds
+ * the pinned layers and the one streamed layer's buffer. */
+static int stream_first_layers(uint32_t n, const ms_model *m, ms_pub_setup *s)
+{
+    uint32_t L = m->moe_layers, J = m->experts;
+    char pre[64], cache[64];
+    s->cap_kind = MS_CAP_EXPERTS;
+    s->cap_value = (double)(L - n + 1) * J;
+    snprintf(pre, sizeof pre, "layer-stream:ahead=0,layers=%u", n);
+    snprintf(cache, sizeof cache, "pin-layers:first=%u", n);
+    return set_policies(s, pre, cache, "gpu");
+}
+
+/* The first r MoE layers resident, the rest streamed whole every forward
+ * pass; r = L: nothing streamed. */
+static int stream_last_layers(uint32_t r, const ms_model *m, ms_pub_setup *s)
+{
+    uint32_t L = m->moe_layers, J = m->experts;
+    char pre[64], cache[64];
+    s->cap_kind = MS_CAP_EXPERTS;
+    s->cap_value = (double)(r < L ? r + 1 : L) * J;
+    snprintf(pre, sizeof pre, r < L ? "layer-stream:ahead=0,from=%u" : "none", r);
+    snprintf(cache, sizeof cache, r ? "pin-layers:last=%u" : "pin-layers:first=%u", r ? r : L); /* first=L: none */
+    return set_policies(s, pre, cache, "gpu");
+}
+
 /* vLLM's cpu_offload_gb: whole parameters are offloaded in module order
  * until the budget is used, and every forward pass copies them back
  * (vllm model_executor/models/utils.py maybe_offload_to_cpu).  Modelled as
@@ -126,19 +170,52 @@ static int vllm_offload(const ms_pub_row *r, const ms_model *m, ms_pub_setup *s,
     double gb = knob(r, MS_PUB_CPU_OFFLOAD_GB);
     if (isnan(gb))
         return setup_fail(r, "cpu_offload_gb", "(not given)", "needed by vllm-cpu-offload", err);
-    uint32_t L = m->moe_layers, J = m->experts;
-    double eb = r->expert_bits > 0 ? m->expert_params * r->expert_bits / 8 : (double)m->expert_bytes;
+    uint32_t L = m->moe_layers;
     double db = r->dense_bits > 0 ? m->dense_params * r->dense_bits / 8 : (double)m->dense_bytes;
-    double n = round(gb * 1e9 / (db + J * eb));
-    uint32_t nl = n < 1 ? 1 : n > L ? L : (uint32_t)n;
-    s->cap_value = (double)(L - nl + 1) * J;
-    char pre[64], cache[64];
-    snprintf(pre, sizeof pre, "layer-stream:ahead=0,layers=%u", nl);
-    snprintf(cache, sizeof cache, "pin-layers:first=%u", nl);
-    return set_policies(s, pre, cache, "gpu");
+    double n = round(gb * 1e9 / (db + layer_expert_bytes(r, m)));
+    return stream_first_layers(n < 1 ? 1 : n > L ? L : (uint32_t)n, m, s);
 }
 
-int ms_pub_preset_setup(const ms_pub_row *r, const ms_model *m, ms_pub_setup *s, ms_err *err)
+/* HF Accelerate, device_map="auto" (accelerate utils/modeling.py
+ * infer_auto_device_map): modules fill the GPU in model order; once one is
+ * offloaded, the largest layer's size stays reserved as the buffer an
+ * offloaded block is copied into, and each offloaded block's weights are
+ * copied in at its forward by its AlignDevicesHook (place_submodules: the
+ * block's every expert, routed or not) and dropped after.  Resident MoE
+ * layers R = floor((room - one layer) / one layer) in [0, L], the rest
+ * streamed whole every forward (synchronous, pageable copies from the
+ * framework profile); room = gpu_expert_gb when the row gives it (the GPU
+ * memory the system left the experts; 0: every layer offloaded), else the
+ * GPU's room for experts.  The last layers are the offloaded ones (an
+ * encoder-decoder model's decoder, which is what a decode step runs).  The
+ * dense weights of an offloaded block stay resident in moesim (3-5 % of a
+ * Mixtral or DeepSeek-V2-Lite block). */
+static int accelerate_device_map(const ms_pub_row *r, const ms_model *m, double gpu_room, ms_pub_setup *s,
+                                 ms_err *err)
+{
+    double gb = knob(r, MS_PUB_GPU_EXPERT_GB), room = isnan(gb) ? gpu_room : gb * 1e9;
+    double layer = layer_expert_bytes(r, m);
+    uint32_t L = m->moe_layers;
+    if (isnan(room))
+        return setup_fail(r, "gpu_expert_gb", "(not given)", "needed: the GPU's room for experts is unknown", err);
+    double resident = floor((room - layer) / layer);
+    uint32_t R = resident < 0 ? 0 : resident > L ? L : (uint32_t)resident;
+    if (room >= L * layer) /* everything fits: Accelerate offloads nothing, no buffer is reserved */
+        return stream_last_layers(L, m, s);
+    if (R == L)
+        R = L - 1;
+    if (room < layer && isnan(gb)) {
+        char why[400];
+        snprintf(why, sizeof why,
+                 "one MoE layer's experts (%.4g GB) do not fit the GPU's %.4g GB of room for experts: Accelerate "
+                 "would offload dense weights too, which moesim keeps resident",
+                 layer / 1e9, room / 1e9);
+        return setup_fail(r, "gpu_expert_gb", "(not given)", why, err);
+    }
+    return stream_last_layers(R, m, s);
+}
+
+int ms_pub_preset_setup(const ms_pub_row *r, const ms_model *m, double gpu_room, ms_pub_setup *s, ms_err *err)
 {
     const ms_pub_preset *p = ms_pub_preset_find(r->system);
     memset(s, 0, sizeof *s);
@@ -173,13 +250,8 @@ int ms_pub_preset_setup(const ms_pub_row *r, const ms_model *m, ms_pub_setup *s,
         snprintf(buf, sizeof buf, "lru-slots:mode=code,slots=%u", (unsigned)slots);
         return set_policies(s, !isnan(pre) && pre == 1 ? "speculative" : "none", buf, "gpu");
     }
-    if (!strcmp(sys, "hf-accelerate")) {
-        /* the running layer's experts only: Accelerate's hook moves a module's
-         * weights in at its forward and out after it (layer-stream ahead=0;
-         * the framework's copies = sync make the copies block the layer) */
-        s->cap_value = J;
-        return set_policies(s, "layer-stream:ahead=0", "lru", "gpu");
-    }
+    if (!strcmp(sys, "hf-accelerate"))
+        return accelerate_device_map(r, m, gpu_room, s, err);
     if (!strcmp(sys, "deepspeed-zero3")) {
         /* two layers' experts: the one computing and the one streamed in */
         s->cap_value = 2.0 * J;
@@ -188,16 +260,16 @@ int ms_pub_preset_setup(const ms_pub_row *r, const ms_model *m, ms_pub_setup *s,
     if (!strcmp(sys, "vllm-cpu-offload"))
         return vllm_offload(r, m, s, err);
     if (!strcmp(sys, "moe-infinity"))
-        return cache_from_gb(r, s, err) || set_policies(s, "eam", "eam", "gpu");
+        return cache_from_gb(r, gpu_room, s, err) || set_policies(s, "eam", "eam", "gpu");
     if (!strcmp(sys, "fmoe"))
-        return cache_from_gb(r, s, err) || set_policies(s, "fmoe", "fmoe", "gpu");
+        return cache_from_gb(r, gpu_room, s, err) || set_policies(s, "fmoe", "fmoe", "gpu");
     if (!strcmp(sys, "hybrimoe")) {
         threads(r, s);
-        return cache_from_gb(r, s, err) || set_policies(s, "hybrimoe", "mrs", "hybrid");
+        return cache_from_gb(r, gpu_room, s, err) || set_policies(s, "hybrimoe", "mrs", "hybrid");
     }
     if (!strcmp(sys, "fiddler")) {
         threads(r, s);
-        return cache_from_gb(r, s, err) || set_policies(s, "none", "static", "fiddler");
+        return cache_from_gb(r, gpu_room, s, err) || set_policies(s, "none", "static", "fiddler");
     }
     /* every expert resident on the GPU except the CPU's: a static cache of all */
     s->cap_value = (double)L * J;

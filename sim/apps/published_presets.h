@@ -34,9 +34,12 @@ typedef struct {
     uint32_t cpu_cores;      /* > 0: the platform's cpu_cores for this row (cpu_threads) */
 } ms_pub_setup;
 
-/* The setup of row on its model m (loaded with the row's sets).  0, or -1
- * with one line "FILE: row NAME: KEY = VALUE: why" when the row's knobs do
- * not give its system a setup (a knob missing or out of the model's range). */
-int ms_pub_preset_setup(const ms_pub_row *row, const ms_model *m, ms_pub_setup *s, ms_err *err);
+/* The setup of row on its model m (loaded with the row's sets); gpu_room:
+ * the bytes the row's GPU has for experts (budget.h ms_budget_cache_room:
+ * memory less dense weights, embeddings, KV and the preset framework's
+ * reserve), or NAN when unknown.  0, or -1 with one line
+ * "FILE: row NAME: KEY = VALUE: why" when the row's knobs do not give its
+ * system a setup (a knob missing or out of range, or nothing fits). */
+int ms_pub_preset_setup(const ms_pub_row *row, const ms_model *m, double gpu_room, ms_pub_setup *s, ms_err *err);
 
 #endif

@@ -40,3 +40,9 @@ void ms_budget_compute(const ms_budget_in *in, ms_budget *out)
              estimated ? ", estimated 2 x layers x hidden x 2 B: model has no kv_bytes_per_token" : "",
              out->reserve / 1e9, out->expert_cache / 1e9);
 }
+
+double ms_budget_cache_room(const ms_budget *b, const ms_model *m)
+{
+    int kv_estimated = m && !(m->kv_bytes_per_token > 0);
+    return b->expert_cache + (kv_estimated ? b->kv : 0);
+}

@@ -39,4 +39,9 @@ typedef struct {
 
 void ms_budget_compute(const ms_budget_in *in, ms_budget *out);
 
+/* The expert-cache bytes a run may ask for on one GPU: expert_cache, plus
+ * the KV term when it is only the estimate (an upper bound, not held against
+ * the cache; the run's check, sim/engine/setup.c). */
+double ms_budget_cache_room(const ms_budget *b, const ms_model *m);
+
 #endif

@@ -135,7 +135,7 @@ static int eng_check_budget(ms_view *v)
     ms_budget b;
     ms_budget_compute(&in, &b);
     int kv_estimated = c->model && !(c->model->kv_bytes_per_token > 0);
-    if (v->m->gpu_cache_capacity_bytes <= b.expert_cache + (kv_estimated ? b.kv : 0))
+    if (v->m->gpu_cache_capacity_bytes <= ms_budget_cache_room(&b, c->model))
         return 0;
     return ms_fail(v->err, "GPU expert cache of %.0f bytes exceeds %s's GPU memory of %.0f bytes less the rest: %s%s",
                    v->m->gpu_cache_capacity_bytes, c->platform->name, c->platform->gpu_mem_bytes, b.assumed,

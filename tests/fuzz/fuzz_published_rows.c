@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < rows.n; i++) {
         ms_model m;
         ms_pub_setup s;
-        if (ms_model_load(rows.row[i].model, &m, &err) == 0 && ms_pub_preset_setup(&rows.row[i], &m, &s, &err) != 0)
+        if (ms_model_load(rows.row[i].model, &m, &err) == 0 && ms_pub_preset_setup(&rows.row[i], &m, 20e9, &s, &err) != 0)
             fz_check_err(&err);
     }
     ms_pub_rows_free(&rows);

@@ -230,6 +230,24 @@ static void test_one_streamed_layer(void)
     ms_metrics_free(&m);
 }
 
+/* HF Accelerate's device_map="auto" on the same trace (symmetric under
+ * layer reversal): layer-stream:ahead=0,from=1 + pin-layers:last=1 keeps
+ * layer 0 resident and streams layers 1 and 2.  Iteration 0: layer 0 dense
+ * 0-0.2, hit 0.2-0.3; (1,0) 0.3-1.8 late, (1,1) 1.8-3.3, GPU 3.3-3.4; (2,0)
+ * 3.4-4.9 late, (2,1) 4.9-6.4, GPU 6.4-6.5.  Iteration 1 the same 6.5 ms
+ * later: the mirror of test_partial_stream (2 hits, 8 copies, 13.0 ms). */
+static void test_stream_last_layers(void)
+{
+    ms_platform p = cpu_platform();
+    ms_metrics m = ms_fixture_run("st_v.h5", &p, "layer-stream:ahead=0,from=1", "pin-layers:last=1", "gpu", 4, "st_vl.csv");
+    CHECK_EQ_INT(m.total.hits, 2);
+    CHECK_NEAR(m.pcie_bytes, 8e6, 0);
+    CHECK_EVENT("st_vl.csv", "compute_gpu", 0, 0, 0, 0.2, 0.3);
+    CHECK_EVENT("st_vl.csv", "compute_gpu", 2, 1, 0, 12.9, 13.0);
+    CHECK_NEAR(m.makespan_s, 13.0 * MS, TOL);
+    ms_metrics_free(&m);
+}
+
 /* Bad parameters: one line naming the parameter and its value. */
 static void test_bad_params(void)
 {
@@ -243,6 +261,10 @@ static void test_bad_params(void)
     run_fails("st_a.h5", &p, "layer-stream:ahead=2", "lru", "gpu", 8, "ahead = 2");
     run_fails("st_a.h5", &p, "layer-stream:layers=3", "lru", "gpu", 8, "layers = 3");
     run_fails("st_a.h5", &p, "none", "pin-layers:first=3", "gpu", 8, "first = 3");
+    run_fails("st_a.h5", &p, "none", "pin-layers:last=3", "gpu", 8, "last = 3: more than the trace's 2 MoE layers");
+    run_fails("st_a.h5", &p, "none", "pin-layers:first=2,last=1", "gpu", 8, "last = 1: below first = 2");
+    run_fails("st_a.h5", &p, "layer-stream:from=2", "lru", "gpu", 8, "from = 2");
+    run_fails("st_a.h5", &p, "layer-stream:from=1,layers=2", "lru", "gpu", 8, "from = 1");
     ms_platform two = p; /* whole-layer fetches run on one GPU */
     two.gpus = 2;
     two.peer_bw = 1e9;
@@ -256,6 +278,7 @@ int main(void)
     test_cpu_layers();
     test_layer_stream();
     test_partial_stream();
+    test_stream_last_layers();
     test_one_streamed_layer();
     test_bad_params();
     CHECK_DONE();
