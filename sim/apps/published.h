@@ -61,17 +61,24 @@ cJSON *ms_published_json(const ms_pub_rows *rows, const ms_pub_result *res);
 /* DIR/published.csv, published.json and published.png (gnuplot). */
 int ms_published_write(const ms_pub_opts *o, const ms_pub_rows *rows, const ms_pub_result *res, ms_err *err);
 
-/* The fit (published_fit.c): layer_s and iteration_s of every framework the
- * calibration rows use, by Nelder-Mead on the mean squared ln ratio of the
- * calibration rows (log-scaled parameters from the profiles' values).  The
- * fitted frameworks in *fw (n_fw of them, free with free()) and the fit's
- * provenance (the command, the fit, its rows; free with free()) in
- * *provenance. */
-int ms_published_fit(const ms_pub_opts *o, const ms_pub_rows *rows, const char *command, ms_framework **fw,
-                     int *n_fw, char **provenance, FILE *log, ms_err *err);
-/* Writes DIR/frameworks/NAME.ini for each fitted framework: the provenance
+/* The fit (published_fit.c): the fitted keys (published_fit.c fit_keys:
+ * host costs and dequantisation rates) of every framework the calibration
+ * rows use, each framework on its own rows (its presets' rows only move with
+ * it) by Nelder-Mead on the mean squared ln ratio (log-scaled parameters
+ * from the profiles' values).  fw[i] is fitted framework i, provenance[i]
+ * its provenance (the command, the fit, its rows). */
+typedef struct {
+    ms_framework *fw;
+    char **provenance;
+    unsigned *fitted;           /* bit k: fit key k fitted (else kept: no row could move it) */
+    int n;
+} ms_pub_fit;
+
+int ms_published_fit(const ms_pub_opts *o, const ms_pub_rows *rows, const char *command, ms_pub_fit *fit, FILE *log,
+                     ms_err *err);
+void ms_published_fit_free(ms_pub_fit *fit);
+/* Writes DIR/frameworks/NAME.ini for each fitted framework: its provenance
  * as comment lines, each fitted key's [source] citing it. */
-int ms_published_write_frameworks(const char *dir, const ms_framework *fw, int n, const char *provenance,
-                                  ms_err *err);
+int ms_published_write_frameworks(const char *dir, const ms_pub_fit *fit, ms_err *err);
 
 #endif

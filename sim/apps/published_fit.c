@@ -20,40 +20,62 @@ typedef struct {
     size_t offset;              /* its double in ms_framework */
     double max;                 /* the profile reader's upper bound */
     double start0;              /* where the search starts when the profile's figure is 0 */
+    int quantized_only;         /* fitted only when a calibration row of the framework has bits below 16 */
 } fit_key;
 
 /* A dequantisation rate of 0 means free: its search starts at 1 TB/s (a
  * fast fused kernel), the seconds at FIT_FLOOR (nearly nothing). */
 static const fit_key fit_keys[] = {
-    {"layer_s", offsetof(ms_framework, layer_s), 0.1, 0},
-    {"iteration_s", offsetof(ms_framework, iteration_s), 1.0, 0},
-    {"expert_s", offsetof(ms_framework, expert_s), 0.1, 0},
-    {"dequant_bw", offsetof(ms_framework, dequant_bw), 1e15, 1e12},
+    {"layer_s", offsetof(ms_framework, layer_s), 0.1, 0, 0},
+    {"iteration_s", offsetof(ms_framework, iteration_s), 1.0, 0, 0},
+    {"expert_s", offsetof(ms_framework, expert_s), 0.1, 0, 0},
+    {"dequant_bw", offsetof(ms_framework, dequant_bw), 1e15, 1e12, 1},
 };
 #define N_KEYS (sizeof fit_keys / sizeof fit_keys[0])
 #define FIT_FLOOR 1e-7          /* the smallest figure the log-scaled search reaches (a start of 0 starts here) */
 #define FIT_MAX_ITER 300
+/* A weak prior at the profile's figures: moving a figure one decade from
+ * its start costs as much as a 0.01 % misfit of every row ((ln 1.0001)^2 per
+ * decade squared), so a figure the rows do not determine (three host costs
+ * from two rows) stays near its estimate instead of drifting, while one they
+ * do determine moves as the rows say (the bias is below 1 % on the fit's
+ * recovery test, tests/published/fit_recovery.sh). */
+#define FIT_PRIOR 1e-8
 
 static double *key_of(ms_framework *fw, size_t k) { return (double *)((char *)fw + fit_keys[k].offset); }
 
 typedef struct {
     ms_pub_opts o;              /* the caller's, with the frameworks being tried */
-    ms_pub_rows cal;            /* the calibration rows */
+    ms_pub_rows cal;            /* the calibration rows (of the framework being fitted, in the search) */
     ms_framework *fw;
     int n_fw;
+    int cur;                    /* the framework being fitted */
+    size_t np, key[N_KEYS];     /* its fitted keys (fit_keys indices) */
+    double x0[N_KEYS];          /* their starts, log10: the prior's centre */
     ms_pub_result *res;
     ms_err *err;
     int failed;
     unsigned evals;
 } fit_ctx;
 
-static void params_to_frameworks(fit_ctx *c, const gsl_vector *x)
+static void params_to_framework(fit_ctx *c, const gsl_vector *x)
 {
-    for (int f = 0; f < c->n_fw; f++)
-        for (size_t k = 0; k < N_KEYS; k++) {
-            double v = pow(10, gsl_vector_get(x, (size_t)f * N_KEYS + k));
-            *key_of(&c->fw[f], k) = v > fit_keys[k].max ? fit_keys[k].max : v;
-        }
+    for (size_t j = 0; j < c->np; j++) {
+        size_t k = c->key[j];
+        double v = pow(10, gsl_vector_get(x, j));
+        v = v < FIT_FLOOR ? FIT_FLOOR : v; /* below it: nothing that matters, one figure for all of it */
+        *key_of(&c->fw[c->cur], k) = v > fit_keys[k].max ? fit_keys[k].max : v;
+    }
+}
+
+static double prior(const fit_ctx *c, const gsl_vector *x)
+{
+    double s = 0;
+    for (size_t j = 0; j < c->np; j++) {
+        double d = gsl_vector_get(x, j) - c->x0[j];
+        s += d * d;
+    }
+    return FIT_PRIOR * s;
 }
 
 /* The mean squared ln(predicted / measured) of the calibration rows. */
@@ -62,7 +84,7 @@ static double objective(const gsl_vector *x, void *user)
     fit_ctx *c = user;
     if (c->failed)
         return GSL_POSINF;
-    params_to_frameworks(c, x);
+    params_to_framework(c, x);
     c->evals++;
     if (ms_published_run(&c->o, &c->cal, c->res, c->err)) {
         c->failed = 1;
@@ -79,7 +101,7 @@ static double objective(const gsl_vector *x, void *user)
         double l = log(c->res[i].ratio);
         s += l * l;
     }
-    return s / (double)c->cal.n;
+    return s / (double)c->cal.n + prior(c, x);
 }
 
 /* Runs the calibration rows once with the profiles' figures (making their
@@ -127,7 +149,7 @@ static int collect_frameworks(fit_ctx *c, ms_err *err)
 }
 
 /* The fit's provenance: the command, the fit, its rows (malloc'd). */
-static char *provenance(const fit_ctx *c, const char *command, double mse)
+static char *provenance(const fit_ctx *c, const char *command, double mse, unsigned evals)
 {
     size_t n = strlen(command) + 512;
     for (size_t i = 0; i < c->cal.n; i++)
@@ -138,14 +160,17 @@ static char *provenance(const fit_ctx *c, const char *command, double mse)
                                 command, c->cal.n);
     for (size_t i = 0; i < c->cal.n; i++)
         u += (size_t)snprintf(buf + u, n - u, " %s", c->cal.row[i].name);
-    snprintf(buf + u, n - u, "; %u evaluations, final mean squared ln ratio %.6g; the evaluation rows were never seen",
-             c->evals, mse);
+    snprintf(buf + u, n - u,
+             "; plus a prior of 1e-8 per squared decade from the profile's figures; %u evaluations, final objective "
+             "%.6g; the evaluation rows were never seen",
+             evals, mse);
     return buf;
 }
 
 static int minimise(fit_ctx *c, gsl_vector *x, double *mse, FILE *log)
 {
-    size_t np = (size_t)c->n_fw * N_KEYS;
+    size_t np = c->np;
+    unsigned evals0 = c->evals;
     gsl_vector *step = gsl_vector_alloc(np);
     gsl_vector_set_all(step, 0.5);
     gsl_multimin_function fn = {.f = objective, .n = np, .params = c};
@@ -160,17 +185,69 @@ static int minimise(fit_ctx *c, gsl_vector *x, double *mse, FILE *log)
     gsl_vector_memcpy(x, gsl_multimin_fminimizer_x(m));
     *mse = gsl_multimin_fminimizer_minimum(m);
     if (log && !c->failed)
-        fprintf(log, "published --fit: %u evaluations, mean squared ln ratio %.6g on %zu calibration rows%s\n",
-                c->evals, *mse, c->cal.n, status == GSL_SUCCESS ? "" : " (stopped at the iteration limit)");
+        fprintf(log, "published --fit: %s: %u evaluations, mean squared ln ratio %.6g on %zu calibration rows%s\n",
+                c->fw[c->cur].name, c->evals - evals0, *mse, c->cal.n,
+                status == GSL_SUCCESS ? "" : " (stopped at the iteration limit)");
     gsl_multimin_fminimizer_free(m);
     gsl_vector_free(step);
     return c->failed ? -1 : 0;
 }
 
-int ms_published_fit(const ms_pub_opts *o, const ms_pub_rows *rows, const char *command, ms_framework **fw_out,
-                     int *n_fw, char **prov, FILE *log, ms_err *err)
+/* Whether a row's weights are quantised (bits below 16): dequant_bw moves
+ * its time. */
+static int row_quantised(const ms_pub_row *r)
+{
+    return (r->expert_bits > 0 && r->expert_bits < 16) || (r->dense_bits > 0 && r->dense_bits < 16);
+}
+
+/* Fits framework c->cur on its calibration rows (those whose preset uses
+ * it; all holds every runnable calibration row): its provenance in *prov,
+ * the fitted keys as bits of *mask. */
+static int fit_one(fit_ctx *c, const ms_pub_rows *all, const char *command, char **prov, unsigned *mask, FILE *log)
+{
+    const char *name = c->fw[c->cur].name;
+    int quantised = 0;
+    c->cal.n = 0;
+    for (size_t i = 0; i < all->n; i++)
+        if (!strcmp(ms_pub_preset_find(all->row[i].system)->framework, name)) {
+            c->cal.row[c->cal.n++] = all->row[i];
+            quantised |= row_quantised(&all->row[i]);
+        }
+    c->np = 0;
+    *mask = 0;
+    for (size_t k = 0; k < N_KEYS; k++)
+        if (quantised || !fit_keys[k].quantized_only) {
+            c->key[c->np++] = k;
+            *mask |= 1u << k;
+        }
+    gsl_vector *x = gsl_vector_alloc(c->np);
+    for (size_t j = 0; j < c->np; j++) {
+        size_t k = c->key[j];
+        double v = *key_of(&c->fw[c->cur], k);
+        if (!(v > 0) && fit_keys[k].start0 > 0)
+            v = fit_keys[k].start0;
+        c->x0[j] = log10(v > FIT_FLOOR ? v : FIT_FLOOR);
+        gsl_vector_set(x, j, c->x0[j]);
+    }
+    double mse = NAN;
+    unsigned evals0 = c->evals;
+    int rc = minimise(c, x, &mse, log);
+    if (!rc) {
+        params_to_framework(c, x);
+        *prov = provenance(c, command, mse, c->evals - evals0);
+        for (size_t j = 0; log && j < c->np; j++)
+            fprintf(log, "published --fit: %s %s = %.6g\n", name, fit_keys[c->key[j]].key,
+                    *key_of(&c->fw[c->cur], c->key[j]));
+    }
+    gsl_vector_free(x);
+    return rc;
+}
+
+int ms_published_fit(const ms_pub_opts *o, const ms_pub_rows *rows, const char *command, ms_pub_fit *fit, FILE *log,
+                     ms_err *err)
 {
     fit_ctx c = {.o = *o, .err = err};
+    memset(fit, 0, sizeof *fit);
     c.o.progress = NULL;
     c.cal.row = ms_xcalloc(rows->n ? rows->n : 1, sizeof *c.cal.row);
     for (size_t i = 0; i < rows->n; i++)
@@ -183,41 +260,37 @@ int ms_published_fit(const ms_pub_opts *o, const ms_pub_rows *rows, const char *
         rc = drop_unrunnable(&c, log, err);
     if (!rc)
         rc = collect_frameworks(&c, err);
+    ms_pub_rows all = {.n = c.cal.n, .row = ms_xcalloc(c.cal.n ? c.cal.n : 1, sizeof *all.row)};
     if (!rc) {
+        memcpy(all.row, c.cal.row, c.cal.n * sizeof *all.row);
         c.o.frameworks = c.fw;
         c.o.n_frameworks = c.n_fw;
         gsl_set_error_handler_off();
-        gsl_vector *x = gsl_vector_alloc((size_t)c.n_fw * N_KEYS);
-        for (int f = 0; f < c.n_fw; f++)
-            for (size_t k = 0; k < N_KEYS; k++) {
-                double v = *key_of(&c.fw[f], k);
-                if (!(v > 0) && fit_keys[k].start0 > 0)
-                    v = fit_keys[k].start0;
-                gsl_vector_set(x, (size_t)f * N_KEYS + k, log10(v > FIT_FLOOR ? v : FIT_FLOOR));
-            }
-        double mse = NAN;
-        rc = minimise(&c, x, &mse, log);
-        if (!rc) {
-            params_to_frameworks(&c, x);
-            *prov = provenance(&c, command, mse);
-            for (int f = 0; f < c.n_fw; f++) {
-                if (log)
-                    for (size_t k = 0; k < N_KEYS; k++)
-                        fprintf(log, "published --fit: %s %s = %.6g\n", c.fw[f].name, fit_keys[k].key,
-                                *key_of(&c.fw[f], k));
-            }
-        }
-        gsl_vector_free(x);
+        fit->provenance = ms_xcalloc((size_t)c.n_fw, sizeof *fit->provenance);
+        fit->fitted = ms_xcalloc((size_t)c.n_fw, sizeof *fit->fitted);
+        for (c.cur = 0; c.cur < c.n_fw && !rc; c.cur++)
+            rc = fit_one(&c, &all, command, &fit->provenance[c.cur], &fit->fitted[c.cur], log);
     }
+    free(all.row);
     free(c.res);
     free(c.cal.row);
+    fit->fw = c.fw;
+    fit->n = c.n_fw;
     if (rc) {
-        free(c.fw);
+        ms_published_fit_free(fit);
         return -1;
     }
-    *fw_out = c.fw;
-    *n_fw = c.n_fw;
     return 0;
+}
+
+void ms_published_fit_free(ms_pub_fit *fit)
+{
+    for (int i = 0; fit->provenance && i < fit->n; i++)
+        free(fit->provenance[i]);
+    free(fit->provenance);
+    free(fit->fitted);
+    free(fit->fw);
+    memset(fit, 0, sizeof *fit);
 }
 
 /* text as comment lines of at most ~120 characters (a profile line holds 198) */
@@ -256,8 +329,10 @@ static void write_kept_sources(FILE *fp, const ms_framework *fw)
         fprintf(fp, "%s = estimate kept as in %s (not fitted)\n", kept[i], fw->file[0] ? fw->file : "the framework it started from");
 }
 
-int ms_published_write_frameworks(const char *dir, const ms_framework *fw, int n, const char *prov, ms_err *err)
+int ms_published_write_frameworks(const char *dir, const ms_pub_fit *fit, ms_err *err)
 {
+    const ms_framework *fw = fit->fw;
+    int n = fit->n;
     char d[1200];
     snprintf(d, sizeof d, "%s/frameworks", dir);
     if (n && ms_out_make_dir("published --fit", d, err))
@@ -270,16 +345,20 @@ int ms_published_write_frameworks(const char *dir, const ms_framework *fw, int n
             return -1;
         FILE *fp = ms_out_fp(o);
         fprintf(fp, "; written by moesim published --fit: the framework's constants fitted on calibration rows\n");
-        comment_lines(fp, prov);
+        comment_lines(fp, fit->provenance[f]);
         fprintf(fp, "[framework]\nname = %s\ndescription = %s\n", fw[f].name, fw[f].description);
         for (size_t k = 0; k < N_KEYS; k++)
             fprintf(fp, "%s = %.6g\n", fit_keys[k].key, *key_of((ms_framework *)&fw[f], k));
         write_kept_keys(fp, &fw[f]);
         fprintf(fp, "\n[source]\n");
         for (size_t k = 0; k < N_KEYS; k++)
-            fprintf(fp, "%s = derived fitted by moesim published --fit on calibration rows (the comments above: command, "
-                        "fit, rows)\n",
-                    fit_keys[k].key);
+            if (fit->fitted[f] >> k & 1)
+                fprintf(fp, "%s = derived fitted by moesim published --fit on calibration rows (the comments above: "
+                            "command, fit, rows)\n",
+                        fit_keys[k].key);
+            else
+                fprintf(fp, "%s = estimate kept as in %s (no calibration row of this framework is quantised)\n",
+                        fit_keys[k].key, fw[f].file[0] ? fw[f].file : "the framework it started from");
         write_kept_sources(fp, &fw[f]);
         if (ms_out_commit(o, err))
             return -1;

@@ -37,7 +37,7 @@ static const ms_pub_preset presets[] = {
      "CPU-GPU hybrid: missed experts split between the CPU and copies by a simulated schedule, MRS cache of "
      "gpu_expert_gb",
      "PKU-SEC-Lab/HybriMoE@508a85b README; seed 003 §4"},
-    {"fiddler", "hf-eager", KB(MS_PUB_GPU_EXPERT_GB) | KB(MS_PUB_CPU_THREADS),
+    {"fiddler", "fiddler", KB(MS_PUB_GPU_EXPERT_GB) | KB(MS_PUB_CPU_THREADS),
      "the most popular experts resident in gpu_expert_gb; a missed expert computed on the CPU",
      "efeslab/fiddler@227715b src/fiddler/mixtral.py l.14, 38-39, 505-654"},
     {"ktransformers", "ktransformers", KB(MS_PUB_CPU_THREADS),

@@ -189,21 +189,18 @@ int ms_cli_published(int argc, char **argv)
     }
     if (isatty(STDERR_FILENO))
         f.o.progress = stderr;
-    ms_framework *fw = NULL;
-    int nfw = 0;
-    char *prov = NULL;
+    ms_pub_fit fit = {0};
     if (f.fit) {
         char cmd[2048];
         command_text(argc, argv, cmd, sizeof cmd);
-        if (ms_published_fit(&f.o, &rows, cmd, &fw, &nfw, &prov, f.json ? stderr : stdout, &err) ||
-            ms_published_write_frameworks(f.o.out_dir, fw, nfw, prov, &err)) {
-            free(fw);
-            free(prov);
+        if (ms_published_fit(&f.o, &rows, cmd, &fit, f.json ? stderr : stdout, &err) ||
+            ms_published_write_frameworks(f.o.out_dir, &fit, &err)) {
+            ms_published_fit_free(&fit);
             ms_pub_rows_free(&rows);
             return ms_cli_error(err.msg);
         }
-        f.o.frameworks = fw;
-        f.o.n_frameworks = nfw;
+        f.o.frameworks = fit.fw;
+        f.o.n_frameworks = fit.n;
     }
     ms_pub_result *res = ms_xcalloc(rows.n ? rows.n : 1, sizeof *res);
     rc = ms_published_run(&f.o, &rows, res, &err) || ms_published_write(&f.o, &rows, res, &err);
@@ -224,8 +221,7 @@ int ms_cli_published(int argc, char **argv)
         ms_cli_error(err.msg);
     }
     free(res);
-    free(fw);
-    free(prov);
+    ms_published_fit_free(&fit);
     ms_pub_rows_free(&rows);
     return rc ? 1 : 0;
 }

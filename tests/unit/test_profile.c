@@ -293,7 +293,7 @@ static void test_shipped_platforms(void)
     CHECK(ms_framework_resolve("none", &fw, &have, &err) == 0 && have && fw.layer_s == 0 && !strcmp(fw.name, "none"));
     CHECK(ms_framework_resolve("vllm", &fw, &have, &err) == 0 && have && fw.layer_s == 0);
     CHECK(ms_framework_resolve("nope", &fw, &have, &err) == -1);
-    CHECK_STR_CONTAINS(err.msg, "unknown framework 'nope' (known: deepspeed, hf-accelerate, hf-eager, ktransformers, llama-cpp, mixtral-offloading, moe-infinity, vllm)");
+    CHECK_STR_CONTAINS(err.msg, "unknown framework 'nope' (known: deepspeed, fiddler, hf-accelerate, hf-eager, ktransformers, llama-cpp, mixtral-offloading, moe-infinity, vllm)");
 }
 
 static void test_explicit_path(void)
