@@ -63,7 +63,8 @@ static void params_to_framework(fit_ctx *c, const gsl_vector *x)
     for (size_t j = 0; j < c->np; j++) {
         size_t k = c->key[j];
         double v = pow(10, gsl_vector_get(x, j));
-        v = v < FIT_FLOOR ? FIT_FLOOR : v; /* below it: nothing that matters, one figure for all of it */
+        if (fit_keys[k].start0 == 0 && v <= FIT_FLOOR) /* seconds below 0.1 us: none (0, as a profile says it) */
+            v = 0;
         *key_of(&c->fw[c->cur], k) = v > fit_keys[k].max ? fit_keys[k].max : v;
     }
 }
@@ -305,7 +306,7 @@ static void comment_lines(FILE *fp, const char *text)
             if (text[cut] != ' ')
                 cut = 120;
         }
-        fprintf(fp, "; %.*s\n", (int)cut, text);
+        fprintf(fp, "; fit: %.*s\n", (int)cut, text);
         text += cut;
         while (*text == ' ')
             text++;
@@ -329,37 +330,121 @@ static void write_kept_sources(FILE *fp, const ms_framework *fw)
         fprintf(fp, "%s = estimate kept as in %s (not fitted)\n", kept[i], fw->file[0] ? fw->file : "the framework it started from");
 }
 
+#define FITTED_SOURCE "derived fitted by moesim published --fit on calibration rows (the '; fit:' lines above: command, fit, rows)"
+
+/* Whether line (leading blanks skipped) sets key: "key =" or "key=". */
+static int line_sets(const char *line, const char *key)
+{
+    line += strspn(line, " \t");
+    size_t n = strlen(key);
+    return !strncmp(line, key, n) && line[n + strspn(line + n, " \t")] == '=';
+}
+
+/* The fitted keys of framework f that section ("framework" or "source")
+ * has not had yet, at the section's end. */
+static void flush_fitted(FILE *fp, const ms_pub_fit *fit, int f, int source, unsigned *seen)
+{
+    for (size_t k = 0; k < N_KEYS; k++)
+        if ((fit->fitted[f] >> k & 1) && !(*seen >> k & 1)) {
+            if (source)
+                fprintf(fp, "%s = %s\n", fit_keys[k].key, FITTED_SOURCE);
+            else
+                fprintf(fp, "%s = %.6g\n", fit_keys[k].key, *key_of(&fit->fw[f], k));
+            *seen |= 1u << k;
+        }
+}
+
+/* The profile framework f was read from, line by line, with the fitted
+ * keys' values and [source] lines replaced (added at the section's end when
+ * absent) and the fit's '; fit:' comment lines at the top (an earlier fit's
+ * dropped): every comment and kept key stays as it was.  -1 when the file
+ * cannot be read. */
+static int rewrite_profile(FILE *fp, const ms_pub_fit *fit, int f)
+{
+    FILE *in = fopen(fit->fw[f].file, "r");
+    if (!in)
+        return -1;
+    fprintf(fp, "; fit: written by moesim published --fit: %s with its fitted figures\n", fit->fw[f].name);
+    comment_lines(fp, fit->provenance[f]);
+    char line[2048];
+    int section = 0; /* 1: [framework], 2: [source] */
+    unsigned seen_fw = 0, seen_src = 0, blank = 0; /* blank lines held back: a section's added keys go before them */
+    while (fgets(line, sizeof line, in)) {
+        const char *t = line + strspn(line, " \t");
+        if (!strncmp(t, "; fit:", 6))
+            continue;
+        if (*t == '\n' || *t == '\r' || !*t) {
+            blank++;
+            continue;
+        }
+        if (*t == '[' && section)
+            flush_fitted(fp, fit, f, section == 2, section == 2 ? &seen_src : &seen_fw);
+        for (; blank; blank--)
+            fputc('\n', fp);
+        if (*t == '[') {
+            section = !strncmp(t, "[framework]", 11) ? 1 : !strncmp(t, "[source]", 8) ? 2 : 0;
+            fputs(line, fp);
+            continue;
+        }
+        size_t k = N_KEYS;
+        for (size_t i = 0; section && i < N_KEYS; i++)
+            if ((fit->fitted[f] >> i & 1) && line_sets(t, fit_keys[i].key))
+                k = i;
+        if (k == N_KEYS) {
+            fputs(line, fp);
+            continue;
+        }
+        if (section == 1) {
+            fprintf(fp, "%s = %.6g\n", fit_keys[k].key, *key_of(&fit->fw[f], k));
+            seen_fw |= 1u << k;
+        } else {
+            fprintf(fp, "%s = %s\n", fit_keys[k].key, FITTED_SOURCE);
+            seen_src |= 1u << k;
+        }
+    }
+    if (section)
+        flush_fitted(fp, fit, f, section == 2, section == 2 ? &seen_src : &seen_fw);
+    for (; blank; blank--)
+        fputc('\n', fp);
+    fclose(in);
+    return 0;
+}
+
+/* A profile built from the fitted struct alone (a framework not read from
+ * a file). */
+static void write_generated(FILE *fp, const ms_pub_fit *fit, int f)
+{
+    const ms_framework *fw = &fit->fw[f];
+    fprintf(fp, "; fit: written by moesim published --fit: the framework's constants fitted on calibration rows\n");
+    comment_lines(fp, fit->provenance[f]);
+    fprintf(fp, "[framework]\nname = %s\ndescription = %s\n", fw->name, fw->description);
+    for (size_t k = 0; k < N_KEYS; k++)
+        fprintf(fp, "%s = %.6g\n", fit_keys[k].key, *key_of((ms_framework *)fw, k));
+    write_kept_keys(fp, fw);
+    fprintf(fp, "\n[source]\n");
+    for (size_t k = 0; k < N_KEYS; k++)
+        if (fit->fitted[f] >> k & 1)
+            fprintf(fp, "%s = %s\n", fit_keys[k].key, FITTED_SOURCE);
+        else
+            fprintf(fp, "%s = estimate kept (no calibration row of this framework is quantised)\n", fit_keys[k].key);
+    write_kept_sources(fp, fw);
+}
+
 int ms_published_write_frameworks(const char *dir, const ms_pub_fit *fit, ms_err *err)
 {
-    const ms_framework *fw = fit->fw;
-    int n = fit->n;
     char d[1200];
     snprintf(d, sizeof d, "%s/frameworks", dir);
-    if (n && ms_out_make_dir("published --fit", d, err))
+    if (fit->n && ms_out_make_dir("published --fit", d, err))
         return -1;
-    for (int f = 0; f < n; f++) {
+    for (int f = 0; f < fit->n; f++) {
         char p[1400];
-        snprintf(p, sizeof p, "%s/%s.ini", d, fw[f].name);
+        snprintf(p, sizeof p, "%s/%s.ini", d, fit->fw[f].name);
         ms_out *o = ms_out_open("published --fit", p, err);
         if (!o)
             return -1;
         FILE *fp = ms_out_fp(o);
-        fprintf(fp, "; written by moesim published --fit: the framework's constants fitted on calibration rows\n");
-        comment_lines(fp, fit->provenance[f]);
-        fprintf(fp, "[framework]\nname = %s\ndescription = %s\n", fw[f].name, fw[f].description);
-        for (size_t k = 0; k < N_KEYS; k++)
-            fprintf(fp, "%s = %.6g\n", fit_keys[k].key, *key_of((ms_framework *)&fw[f], k));
-        write_kept_keys(fp, &fw[f]);
-        fprintf(fp, "\n[source]\n");
-        for (size_t k = 0; k < N_KEYS; k++)
-            if (fit->fitted[f] >> k & 1)
-                fprintf(fp, "%s = derived fitted by moesim published --fit on calibration rows (the comments above: "
-                            "command, fit, rows)\n",
-                        fit_keys[k].key);
-            else
-                fprintf(fp, "%s = estimate kept as in %s (no calibration row of this framework is quantised)\n",
-                        fit_keys[k].key, fw[f].file[0] ? fw[f].file : "the framework it started from");
-        write_kept_sources(fp, &fw[f]);
+        if (!fit->fw[f].file[0] || rewrite_profile(fp, fit, f))
+            write_generated(fp, fit, f);
         if (ms_out_commit(o, err))
             return -1;
         ms_framework check; /* what was written reads back as a profile */

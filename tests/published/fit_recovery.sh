@@ -37,7 +37,9 @@ within() { # value target tolerance
 ls=$(sed -n '1,/^\[source\]/s/^layer_s = //p' "$fitted"); it=$(sed -n '1,/^\[source\]/s/^iteration_s = //p' "$fitted")
 within "$ls" 3e-3 0.01 || { echo "layer_s $ls, expected 3e-3"; exit 1; }
 within "$it" 2e-2 0.01 || { echo "iteration_s $it, expected 2e-2"; exit 1; }
-grep -q '^layer_s = derived fitted by moesim published --fit' "$fitted" && tr '\n' ' ' < "$fitted" | sed 's/ ; / /g' | grep -q 'fitted by `moesim published --rows .* --fit --out .*`: GSL Nelder-Mead.* of 3 calibration rows: cal-mixtral cal-qwen cal-dsv2;' || { echo "no provenance"; cat "$fitted"; exit 1; }
+grep -q '^layer_s = derived fitted by moesim published --fit' "$fitted" && tr '\n' ' ' < "$fitted" | sed 's/ ; fit: / /g' | grep -q 'fitted by `moesim published --rows .* --fit --out .*`: GSL Nelder-Mead.* of 3 calibration rows: cal-mixtral cal-qwen cal-dsv2;' || { echo "no provenance"; cat "$fitted"; exit 1; }
+# the rest of the profile is the shipped one: its comments and kept keys with their sources
+grep -q '^; host_memory: pinned: host storages made with pin_memory' "$fitted" && grep -q '^writeback = estimate 1: a load is a swap' "$fitted" && grep -q '^surplus = stream$' "$fitted" || { echo "the profile's comments or kept keys were lost"; cat "$fitted"; exit 1; }
 ratio=$(awk -F, '$1 == "eval-mo" { print $7 }' "$d/fit/published.csv")
 within "$ratio" 1 0.001 || { echo "evaluation ratio $ratio after the fit, expected 1"; exit 1; }
 # the shipped profile is untouched
