@@ -24,6 +24,7 @@ gen_fail(seed_negative 2 "knob seed='-1' is not a non-negative integer" --model 
 gen_fail(requests_out_of_range 2 "knob requests=2000000000 is out of range" --model mixtral-8x7b -o x.h5 --requests 2000000000)
 gen_fail(layer_steps_not_number 2 "knob layer_steps='1e6' is not a non-negative integer" --model mixtral-8x7b -o x.h5 --layer-steps 1e6)
 gen_fail(knob_out_of_range 2 "knob gate_alpha=0 is out of range \\[0.01, 1000\\]" --model mixtral-8x7b -o x.h5 --set gate_alpha=0)
+gen_fail(drift_out_of_range 2 "knob pref_drift=2 is out of range \\[0, 1\\]" --model mixtral-8x7b -o x.h5 --set pref_drift=2)
 gen_fail(knob_not_number 2 "knob layer_corr='high' is not a number" --model mixtral-8x7b -o x.h5 --set layer_corr=high)
 gen_fail(unknown_knob 2 "unknown knob 'gate_alfa'" --model mixtral-8x7b -o x.h5 --set gate_alfa=1)
 gen_fail(set_without_value 2 "--set 'gate_alpha' is not KNOB=VALUE" --model mixtral-8x7b -o x.h5 --set gate_alpha)

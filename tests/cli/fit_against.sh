@@ -12,7 +12,8 @@ flags="--trial-requests 2 --trial-seeds 1 --max-evals 8"
 "$moesim" trace fit --against mixtral-8x7b -o r1.ini $flags > out1.txt || { echo "FAIL: fit failed"; fail=1; }
 "$moesim" trace fit --against mixtral-8x7b -o r2.ini $flags > /dev/null
 cmp -s r1.ini r2.ini || { echo "FAIL: the same flags gave another file"; fail=1; }
-grep -q '^\[routing\]$' r1.ini && grep -q '^routing.decode_recall = fitted to targets/mixtral-8x7b.ini' r1.ini ||
+grep -q '^\[routing\]$' r1.ini && grep -q '^routing.decode_recall = fitted to targets/mixtral-8x7b.ini' r1.ini &&
+    grep -q '^pref_drift = [0-9]' r1.ini && grep -q '^routing.pref_drift = fitted to targets/mixtral-8x7b.ini' r1.ini ||
     { echo "FAIL: no [routing] section or sources in r1.ini"; fail=1; }
 # cost start -> result, from the summary line: the search may not make it worse
 awk '/cost/ { for (i = 1; i <= NF; i++) if ($i == "->") { a = $(i-1); b = $(i+1); sub(/;.*/, "", b) } }

@@ -44,6 +44,8 @@ prof unknown 'pref_alpha = 6\nbogus_knob = 1\n' 'routing.pref_alpha = fitted tes
 expect_err unknown "unknown.ini:$(grep -n '^bogus_knob' unknown.ini | cut -d: -f1): [routing] bogus_knob: unknown knob"
 prof range 'pref_alpha = 1000\n' 'routing.pref_alpha = fitted test\n'
 expect_err range "range.ini:$(grep -n '^pref_alpha' range.ini | cut -d: -f1): [routing] pref_alpha = 1000:"
+prof drift 'pref_drift = 1.5\n' 'routing.pref_drift = fitted test\n'
+expect_err drift "drift.ini:$(grep -n '^pref_drift' drift.ini | cut -d: -f1): [routing] pref_drift = 1.5: knob pref_drift=1.5 is out of range [0, 1]"
 prof runknob 'seed = 3\n' 'routing.seed = estimate x\n'
 expect_err runknob "runknob.ini:$(grep -n '^seed' runknob.ini | cut -d: -f1): [routing] seed: not a routing knob"
 prof status 'pref_alpha = 6\n' 'routing.pref_alpha = guessed test\n'

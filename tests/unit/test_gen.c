@@ -332,6 +332,7 @@ static void test_knobs(void)
     CHECK_EQ_INT(p.probs, MS_GEN_PROBS_AUTO);
     CHECK_NEAR(p.gate_alpha, 1.0, 0);
     CHECK_NEAR(p.output_sigma, 0.86, 0);
+    CHECK_NEAR(p.pref_drift, 0, 0); /* off: every seed's trace as before the knob */
 
     CHECK_EQ_INT(ms_gen_set(&p, "gate_alpha", "0.25", &err), 0);
     CHECK_NEAR(p.gate_alpha, 0.25, 0);
@@ -352,6 +353,8 @@ static void test_knobs(void)
     expect_set_error("clusters", "-3", "knob clusters='-3' is not a non-negative integer");
     expect_set_error("clusters", "2.5", "knob clusters='2.5' is not a non-negative integer");
     expect_set_error("seed", "4294967295", "knob seed=4294967295 is out of range [0, 4294967294]");
+    expect_set_error("pref_drift", "1.5", "knob pref_drift=1.5 is out of range [0, 1]");
+    expect_set_error("pref_drift", "-0.01", "knob pref_drift=-0.01 is out of range [0, 1]");
     expect_set_error("balance", "2", "knob balance=2 is out of range [0, 1]");
     expect_set_error("probs", "dense", "knob probs='dense' is not one of auto, full, topk_renorm, topk_raw");
     expect_set_error("", "1", "trace gen: empty knob name");
@@ -382,7 +385,7 @@ static void test_knobs(void)
             CHECK_STR_CONTAINS(md, quoted);
             knobs++;
         }
-        CHECK_EQ_INT(knobs, 36);
+        CHECK_EQ_INT(knobs, 37);
         free(md);
     }
     free(text);
@@ -629,6 +632,115 @@ static void test_spec_noise(void)
     stats_free(&noisy);
 }
 
+/* pref_drift: a request's routing context moves on.  On a model where every
+ * row's gates stay within a few hundredths of its preference's cluster's
+ * (near one-hot cluster preferences over 8 layers, requests and gates that
+ * follow them closely, no layer tilt or decode reuse), the L1 distance of
+ * consecutive rows' full gates over the layers is below 1 for the same
+ * preference and near 2 per layer whose top expert differs: consecutive rows
+ * differ exactly when a renewal drew another cluster: never with pref_drift
+ * 0, and at pref_drift x (1 - 1/C) of the row pairs (prompt and decode rows
+ * alike) otherwise. */
+typedef struct {
+    const ms_trace_meta *meta;
+    uint64_t pairs[2], changed[2]; /* [0] prompt rows, [1] decode rows */
+    double max_same;               /* largest distance of pairs counted unchanged */
+    uint32_t first_own;            /* requests whose first row is near their cluster's (sig) */
+    float *sig;                    /* [C][L][J]: the first row of each cluster's first request (drift 0) */
+    uint32_t *seen;                /* [C] */
+    int learn;                     /* 1: fill sig, 0: compare with it */
+} drift_stats;
+
+static double gate_distance(const ms_trace_meta *m, const float *a, const float *b)
+{
+    double d = 0;
+    for (size_t i = 0; i < (size_t)m->L * m->J; i++)
+        d += fabs((double)a[i] - b[i]);
+    return d;
+}
+
+static int collect_drift(const ms_request *r, const ms_gen_info *info, void *ctx)
+{
+    drift_stats *s = ctx;
+    const ms_trace_meta *m = s->meta;
+    size_t LJ = (size_t)m->L * m->J;
+    for (uint32_t row = 1; row < r->n_rows; row++) {
+        double d = gate_distance(m, r->probs + ms_probs_index(m, row, 0), r->probs + ms_probs_index(m, row - 1, 0));
+        int decode = row >= r->prompt_len;
+        s->pairs[decode]++;
+        s->changed[decode] += d > 1;
+        if (d <= 1 && d > s->max_same)
+            s->max_same = d;
+    }
+    float *sig = s->sig + info->cluster * LJ;
+    if (s->learn && !s->seen[info->cluster])
+        memcpy(sig, r->probs, LJ * sizeof *sig);
+    else if (!s->learn)
+        s->first_own += s->seen[info->cluster] && gate_distance(m, r->probs, sig) < 1;
+    s->seen[info->cluster] = 1;
+    return 0;
+}
+
+static void drift_run(const ms_gen_params *p, const ms_model *model, drift_stats *s)
+{
+    ms_trace_meta meta;
+    ms_err err;
+    CHECK_EQ_INT(ms_gen_meta(p, model, &meta, &err), 0);
+    CHECK_EQ_INT(meta.probs_kind, MS_PROBS_FULL);
+    s->meta = &meta;
+    CHECK_EQ_INT(ms_gen_run(p, model, &meta, collect_drift, s, NULL, &err), 0);
+    ms_trace_meta_free(&meta);
+    s->meta = NULL;
+}
+
+static void test_pref_drift(void)
+{
+    ms_model m = mixtral_model();
+    m.moe_layers = 8;
+    ms_gen_params p = stat_params(21);
+    p.requests = 200;
+    p.balance = 0;
+    p.pref_alpha = 0.01;
+    p.request_conc = 1e6;
+    p.gate_alpha = 1000;
+    p.layer_corr = 0;
+    p.decode_reuse = 0;
+    p.decode_mix = 0;
+    p.spec_depth = 0;
+    p.token_ids = 0;
+    float sig[8 * 8 * 8];
+    uint32_t seen[8] = {0};
+    drift_stats still = {.sig = sig, .seen = seen, .learn = 1};
+    drift_run(&p, &m, &still);
+    printf("pref_drift 0: %llu of %llu prompt and %llu of %llu decode row pairs changed (largest unchanged "
+           "distance %.3f)\n", (unsigned long long)still.changed[0], (unsigned long long)still.pairs[0],
+           (unsigned long long)still.changed[1], (unsigned long long)still.pairs[1], still.max_same);
+    CHECK(still.pairs[0] > 3000 && still.pairs[1] > 3000);
+    CHECK_EQ_INT(still.changed[0], 0); /* one preference for the whole request */
+    CHECK_EQ_INT(still.changed[1], 0);
+    CHECK(still.max_same < 0.5);
+    for (uint32_t c = 0; c < 8; c++) {
+        CHECK(seen[c]);
+        for (uint32_t d = 0; d < c; d++) /* the clusters are told apart */
+            CHECK(gate_distance(&(ms_trace_meta){.L = 8, .J = 8}, sig + c * 64, sig + d * 64) > 4);
+    }
+
+    p.pref_drift = 0.1;
+    drift_stats moving = {.sig = sig, .seen = seen};
+    drift_run(&p, &m, &moving);
+    double want = 0.1 * (1 - 1.0 / 8);
+    for (int d = 0; d < 2; d++) {
+        double f = (double)moving.changed[d] / moving.pairs[d];
+        double sd = sqrt(want * (1 - want) / moving.pairs[d]);
+        printf("pref_drift 0.1: %s row pairs changed %.4f (expected %.4f, sd %.4f)\n", d ? "decode" : "prompt", f,
+               want, sd);
+        CHECK(fabs(f - want) < 4 * sd);
+    }
+    CHECK(moving.max_same < 0.5);
+    /* a request's first row is drawn before any renewal: near its own cluster's */
+    CHECK_EQ_INT(moving.first_own, 200);
+}
+
 static void test_embeddings(void)
 {
     ms_model m = mixtral_model();
@@ -839,6 +951,7 @@ int main(void)
     test_layer_coupling();
     test_gate_sharpness();
     test_spec_noise();
+    test_pref_drift();
     test_embeddings();
     test_arrivals_lengths_tokens();
     test_write();

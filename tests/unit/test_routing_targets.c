@@ -15,16 +15,15 @@ static const char *const models[] = {"mixtral-8x7b",      "deepseek-v2-lite", "q
 
 /* Targets the generator's knobs cannot reach on the default trace (measured
  * values in docs/generator.md "Locality targets"): each must still be missed,
- * so meeting one after a change makes this list (and the docs) out of date. */
+ * so meeting one after a change makes this list (and the docs) out of date.
+ * None at present; the list ends with {NULL, NULL}. */
 static const struct { const char *model, *target; } known_misses[] = {
-    {"qwen3-30b-a3b", "sch_256"},
-    {"deepseek-v2-lite", "sch_64"},
-    {"deepseek-v2-lite", "sch_256"},
+    {NULL, NULL},
 };
 
 static int known_miss(const char *model, const char *target)
 {
-    for (size_t i = 0; i < sizeof known_misses / sizeof known_misses[0]; i++)
+    for (size_t i = 0; known_misses[i].model; i++)
         if (!strcmp(known_misses[i].model, model) && !strcmp(known_misses[i].target, target))
             return 1;
     return 0;
@@ -69,14 +68,24 @@ static void check_model(const char *name)
     }
     CHECK(m.n_routing > 0);
     int base = met_count(&m, &ts, &p, "default", 1);
-    if (strcmp(name, "mixtral-8x7b"))
-        return;
-    /* each fitted knob moved well off (two targets pin recall loosely: 0.4 still meets them) */
-    struct { const char *knob, *value; } moved[] = {{"pref_alpha", "1"}, {"decode_reuse", "0.3"}, {"decode_recall", "0.8"}};
+    /* each fitted knob moved well off misses a target: the locality knobs on
+     * Mixtral (two targets pin recall loosely: 0.4 still meets them), the
+     * topic drift on DeepSeek-V2-Lite (the cheaper of the two models that
+     * fit it): none keeps SCH at 64 / 256 rows too high, 0.05 (segments of
+     * 20 rows) takes SCH at 256 too low */
+    static const struct { const char *model, *knob, *value; } moved[] = {
+        {"mixtral-8x7b", "pref_alpha", "1"},          {"mixtral-8x7b", "decode_reuse", "0.3"},
+        {"mixtral-8x7b", "decode_recall", "0.8"},     {"deepseek-v2-lite", "pref_drift", "0"},
+        {"deepseek-v2-lite", "pref_drift", "0.05"},
+    };
     for (size_t i = 0; i < sizeof moved / sizeof moved[0]; i++) {
+        if (strcmp(name, moved[i].model))
+            continue;
         ms_gen_params q = p;
         CHECK_EQ_INT(ms_gen_set(&q, moved[i].knob, moved[i].value, &err), 0);
-        CHECK(met_count(&m, &ts, &q, moved[i].knob, 0) < base);
+        char label[64];
+        snprintf(label, sizeof label, "%s=%s", moved[i].knob, moved[i].value);
+        CHECK(met_count(&m, &ts, &q, label, 0) < base);
     }
 }
 

@@ -568,8 +568,8 @@ void ms_fit_print(const ms_fit_result *r, FILE *out)
         fprintf(out, "  token_noise                         -  xreq_exact       %9.4f %9.4f  not fitted: "
                      "docs/traces.md \"Near repeats\" (default 0: copies are whole)\n",
                 r->source.xreq_exact, r->fitted.xreq_exact);
-    fprintf(out, "  not fitted (defaults): cluster_skew, request_conc%s, balance, spec_noise, embed_req_noise, "
-                 "embed_tok_noise, token_affinity; clusters = %u\n",
+    fprintf(out, "  not fitted (defaults): cluster_skew, request_conc%s, balance, pref_drift (trace fit --against), "
+                 "spec_noise, embed_req_noise, embed_tok_noise, token_affinity; clusters = %u\n",
             p->requests < 2 ? " (10^6: one request)" : "", p->clusters);
 }
 

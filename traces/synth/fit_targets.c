@@ -13,6 +13,7 @@
 
 #define FT_DECODE_MIX 0.4   /* decode_mix for locality t >= 0: the map of `trace fit` (fit_search.c) */
 #define FT_MAX_RECALL 0.95  /* at 1 no decode row would draw a fresh gate */
+#define FT_MAX_DRIFT 0.2    /* a new preference every 5 rows at most: drift, not noise */
 #define FT_SIZE_TOL 0.02    /* simplex size at which the search stops */
 
 void ms_fit_targets_default_options(ms_fit_targets_options *o)
@@ -47,6 +48,14 @@ static void set_knobs(ms_gen_params *p, const double *x)
     p->decode_reuse = t >= 0 ? t : 0;
     p->decode_mix = t >= 0 ? FT_DECODE_MIX : FT_DECODE_MIX * (1 + t);
     p->decode_recall = FT_MAX_RECALL / (1 + exp(-x[2]));
+    p->pref_drift = FT_MAX_DRIFT / (1 + exp(-x[3]));
+}
+
+/* logit(v / max), v / max clamped to floor .. 1 - 1e-3 */
+static double logit_of(double v, double max, double floor)
+{
+    double r = clamp(v / max, floor, 1 - 1e-3);
+    return log(r / (1 - r));
 }
 
 /* The point of the knobs in p (the inverse maps, clamped off the ends). */
@@ -55,8 +64,8 @@ static void point_of(const ms_gen_params *p, double *x)
     x[0] = log(clamp(p->pref_alpha, 0.01, 100));
     double t = p->decode_reuse > 0 ? p->decode_reuse : p->decode_mix / FT_DECODE_MIX - 1;
     x[1] = atanh(clamp(t, -0.999, 0.999));
-    double r = clamp(p->decode_recall / FT_MAX_RECALL, 1e-3, 1 - 1e-3);
-    x[2] = log(r / (1 - r));
+    x[2] = logit_of(p->decode_recall, FT_MAX_RECALL, 1e-3);
+    x[3] = logit_of(p->pref_drift, FT_MAX_DRIFT, 1e-2); /* drift 0 starts at 0.002: a few renewals a request */
 }
 
 /* Trial means of every target at knobs p into out[]. */
@@ -126,9 +135,11 @@ int ms_fit_targets(const ms_model *m, const ms_targets *ts, const ms_fit_targets
     gsl_vector *x = gsl_vector_alloc(MS_FIT_TARGET_KNOBS), *step = gsl_vector_alloc(MS_FIT_TARGET_KNOBS);
     double x0[MS_FIT_TARGET_KNOBS];
     point_of(&c.base, x0);
+    /* first simplex steps: drift's reaches 0.014 from 0.002 (segments of tens of rows) */
+    const double step0[MS_FIT_TARGET_KNOBS] = {1.0, 1.0, 1.0, 2.0};
     for (int i = 0; i < MS_FIT_TARGET_KNOBS; i++) {
         gsl_vector_set(x, (size_t)i, x0[i]);
-        gsl_vector_set(step, (size_t)i, 1.0);
+        gsl_vector_set(step, (size_t)i, step0[i]);
     }
     gsl_multimin_function f = {.f = objective, .n = MS_FIT_TARGET_KNOBS, .params = &c};
     gsl_multimin_fminimizer *mn = gsl_multimin_fminimizer_alloc(gsl_multimin_fminimizer_nmsimplex2,
@@ -151,14 +162,12 @@ int ms_fit_targets(const ms_model *m, const ms_targets *ts, const ms_fit_targets
         set_knobs(&r->p, best);
         /* the written values are rounded: measure what the profile will say */
         char buf[32];
-        snprintf(buf, sizeof buf, "%.4g", r->p.pref_alpha);
-        r->p.pref_alpha = strtod(buf, NULL);
-        snprintf(buf, sizeof buf, "%.4g", r->p.decode_reuse);
-        r->p.decode_reuse = strtod(buf, NULL);
-        snprintf(buf, sizeof buf, "%.4g", r->p.decode_mix);
-        r->p.decode_mix = strtod(buf, NULL);
-        snprintf(buf, sizeof buf, "%.4g", r->p.decode_recall);
-        r->p.decode_recall = strtod(buf, NULL);
+        double *fitted[] = {&r->p.pref_alpha, &r->p.decode_reuse, &r->p.decode_mix, &r->p.decode_recall,
+                           &r->p.pref_drift};
+        for (size_t i = 0; i < sizeof fitted / sizeof fitted[0]; i++) {
+            snprintf(buf, sizeof buf, "%.4g", *fitted[i]);
+            *fitted[i] = strtod(buf, NULL);
+        }
         rc = measure(&c, &r->p, r->measured);
         r->cost = cost_of(ts, r->measured);
         if (!rc && r->cost > r->start_cost) { /* never worse than the profile's knobs */
@@ -193,9 +202,10 @@ int ms_fit_targets_write(const ms_model *m, const ms_targets *ts, const ms_fit_t
             o->max_evals, r->evals, r->generations, r->start_cost, r->cost);
     for (int i = 0; i < ts->n; i++)
         fprintf(f, ";   %s: %.3f, %.3f, %.3f\n", ts->t[i].name, ts->t[i].value, r->start_measured[i], r->measured[i]);
-    fprintf(f, "[routing]\npref_alpha = %.4g\ndecode_reuse = %.4g\ndecode_mix = %.4g\ndecode_recall = %.4g\n\n",
-            r->p.pref_alpha, r->p.decode_reuse, r->p.decode_mix, r->p.decode_recall);
-    const char *knobs[] = {"pref_alpha", "decode_reuse", "decode_mix", "decode_recall"};
+    fprintf(f, "[routing]\npref_alpha = %.4g\ndecode_reuse = %.4g\ndecode_mix = %.4g\ndecode_recall = %.4g\n"
+               "pref_drift = %.4g\n\n",
+            r->p.pref_alpha, r->p.decode_reuse, r->p.decode_mix, r->p.decode_recall, r->p.pref_drift);
+    const char *knobs[] = {"pref_alpha", "decode_reuse", "decode_mix", "decode_recall", "pref_drift"};
     fprintf(f, "[source]\n");
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
         fprintf(f, "routing.%s = fitted to targets/%s.ini (%.80s) by moesim trace fit --against %s\n", knobs[i],

@@ -17,7 +17,10 @@
  *                    0.4 (1 + t) (the same map as `trace fit`): reuse of the
  *                    previous step (small caches);
  *   decode_recall    0.95 / (1 + exp(-x2)): reuse a few steps back (middle
- *                    sizes).
+ *                    sizes);
+ *   pref_drift       0.2 / (1 + exp(-x3)): how fast a request's preference
+ *                    moves on (segment cache hits at long windows; a
+ *                    profile's 0 starts the search at 0.002).
  * The result is never worse than the start: when the rounded best point
  * costs more than the profile's knobs, those are written again.
  * Trials: trial_seeds generations of trial_requests requests each with
@@ -33,7 +36,7 @@
 #include "traces/stats/targets.h"
 #include "traces/synth/gen.h"
 
-#define MS_FIT_TARGET_KNOBS 3
+#define MS_FIT_TARGET_KNOBS 4
 
 typedef struct {
     uint64_t seed;            /* trials use seed+1 .. seed+trial_seeds (default 1) */

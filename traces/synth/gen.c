@@ -532,6 +532,18 @@ static void draw_request_prefs(gen_state *g, uint32_t cluster)
         tilt_request_prefs(g, g->dec_tilt + k * LJ, g->req_pref_dec + k * LJ);
 }
 
+/* Topic drift (pref_drift): before each token row but a request's first,
+ * with probability pref_drift the request's routing context moves on and its
+ * preference is redrawn as a new request's (a cluster from the cluster table,
+ * then the per-layer Dirichlet around it; the decode tilts follow).  The
+ * request keeps its cluster, embedding and token ids.  0 draws nothing. */
+static void drift_request_prefs(gen_state *g)
+{
+    if (!(g->p->pref_drift > 0) || !(gsl_rng_uniform(g->rng) < g->p->pref_drift))
+        return;
+    draw_request_prefs(g, (uint32_t)gsl_ran_discrete(g->rng, g->cluster_table));
+}
+
 /* Prompt token ids: from the cluster's slice of the vocabulary with
  * probability token_affinity, else uniform over the vocabulary. */
 static void draw_token_ids(gen_state *g, const ms_model *model, uint32_t cluster, ms_request *r)
@@ -581,6 +593,8 @@ static void gen_request(gen_state *g, const ms_model *model, uint64_t id, double
 
     for (uint32_t row = 0; row < r->n_rows; row++) {
         int decode = row >= prompt;
+        if (row > 0)
+            drift_request_prefs(g);
         g->row_pref = g->req_pref;
         if (decode && g->req_pref_dec)
             g->row_pref = g->req_pref_dec + (size_t)ms_gen_decode_phase(row - prompt + 1, output, p->decode_phases) *

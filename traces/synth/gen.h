@@ -9,8 +9,9 @@
  *     experts chosen at layer l;
  *   - requests: cluster, lognormal prompt / output lengths, Poisson arrivals,
  *     prompt token ids, per-iteration semantic embeddings (cluster centroid +
- *     noise), and per token row and layer a gate distribution drawn from a
- *     Dirichlet around the row's preference, with decode steps reusing or
+ *     noise), a preference that may be redrawn within the request
+ *     (pref_drift), and per token row and layer a gate distribution drawn
+ *     from a Dirichlet around the row's preference, with decode steps reusing or
  *     mixing in the previous step's routing, and speculative gate outputs as
  *     noisy views of the next spec_depth layers.
  * docs/generator.md documents every knob and the statistic it controls.
@@ -37,6 +38,9 @@ typedef struct {
     double cluster_skew;     /* Zipf exponent of cluster popularity (0 = uniform) */
     double pref_alpha;       /* Dirichlet concentration per expert of a cluster's preference */
     double request_conc;     /* concentration of a request's preference around its cluster's (x J) */
+    double pref_drift;       /* probability per token row after a request's first that its routing
+                                context moves on: the preference is redrawn as a new request's
+                                (cluster, then per-layer Dirichlet); 0 = never, no draws */
     uint32_t balance;        /* 1: Sinkhorn-balance preferences so trace-wide popularity is uniform */
     /* structure across layers and steps */
     double layer_corr;       /* weight of the layer-transition term in the preference of layer l+1 */

@@ -46,6 +46,8 @@ static const knob knobs[] = {
      "Dirichlet concentration per expert of a cluster's per-layer preference (low = skewed requests)"},
     {"request_conc", KNOB_DOUBLE, AT(request_conc), "20", 0.01, 1e6,
      "concentration (per expert) of a request's preference around its cluster's (high = same as cluster)"},
+    {"pref_drift", KNOB_DOUBLE, AT(pref_drift), "0", 0, 1,
+     "probability per token row that a request's preference is redrawn as a new request's (topic drift); 0 = never"},
     {"balance", KNOB_U32, AT(balance), "1", 0, 1,
      "1 = Sinkhorn-balance cluster preferences so trace-wide expert popularity is uniform"},
     {"layer_corr", KNOB_DOUBLE, AT(layer_corr), "0.5", 0, 1,
@@ -174,10 +176,10 @@ void ms_gen_defaults(ms_gen_params *p)
 /* The knobs a model profile's [routing] section may set: those of the
  * routing's generative model, not a run's size, seed, lengths or storage. */
 static const char *const routing_knobs[] = {
-    "clusters",    "cluster_skew", "pref_alpha",   "request_conc",  "balance",         "layer_corr",
-    "trans_alpha", "decode_reuse", "decode_recall", "decode_mix",   "gate_alpha",      "weight_power",
-    "token_repeat", "token_noise", "decode_period", "period_repeat", "spec_noise",     "embed_req_noise",
-    "embed_tok_noise", "token_affinity", NULL};
+    "clusters",     "cluster_skew",  "pref_alpha",      "request_conc",    "pref_drift",     "balance",
+    "layer_corr",   "trans_alpha",   "decode_reuse",    "decode_recall",   "decode_mix",     "gate_alpha",
+    "weight_power", "token_repeat",  "token_noise",     "decode_period",   "period_repeat",  "spec_noise",
+    "embed_req_noise", "embed_tok_noise", "token_affinity", NULL};
 
 int ms_gen_is_routing_knob(const char *key)
 {
