@@ -2,16 +2,17 @@
 # --fit recovers known constants (docs/published.md "Fit"): rows whose
 # measured values are moesim's own predictions with the mixtral-offloading
 # framework at layer_s = 3e-3, iteration_s = 2e-2 (a profile folder holding
-# that framework instead of the shipped one) are fitted from the shipped
-# profile's figures; the fit must find both within 1 %, write them with their
+# that framework instead of the shipped one) are fitted from layer_s = 2e-3,
+# iteration_s = 5e-3 (another such folder); the fit must find both within 1 %, write them with their
 # provenance, and the evaluation row (never seen by the fit) must then be
 # predicted within 0.1 %.
 # Usage: fit_recovery.sh MOESIM PROFILES_DIR WORKDIR
 moesim=$1; profiles=$2; d=$3
 rm -rf "$d" && mkdir -p "$d" || exit 1
-cp -rL "$profiles" "$d/prof" || exit 1
-f="$d/prof/frameworks/mixtral-offloading.ini"
-sed -i '/^\[source\]/,$!{s/^layer_s = .*/layer_s = 3e-3/; s/^iteration_s = .*/iteration_s = 2e-2/}' "$f"
+set_costs() { # folder layer_s iteration_s: the mixtral-offloading framework of a profile copy
+    cp -rL "$profiles" "$1" && sed -i "/^\[source\]/,\$!{s/^layer_s = .*/layer_s = $2/; s/^iteration_s = .*/iteration_s = $3/}" "$1/frameworks/mixtral-offloading.ini"
+}
+set_costs "$d/prof" 3e-3 2e-2 && set_costs "$d/start" 2e-3 5e-3 || exit 1
 row() { # name system model metric role extra
     printf '[row %s]\nsource = test\nsystem = %s\nmodel = %s\nplatform = a5000-pcie4\nbatch = 1\nprompt_len = 8\noutput_len = 4\nrequests = 1\nmetric = %s\nvalue = 1\nread = text\nrole = %s\n%s\n\n' "$@"
 }
@@ -27,7 +28,7 @@ awk '/"predicted":/ { gsub(/[^0-9.e+-]/, "", $2); print $2 }' "$d/truth.json" > 
 [ "$(wc -l < "$d/values.txt")" = 4 ] || { echo "expected 4 predictions"; cat "$d/truth.json"; exit 1; }
 awk 'NR == FNR { v[++n] = $1; next } /^value = 1/ { print "value = " v[++k]; next } { print }' \
     "$d/values.txt" "$d/shape.ini" > "$d/rows.ini"
-"$moesim" published --rows "$d/rows.ini" --fit --out "$d/fit" > "$d/fit.txt" || { cat "$d/fit.txt"; exit 1; }
+MOESIM_PROFILE_DIR="$d/start" "$moesim" published --rows "$d/rows.ini" --fit --out "$d/fit" > "$d/fit.txt" || { cat "$d/fit.txt"; exit 1; }
 cat "$d/fit.txt"
 fitted="$d/fit/frameworks/mixtral-offloading.ini"
 [ -f "$fitted" ] || { echo "no $fitted"; exit 1; }

@@ -278,8 +278,11 @@ static void test_shipped_platforms(void)
     CHECK(ms_platform_load("moeinf-6x4v100", &p, &err) == 0);
     CHECK_EQ_INT(p.gpus, 24);
     CHECK_NEAR(p.host_ceiling_bw, 0, 0);
+    CHECK(!strcmp(p.framework, "moe-infinity"));
     CHECK(ms_platform_load("hybrimoe-ktransformers", &p, &err) == 0);
     CHECK_EQ_INT(p.gpus, 0);
+    CHECK(!strcmp(p.framework, "ktransformers") && !strcmp(p.framework_profile.name, "ktransformers"));
+    CHECK(ms_platform_load("a5000-pcie4", &p, &err) == 0); /* no framework: no costs */
     CHECK(!p.framework[0] && p.framework_profile.layer_s == 0 && p.framework_profile.iteration_s == 0);
     ms_framework fw;
     int have = 0;
