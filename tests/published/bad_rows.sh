@@ -58,6 +58,7 @@ check '$a dense_bits = 65' ': row r: dense_bits = 65: expected a number in \(0, 
 check 's/^requests = .*/requests = 0/' ': row r: requests = 0: expected a whole number in \[1, 100000\]$'
 check '$a uncertainty = -1' ': row r: uncertainty = -1: expected a number in \[0, 1e\+12\]$'
 check 's/^output_len = .*/output_len = 1/' ': row r: output_len = 1: metric tpot_ms needs at least 2 output tokens$'
+check 's/^system = .*/system = moe-infinity/; $a gpu_expert_gb = -1' ': row r: gpu_expert_gb = -1: expected a number in \[0, 1e\+06\]$'
 check 's/^system = .*/system = mixtral-offloading/; $a slots_per_layer = 9' ': row r: slots_per_layer = 9: more than the model.s 8 experts per layer$'
 check 's/^system = .*/system = mixtral-offloading/; $a prefetch = 2' ': row r: prefetch = 2: expected a whole number in \[0, 1\]$'
 check 's/^system = .*/system = llama-cpp/; $a cpu_moe_layers = 33' ': row r: cpu_moe_layers = 33: more than the model.s 32 MoE layers$'
