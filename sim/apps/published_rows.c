@@ -361,6 +361,8 @@ static int on_value(ms_ini *ini, void *user, const char *section, const char *ke
     if (ms_ini_continuation(ini)) {
         if (keys[k].kind != K_TEXT || k == KEY_SYSTEM || k == KEY_MODEL || k == KEY_PLATFORM)
             return row_fail(c, key, value, "a continuation line holds text (source, set, assume, note) only");
+        if (!c->val[k]) /* an indented line with no line of its key before it */
+            return row_fail(c, key, value, "an indented (continuation) line without its key's line before it");
         size_t a = strlen(c->val[k]), b = strlen(value);
         c->val[k] = ms_xrealloc(c->val[k], a + b + 2, 1);
         c->val[k][a] = ' ';

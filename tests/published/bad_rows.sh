@@ -31,6 +31,7 @@ check() {
     fi
 }
 check '$a colour = red' ': row r: colour = red: unknown key$'
+check '1a\  set = platform.h2d_bw=12GB/s' ': row r: set = platform.h2d_bw=12GB/s: an indented \(continuation\) line without its key.s line before it$'
 check 's/^system = .*/system = nosuch/' ': row r: system = nosuch: unknown system \(known: no-cache, mixtral-offloading,'
 check 's/^model = .*/model = nosuch/' ": row r: model = nosuch: unknown model 'nosuch'"
 check 's/^platform = .*/platform = nosuch/' ": row r: platform = nosuch: unknown platform 'nosuch'"
