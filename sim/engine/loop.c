@@ -93,21 +93,18 @@ static void access_again(ms_view *v, uint32_t l, uint32_t e, int on_cpu)
         v->cache->cache->on_access(v->cache_st, v, l, e);
 }
 
-/* A demand load found no victim: the policy may take it over the budget
- * (ms_cache_ops.overflow: returns 0, x is then cached); else a framework
- * with surplus = stream copies it through a transient buffer (returns 1:
- * copied, run, released; a demand copy like any other); otherwise the run
- * fails. */
+/* A demand load found no victim (one GPU: with several, eng_gpu_streams
+ * took it): the policy may take it over the budget (ms_cache_ops.overflow:
+ * returns 0, x is then cached); else a framework with surplus = stream
+ * copies it through a transient buffer (returns 1: copied, run, released; a
+ * demand copy like any other); otherwise the run fails. */
 static int demand_without_room(ms_view *v, uint32_t x, uint32_t n)
 {
     uint32_t l = x / v->J;
     if (v->cache->cache->overflow && !v->failed && v->cache->cache->overflow(v->cache_st, v, l, x % v->J))
         return 0;
-    if (v->surplus_stream && !v->failed) {
-        if (v->m->gpu) /* per-GPU counts exist with several GPUs only */
-            v->m->gpu[v->gpu_of[x]].streamed++;
+    if (v->surplus_stream && !v->failed)
         return 1;
-    }
     if (!v->failed)
         ms_fail(v->err,
                 "GPU expert cache (%g %s) has no room for layer %u's %u activated experts in "
@@ -127,12 +124,13 @@ static int place_demand(ms_view *v, uint32_t x, uint32_t n)
         v->transient[x] = 1;
         return 0;
     }
-    if (eng_make_room(v, x)) {
-        int r = demand_without_room(v, x, n);
-        if (r)
-            return r < 0 ? -1 : (v->transient[x] = 1, 0);
-    }
-    eng_occupy(v, x);
+    int r = eng_make_room(v, x) ? demand_without_room(v, x, n) : 0;
+    if (r < 0)
+        return -1;
+    if (r > 0)
+        v->transient[x] = 1;
+    else
+        eng_occupy(v, x);
     return 0;
 }
 
