@@ -1,5 +1,6 @@
 /* `moesim published --fit` (see published.h): the framework constants no
  * datasheet gives, fitted on the calibration rows only. */
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -314,22 +315,6 @@ static void comment_lines(FILE *fp, const char *text)
 }
 
 /* The keys the fit does not move, as the profile it started from had them. */
-static void write_kept_keys(FILE *fp, const ms_framework *fw)
-{
-    fprintf(fp, "copies_per_expert = %u\n", fw->copies_per_expert == MS_COPIES_PER_MATRIX ? 0u : fw->copies_per_expert);
-    fprintf(fp, "cpu_dequant_bw = %.17g\ncopies = %s\nhost_memory = %s\nwriteback = %u\nreserve_bytes = %.17g\n",
-            fw->cpu_dequant_bw, fw->copies[0] ? fw->copies : "overlapped",
-            fw->host_memory[0] ? fw->host_memory : "pinned", fw->writeback, fw->reserve_bytes);
-    fprintf(fp, "surplus = %s\n", fw->surplus[0] ? fw->surplus : "fail");
-}
-
-static void write_kept_sources(FILE *fp, const ms_framework *fw)
-{
-    static const char *const kept[] = {"copies_per_expert", "cpu_dequant_bw", "writeback", "reserve_bytes"};
-    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
-        fprintf(fp, "%s = estimate kept as in %s (not fitted)\n", kept[i], fw->file[0] ? fw->file : "the framework it started from");
-}
-
 #define FITTED_SOURCE "derived fitted by moesim published --fit on calibration rows (the '; fit:' lines above: command, fit, rows)"
 
 /* Whether line (leading blanks skipped) sets key: "key =" or "key=". */
@@ -357,13 +342,14 @@ static void flush_fitted(FILE *fp, const ms_pub_fit *fit, int f, int source, uns
 /* The profile framework f was read from, line by line, with the fitted
  * keys' values and [source] lines replaced (added at the section's end when
  * absent) and the fit's '; fit:' comment lines at the top (an earlier fit's
- * dropped): every comment and kept key stays as it was.  -1 when the file
- * cannot be read. */
-static int rewrite_profile(FILE *fp, const ms_pub_fit *fit, int f)
+ * dropped): every comment and kept key stays as it was.  -1 with err when
+ * the file cannot be read again. */
+static int rewrite_profile(FILE *fp, const ms_pub_fit *fit, int f, ms_err *err)
 {
     FILE *in = fopen(fit->fw[f].file, "r");
     if (!in)
-        return -1;
+        return ms_fail(err, "published --fit: %s: cannot read the profile again to write its fit: %s", fit->fw[f].file,
+                       strerror(errno));
     fprintf(fp, "; fit: written by moesim published --fit: %s with its fitted figures\n", fit->fw[f].name);
     comment_lines(fp, fit->provenance[f]);
     char line[2048];
@@ -406,28 +392,9 @@ static int rewrite_profile(FILE *fp, const ms_pub_fit *fit, int f)
         flush_fitted(fp, fit, f, section == 2, section == 2 ? &seen_src : &seen_fw);
     for (; blank; blank--)
         fputc('\n', fp);
+    int bad = ferror(in);
     fclose(in);
-    return 0;
-}
-
-/* A profile built from the fitted struct alone (a framework not read from
- * a file). */
-static void write_generated(FILE *fp, const ms_pub_fit *fit, int f)
-{
-    const ms_framework *fw = &fit->fw[f];
-    fprintf(fp, "; fit: written by moesim published --fit: the framework's constants fitted on calibration rows\n");
-    comment_lines(fp, fit->provenance[f]);
-    fprintf(fp, "[framework]\nname = %s\ndescription = %s\n", fw->name, fw->description);
-    for (size_t k = 0; k < N_KEYS; k++)
-        fprintf(fp, "%s = %.6g\n", fit_keys[k].key, *key_of((ms_framework *)fw, k));
-    write_kept_keys(fp, fw);
-    fprintf(fp, "\n[source]\n");
-    for (size_t k = 0; k < N_KEYS; k++)
-        if (fit->fitted[f] >> k & 1)
-            fprintf(fp, "%s = %s\n", fit_keys[k].key, FITTED_SOURCE);
-        else
-            fprintf(fp, "%s = estimate kept (no calibration row of this framework is quantised)\n", fit_keys[k].key);
-    write_kept_sources(fp, fw);
+    return bad ? ms_fail(err, "published --fit: %s: read error while writing its fit", fit->fw[f].file) : 0;
 }
 
 int ms_published_write_frameworks(const char *dir, const ms_pub_fit *fit, ms_err *err)
@@ -439,12 +406,16 @@ int ms_published_write_frameworks(const char *dir, const ms_pub_fit *fit, ms_err
     for (int f = 0; f < fit->n; f++) {
         char p[1400];
         snprintf(p, sizeof p, "%s/%s.ini", d, fit->fw[f].name);
+        if (!fit->fw[f].file[0]) /* every preset names a framework profile file (ms_framework_resolve) */
+            return ms_fail(err, "published --fit: framework '%s' was not read from a profile: nothing to write its fit into",
+                           fit->fw[f].name);
         ms_out *o = ms_out_open("published --fit", p, err);
         if (!o)
             return -1;
-        FILE *fp = ms_out_fp(o);
-        if (!fit->fw[f].file[0] || rewrite_profile(fp, fit, f))
-            write_generated(fp, fit, f);
+        if (rewrite_profile(ms_out_fp(o), fit, f, err)) {
+            ms_out_abort(o);
+            return -1;
+        }
         if (ms_out_commit(o, err))
             return -1;
         ms_framework check; /* what was written reads back as a profile */
