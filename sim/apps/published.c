@@ -123,8 +123,7 @@ static int apply_bits(const ms_pub_row *r, ms_run_config *cfg, ms_err *err)
  * batch and lengths and the framework's reserve. */
 static double gpu_room(const ms_pub_row *r, const ms_model *m, const ms_platform *p, const ms_framework *fw)
 {
-    double dense = r->dense_bits > 0 ? m->dense_params * r->dense_bits / 8 : (double)m->dense_bytes;
-    ms_budget_in in = {.platform = p, .model = m, .framework = fw, .dense_bytes = dense * m->moe_layers,
+    ms_budget_in in = {.platform = p, .model = m, .framework = fw, .dense_bytes = ms_pub_dense_bytes(r, m) * m->moe_layers,
                        .batch = r->batch, .context_tokens = (double)r->prompt_len + r->output_len};
     ms_budget b;
     ms_budget_compute(&in, &b);

@@ -123,11 +123,20 @@ static int set_policies(ms_pub_setup *s, const char *prefetch, const char *cache
     return 0;
 }
 
+double ms_pub_dense_bytes(const ms_pub_row *r, const ms_model *m)
+{
+    return r->dense_bits > 0 ? m->dense_params * r->dense_bits / 8 : (double)m->dense_bytes;
+}
+
+double ms_pub_expert_bytes(const ms_pub_row *r, const ms_model *m)
+{
+    return r->expert_bits > 0 ? m->expert_params * r->expert_bits / 8 : (double)m->expert_bytes;
+}
+
 /* One MoE layer's experts in bytes at the row's expert_bits. */
 static double layer_expert_bytes(const ms_pub_row *r, const ms_model *m)
 {
-    double eb = r->expert_bits > 0 ? m->expert_params * r->expert_bits / 8 : (double)m->expert_bytes;
-    return m->experts * eb;
+    return m->experts * ms_pub_expert_bytes(r, m);
 }
 
 /* The first n MoE layers streamed whole every forward pass (layer-stream,
@@ -171,8 +180,7 @@ static int vllm_offload(const ms_pub_row *r, const ms_model *m, ms_pub_setup *s,
     if (isnan(gb))
         return setup_fail(r, "cpu_offload_gb", "(not given)", "needed by vllm-cpu-offload", err);
     uint32_t L = m->moe_layers;
-    double db = r->dense_bits > 0 ? m->dense_params * r->dense_bits / 8 : (double)m->dense_bytes;
-    double n = round(gb * 1e9 / (db + layer_expert_bytes(r, m)));
+    double n = round(gb * 1e9 / (ms_pub_dense_bytes(r, m) + layer_expert_bytes(r, m)));
     return stream_first_layers(n < 1 ? 1 : n > L ? L : (uint32_t)n, m, s);
 }
 

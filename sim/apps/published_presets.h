@@ -34,6 +34,12 @@ typedef struct {
     uint32_t cpu_cores;      /* > 0: the platform's cpu_cores for this row (cpu_threads) */
 } ms_pub_setup;
 
+/* One MoE layer's dense bytes and one expert's bytes of model m at row's
+ * dense_bits / expert_bits (the model's own without them): what its run
+ * charges (the run keys of the same names). */
+double ms_pub_dense_bytes(const ms_pub_row *row, const ms_model *m);
+double ms_pub_expert_bytes(const ms_pub_row *row, const ms_model *m);
+
 /* The setup of row on its model m (loaded with the row's sets); gpu_room:
  * the bytes the row's GPU has for experts (budget.h ms_budget_cache_room:
  * memory less dense weights, embeddings, KV and the preset framework's
