@@ -123,7 +123,8 @@ static int apply_bits(const ms_pub_row *r, ms_run_config *cfg, ms_err *err)
  * batch and lengths and the framework's reserve. */
 static double gpu_room(const ms_pub_row *r, const ms_model *m, const ms_platform *p, const ms_framework *fw)
 {
-    ms_budget_in in = {.platform = p, .model = m, .framework = fw, .dense_bytes = ms_pub_dense_bytes(r, m) * m->moe_layers,
+    ms_budget_in in = {.platform = p, .model = m, .framework = fw,
+                       .dense_bytes = ms_pub_dense_bytes(r, m) * m->moe_layers,
                        .batch = r->batch, .context_tokens = (double)r->prompt_len + r->output_len};
     ms_budget b;
     ms_budget_compute(&in, &b);

@@ -315,7 +315,8 @@ static void comment_lines(FILE *fp, const char *text)
 }
 
 /* The keys the fit does not move, as the profile it started from had them. */
-#define FITTED_SOURCE "derived fitted by moesim published --fit on calibration rows (the '; fit:' lines above: command, fit, rows)"
+#define FITTED_SOURCE                                                                                                   \
+    "derived fitted by moesim published --fit on calibration rows (the '; fit:' lines above: command, fit, rows)"
 
 /* Whether line (leading blanks skipped) sets key: "key =" or "key=". */
 static int line_sets(const char *line, const char *key)
@@ -407,7 +408,8 @@ int ms_published_write_frameworks(const char *dir, const ms_pub_fit *fit, ms_err
         char p[1400];
         snprintf(p, sizeof p, "%s/%s.ini", d, fit->fw[f].name);
         if (!fit->fw[f].file[0]) /* every preset names a framework profile file (ms_framework_resolve) */
-            return ms_fail(err, "published --fit: framework '%s' was not read from a profile: nothing to write its fit into",
+            return ms_fail(err,
+                           "published --fit: framework '%s' was not read from a profile: nothing to write its fit into",
                            fit->fw[f].name);
         ms_out *o = ms_out_open("published --fit", p, err);
         if (!o)
