@@ -80,34 +80,43 @@ static inline void ms_fixture_write_requests(const char *path, const ms_trace_me
 }
 
 /* Imports ../shared/traces/bigmoeonedge/<name>.route.csv into `out`. */
-/* One request of n_iters iterations, one token row each (iteration 0 the
- * prefill, then decodes), L layers of J experts, 1 MB experts and 2 MB dense
- * work, hidden size 500 (read only by runs with several GPUs: token
- * dispatch); ids[(i * L + l) * K + k] is slot k of iteration i at layer l,
- * every slot weighted 1 / K.  `source` names the test. */
-static inline void ms_fixture_write_rows(const char *path, const char *source, uint32_t L, uint32_t J, uint32_t K,
-                                         uint32_t n_iters, const int *ids)
+/* One request of n_iters iterations: a prefill of prefill_rows token rows
+ * (the prompt), then one row per decode; L layers of J experts, 1 MB
+ * experts and 2 MB dense work, hidden size 500 (read only by runs with
+ * several GPUs: token dispatch); ids[(row * L + l) * K + k] is slot k of
+ * token row `row` at layer l, every slot weighted 1 / K.  `source` names
+ * the test. */
+static inline void ms_fixture_write_prefill_rows(const char *path, const char *source, uint32_t L, uint32_t J,
+                                                 uint32_t K, uint32_t prefill_rows, uint32_t n_iters, const int *ids)
 {
     ms_trace_meta m = ms_fixture_hand_meta(source, L, J, K, 1000000, 2000000);
     m.hidden_size = 500;
     ms_request r;
     memset(&r, 0, sizeof r);
-    r.prompt_len = 1;
+    r.prompt_len = prefill_rows;
     r.output_len = n_iters - 1;
     r.n_iters = n_iters;
-    r.n_rows = n_iters;
+    r.n_rows = prefill_rows + n_iters - 1;
     ms_request_alloc(&r, &m);
-    for (uint32_t i = 0; i < n_iters; i++) {
-        r.iters[i] = (ms_iteration){i ? MS_PHASE_DECODE : MS_PHASE_PREFILL, i, 1};
+    r.iters[0] = (ms_iteration){MS_PHASE_PREFILL, 0, prefill_rows};
+    for (uint32_t i = 1; i < n_iters; i++)
+        r.iters[i] = (ms_iteration){MS_PHASE_DECODE, prefill_rows + i - 1, 1};
+    for (uint32_t row = 0; row < r.n_rows; row++)
         for (uint32_t l = 0; l < L; l++)
             for (uint32_t k = 0; k < K; k++) {
-                r.topk_ids[ms_topk_index(&m, i, l) + k] = ids[((size_t)i * L + l) * K + k];
-                r.topk_w[ms_topk_index(&m, i, l) + k] = 1.0f / (float)K;
+                r.topk_ids[ms_topk_index(&m, row, l) + k] = ids[((size_t)row * L + l) * K + k];
+                r.topk_w[ms_topk_index(&m, row, l) + k] = 1.0f / (float)K;
             }
-    }
     ms_fixture_write_requests(path, &m, &r, 1);
     ms_request_free(&r);
     ms_trace_meta_free(&m);
+}
+
+/* The same with a one-row prefill: iteration i is token row i. */
+static inline void ms_fixture_write_rows(const char *path, const char *source, uint32_t L, uint32_t J, uint32_t K,
+                                         uint32_t n_iters, const int *ids)
+{
+    ms_fixture_write_prefill_rows(path, source, L, J, K, 1, n_iters, ids);
 }
 
 /* One offline run at batch 1, distance 1, a cache of cap experts (events to

@@ -172,25 +172,8 @@ static void test_writeback(const ms_platform *p0)
  * misses: 1 hit, 3 misses, 3 demand copies. */
 static void test_surplus_stream(const ms_platform *p)
 {
-    ms_trace_meta tm = ms_fixture_hand_meta("test_framework_costs", 1, 4, 1, 1000000, 2000000);
-    ms_request r;
-    memset(&r, 0, sizeof r);
-    r.prompt_len = 2;
-    r.output_len = 2;
-    r.n_iters = 3;
-    r.n_rows = 4;
-    ms_request_alloc(&r, &tm);
-    r.iters[0] = (ms_iteration){MS_PHASE_PREFILL, 0, 2};
-    r.iters[1] = (ms_iteration){MS_PHASE_DECODE, 2, 1};
-    r.iters[2] = (ms_iteration){MS_PHASE_DECODE, 3, 1};
-    const int ids[] = {0, 1, 0, 1};
-    for (uint32_t row = 0; row < 4; row++) {
-        r.topk_ids[ms_topk_index(&tm, row, 0)] = ids[row];
-        r.topk_w[ms_topk_index(&tm, row, 0)] = 1.0f;
-    }
-    ms_fixture_write_requests("fwsurplus.h5", &tm, &r, 1);
-    ms_request_free(&r);
-    ms_trace_meta_free(&tm);
+    const int ids[] = {0, 1, 0, 1}; /* token rows: the prefill's two, then one per decode */
+    ms_fixture_write_prefill_rows("fwsurplus.h5", "test_framework_costs", 1, 4, 1, 2, 3, ids);
     ms_framework fw;
     ms_framework_defaults(&fw, "stream");
     ms_run_config cfg = {.trace_path = "fwsurplus.h5", .platform = p, .prefetch_spec = "none", .cache_spec = "lru",
